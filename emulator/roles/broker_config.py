@@ -1,0 +1,197 @@
+"""RocketMQ 4.9 configuration objects with their real defaults (facts 1.4, 2.1, 2.2, 4.5-4.7).
+
+Field names are RocketMQ's own keys (what a ``broker.conf`` or a topology file sets), so the
+topology validator can check a user's keys against them and the roles can read them by the same
+names. Importing this module has no side effects.
+
+A broker's ``config`` dict mixes keys of ``BrokerConfig``, ``MessageStoreConfig`` and
+``NettyServerConfig``, exactly as RocketMQ's ``broker.conf`` does (``MixAll.properties2Object`` is
+applied to each object in turn): use :func:`broker_configs_from_dict` for it. A namesrv's mixes
+``NamesrvConfig`` and ``NettyServerConfig``: :func:`namesrv_configs_from_dict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
+
+# Keys whose value must be one of a fixed set (RocketMQ enums given by name).
+_CHOICES: dict[str, tuple[str, ...]] = {"brokerRole": BROKER_ROLES, "flushDiskType": FLUSH_DISK_TYPES}
+
+
+class ConfigError(ValueError):
+    """A bad user-set key: ``key`` names it, the message says what is wrong."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass
+class NettyServerConfig:
+    """``remoting/.../netty/NettyServerConfig`` (the namesrv overrides listenPort to 9876)."""
+
+    listenPort: int = 8888
+    serverChannelMaxIdleTimeSeconds: int = 120  # facts 1.5: Netty ALL_IDLE closes the channel
+
+
+@dataclass
+class NamesrvConfig:
+    """``common/.../namesrv/NamesrvConfig`` (facts 1.4)."""
+
+    rocketmqHome: str = ""
+    kvConfigPath: str = "~/namesrv/kvConfig.json"
+    configStorePath: str = "~/namesrv/namesrv.properties"
+    productEnvName: str = "center"
+    clusterTest: bool = False
+    orderMessageEnable: bool = False
+
+
+@dataclass
+class BrokerConfig:
+    """``common/.../BrokerConfig`` defaults (facts 2.1, 2.2, 4.5, 4.6).
+
+    ``brokerClusterName``/``brokerName``/``brokerId`` come from the node spec (``cluster``,
+    ``broker``, ``broker_id``) rather than from ``config``; they are here because RocketMQ has them
+    and the TopicConfigManager uses them (cluster and broker-name system topics).
+    """
+
+    brokerClusterName: str = "DefaultCluster"
+    brokerName: str = "localhost"  # RocketMQ: the local hostname
+    brokerId: int = 0
+    brokerIP1: str = "127.0.0.1"
+    brokerIP2: str = "127.0.0.1"
+    namesrvAddr: str = ""
+    brokerPermission: int = 6  # PERM_READ | PERM_WRITE
+    defaultTopicQueueNums: int = 8
+    autoCreateTopicEnable: bool = True
+    clusterTopicEnable: bool = True
+    brokerTopicEnable: bool = True
+    autoCreateSubscriptionGroup: bool = True
+    msgTraceTopicName: str = "RMQ_SYS_TRACE_TOPIC"
+    traceTopicEnable: bool = False
+    notifyConsumerIdsChangedEnable: bool = True
+    longPollingEnable: bool = True
+    shortPollingTimeMills: int = 1000
+    slaveReadEnable: bool = False
+    offsetCheckInSlave: bool = False
+    enablePropertyFilter: bool = False
+    registerNameServerPeriod: int = 30000
+    forceRegister: bool = True
+    registerBrokerTimeoutMills: int = 6000
+    compressedRegister: bool = False
+    updateMasterHAServerAddrPeriodically: bool = False
+    startAcceptSendRequestTimeStamp: int = 0
+    rejectTransactionMessage: bool = False
+    filterServerNums: int = 0
+    flushConsumerOffsetInterval: int = 5000
+    transferMsgByHeap: bool = True
+    maxDelayTime: int = 40
+
+
+@dataclass
+class MessageStoreConfig:
+    """``store/.../config/MessageStoreConfig`` keys the emulator reads (facts 2.2, 2.5, 4.6)."""
+
+    storePathRootDir: str = "~/store"
+    brokerRole: str = "ASYNC_MASTER"
+    flushDiskType: str = "ASYNC_FLUSH"
+    maxMessageSize: int = 1024 * 1024 * 4
+    haListenPort: int = 10912
+    accessMessageInMemoryMaxRatio: int = 40
+    maxTransferCountOnMessageInMemory: int = 32
+    messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    fileReservedTime: int = 72
+
+
+def _expected_type(cls: type, name: str) -> type:
+    annotation = {f.name: f.type for f in fields(cls)}[name]
+    # ``from __future__ import annotations`` makes these strings.
+    return {"int": int, "bool": bool, "str": str, "float": float}[str(annotation)]
+
+
+def _check_value(cls: type, key: str, value: Any) -> Any:
+    want = _expected_type(cls, key)
+    ok = isinstance(value, want)
+    if want is int and isinstance(value, bool):
+        ok = False  # YAML ``true`` is not a number
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        raise ConfigError(
+            key, f"{key}: must be {want.__name__}, got {type(value).__name__} {value!r}"
+        )
+    if key in _CHOICES and value not in _CHOICES[key]:
+        raise ConfigError(key, f"{key}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
+    return value
+
+
+def known_keys(cls: type) -> set[str]:
+    return {f.name for f in fields(cls)}
+
+
+def config_from_dict(cls: type[T], d: dict[str, Any] | None) -> T:
+    """An instance of config dataclass ``cls`` with ``d``'s keys over RocketMQ's defaults.
+
+    Raises :class:`ConfigError` (a ValueError) naming the first unknown key or wrong-typed value.
+    """
+    d = d or {}
+    allowed = known_keys(cls)
+    values: dict[str, Any] = {}
+    for key, value in d.items():
+        if key not in allowed:
+            raise ConfigError(key, f"{key}: unknown {cls.__name__} key")
+        values[key] = _check_value(cls, key, value)
+    return cls(**values)
+
+
+def _split(classes: tuple[type, ...], d: dict[str, Any] | None, what: str) -> list[Any]:
+    d = d or {}
+    parts: list[dict[str, Any]] = [{} for _ in classes]
+    for key, value in d.items():
+        for i, cls in enumerate(classes):
+            if key in known_keys(cls):
+                parts[i][key] = value
+                break
+        else:
+            raise ConfigError(key, f"{key}: unknown {what} config key")
+    return [config_from_dict(cls, part) for cls, part in zip(classes, parts)]
+
+
+@dataclass
+class BrokerConfigs:
+    broker: BrokerConfig
+    store: MessageStoreConfig
+    netty: NettyServerConfig
+
+
+def broker_configs_from_dict(d: dict[str, Any] | None) -> BrokerConfigs:
+    """Route each key of a broker's mixed ``config`` dict to its RocketMQ config object."""
+    b, s, n = _split((BrokerConfig, MessageStoreConfig, NettyServerConfig), d, "broker")
+    if not d or "listenPort" not in d:
+        n.listenPort = 10911  # BrokerStartup's default (facts 2.1)
+    return BrokerConfigs(b, s, n)
+
+
+@dataclass
+class NamesrvConfigs:
+    namesrv: NamesrvConfig
+    netty: NettyServerConfig
+
+
+def namesrv_configs_from_dict(d: dict[str, Any] | None) -> NamesrvConfigs:
+    """Same for a namesrv (listenPort defaults to 9876 as in NamesrvStartup, facts 1.4)."""
+    ns, n = _split((NamesrvConfig, NettyServerConfig), d, "namesrv")
+    if not d or "listenPort" not in d:
+        n.listenPort = 9876
+    return NamesrvConfigs(ns, n)
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)

@@ -1,0 +1,52 @@
+"""broker_config: RocketMQ defaults and strict key/type checks for user-set keys."""
+
+import pytest
+
+from emulator.roles.broker_config import (
+    BrokerConfig,
+    ConfigError,
+    MessageStoreConfig,
+    NamesrvConfig,
+    broker_configs_from_dict,
+    config_from_dict,
+    namesrv_configs_from_dict,
+)
+
+
+def test_defaults_are_rocketmq_49():
+    b = BrokerConfig()
+    assert (b.registerNameServerPeriod, b.forceRegister, b.registerBrokerTimeoutMills) == (30000, True, 6000)
+    assert (b.autoCreateTopicEnable, b.defaultTopicQueueNums, b.brokerPermission) == (True, 8, 6)
+    assert b.brokerClusterName == "DefaultCluster" and b.slaveReadEnable is False
+    s = MessageStoreConfig()
+    assert (s.brokerRole, s.maxMessageSize) == ("ASYNC_MASTER", 4 * 1024 * 1024)
+    assert NamesrvConfig().orderMessageEnable is False
+
+
+def test_user_keys_override():
+    b = config_from_dict(BrokerConfig, {"autoCreateTopicEnable": False, "defaultTopicQueueNums": 4})
+    assert b.autoCreateTopicEnable is False and b.defaultTopicQueueNums == 4
+
+
+def test_unknown_key_named():
+    with pytest.raises(ValueError, match="nosuchKey") as exc:
+        config_from_dict(BrokerConfig, {"nosuchKey": 1})
+    assert exc.value.key == "nosuchKey"
+
+
+@pytest.mark.parametrize("key,value", [("defaultTopicQueueNums", "8"), ("defaultTopicQueueNums", True),
+                                       ("autoCreateTopicEnable", 1), ("brokerClusterName", 3)])
+def test_wrong_type_named(key, value):
+    with pytest.raises(ConfigError, match=key):
+        config_from_dict(BrokerConfig, {key: value})
+
+
+def test_mixed_broker_dict_routes_keys():
+    c = broker_configs_from_dict({"brokerRole": "SLAVE", "autoCreateTopicEnable": False})
+    assert c.store.brokerRole == "SLAVE" and c.broker.autoCreateTopicEnable is False
+    assert c.netty.listenPort == 10911
+    with pytest.raises(ConfigError, match="brokerRole"):
+        broker_configs_from_dict({"brokerRole": "BOSS"})
+    with pytest.raises(ConfigError, match="bogus"):
+        broker_configs_from_dict({"bogus": 1})
+    assert namesrv_configs_from_dict({}).netty.listenPort == 9876
