@@ -1,0 +1,86 @@
+"""The skewable wall clock of DESIGN section 3.
+
+Every node reads "System.currentTimeMillis()" only through a :class:`SkewableClock`, so a clock
+fault changes what RocketMQ logic *compares* (broker liveness stamps, subVersion, blackout ends)
+without touching the node's schedules, which run on the monotonic clock.
+
+The clock is a pure function of the host time and its :class:`ClockSetting`; the setting is plain
+data so the fault injector can build it, send it over the control plane and record it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class ClockSetting:
+    """How a node's clock departs from the host clock.
+
+    ``offset_ms``: a constant step (``bump``).
+    ``drift_ppm``: drift since ``since_ms`` (host ms), ``drift_ppm * elapsed / 1e6`` ms.
+    ``strobe_delta_ms`` / ``strobe_period_ms``: oscillate between ``offset_ms`` and
+    ``offset_ms + strobe_delta_ms``, switching every period (host time, from ``since_ms``).
+    """
+
+    offset_ms: float = 0.0
+    drift_ppm: float = 0.0
+    strobe_delta_ms: float = 0.0
+    strobe_period_ms: float = 0.0
+    since_ms: float = 0.0
+
+    def offset_at(self, host_ms: float) -> float:
+        """Total offset in ms at host time ``host_ms``."""
+        elapsed = max(0.0, host_ms - self.since_ms)
+        off = self.offset_ms + self.drift_ppm * elapsed / 1e6
+        if self.strobe_period_ms > 0 and int(elapsed // self.strobe_period_ms) % 2 == 1:
+            off += self.strobe_delta_ms
+        return off
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ClockSetting":
+        return cls(**{k: float(v) for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def host_ms() -> float:
+    """Host wall time in ms: the ground truth every event's ``ts`` carries."""
+    return time.time() * 1000.0
+
+
+def mono_ms() -> float:
+    """Monotonic time in ms: what periodic tasks and timeouts run on."""
+    return time.monotonic() * 1000.0
+
+
+@dataclass
+class SkewableClock:
+    """``now_ms = host_ms + offset(host_ms)``; the setting is replaced by the control plane."""
+
+    setting: ClockSetting = field(default_factory=ClockSetting)
+    host: Callable[[], float] = host_ms
+
+    def now_ms(self) -> float:
+        h = self.host()
+        return h + self.setting.offset_at(h)
+
+    def set(self, setting: ClockSetting) -> None:
+        self.setting = setting
+
+
+class FakeClock:
+    """A hand-driven clock for tests: one value serves as host, wall and monotonic time."""
+
+    def __init__(self, start_ms: float = 1_000_000.0) -> None:
+        self.t = start_ms
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, ms: float) -> float:
+        self.t += ms
+        return self.t

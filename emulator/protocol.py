@@ -1,0 +1,225 @@
+"""RocketMQ remoting commands as the emulator carries them: codes, frames and their encoding.
+
+A :class:`Frame` is RocketMQ's ``RemotingCommand``: a request/response ``code``, an ``opaque``
+correlation id, a ``flag`` (request, response or oneway), a ``remark``, header ``fields`` and an
+opaque ``body``. On the wire it is two ZeroMQ frames: the JSON header and the raw body. Nothing in
+this module imports zmq; the transport does.
+
+Numbers are RocketMQ 4.9's (facts section 5).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import Any
+
+FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+class RequestCode(IntEnum):
+    SEND_MESSAGE = 10
+    PULL_MESSAGE = 11
+    QUERY_CONSUMER_OFFSET = 14
+    UPDATE_CONSUMER_OFFSET = 15
+    UPDATE_AND_CREATE_TOPIC = 17
+    GET_ALL_TOPIC_CONFIG = 21
+    HEART_BEAT = 34
+    UNREGISTER_CLIENT = 35
+    CONSUMER_SEND_MSG_BACK = 36
+    GET_CONSUMER_LIST_BY_GROUP = 38
+    NOTIFY_CONSUMER_IDS_CHANGED = 40
+    REGISTER_BROKER = 103
+    UNREGISTER_BROKER = 104
+    GET_ROUTEINFO_BY_TOPIC = 105
+    GET_BROKER_CLUSTER_INFO = 106
+    WIPE_WRITE_PERM_OF_BROKER = 205
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_TOPIC_IN_BROKER = 215
+    DELETE_TOPIC_IN_NAMESRV = 216
+    GET_KVLIST_BY_NAMESPACE = 219
+    GET_TOPICS_BY_CLUSTER = 224
+    SEND_MESSAGE_V2 = 310
+    SEND_BATCH_MESSAGE = 320
+    QUERY_DATA_VERSION = 322
+    SEND_REPLY_MESSAGE = 324
+    SEND_REPLY_MESSAGE_V2 = 325
+    ADD_WRITE_PERM_OF_BROKER = 327
+
+
+class ResponseCode(IntEnum):
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_PARSE_FAILED = 23
+    SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_NOT_LATEST = 25
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    NO_BUYER_ID = 204
+    NOT_IN_CURRENT_UNIT = 205
+
+
+class ClientErrorCode(IntEnum):
+    CONNECT_BROKER_EXCEPTION = 10001
+    ACCESS_BROKER_TIMEOUT = 10002
+    BROKER_NOT_EXIST_EXCEPTION = 10003
+    NO_NAME_SERVER_EXCEPTION = 10004
+    NOT_FOUND_TOPIC_EXCEPTION = 10005
+
+
+class Perm:
+    """PermName (facts 2.2)."""
+
+    PRIORITY = 8
+    READ = 4
+    WRITE = 2
+    INHERIT = 1
+
+    @staticmethod
+    def readable(perm: int) -> bool:
+        return bool(perm & Perm.READ)
+
+    @staticmethod
+    def writable(perm: int) -> bool:
+        return bool(perm & Perm.WRITE)
+
+    @staticmethod
+    def inherited(perm: int) -> bool:
+        return bool(perm & Perm.INHERIT)
+
+    @staticmethod
+    def to_string(perm: int) -> str:
+        """``perm2String``: three chars R/W/X or ``-``."""
+        return (
+            ("R" if perm & Perm.READ else "-")
+            + ("W" if perm & Perm.WRITE else "-")
+            + ("X" if perm & Perm.INHERIT else "-")
+        )
+
+
+MASTER_ID = 0
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+
+
+class Flag(IntEnum):
+    REQUEST = 0
+    RESPONSE = 1
+    ONEWAY = 2
+
+
+class BadFrame(ValueError):
+    """A frame that cannot be decoded; the runtime logs it as ``wire.bad_frame`` and drops it."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One remoting command. ``fields`` is RocketMQ's custom header; ``body`` is raw bytes."""
+
+    code: int
+    opaque: int = 0
+    flag: Flag = Flag.REQUEST
+    remark: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    body: bytes = b""
+
+    @property
+    def is_response(self) -> bool:
+        return self.flag == Flag.RESPONSE
+
+    @property
+    def is_oneway(self) -> bool:
+        return self.flag == Flag.ONEWAY
+
+    def response(
+        self,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        fields: dict[str, Any] | None = None,
+        body: bytes | dict | list | None = None,
+    ) -> "Frame":
+        """The response to this request, carrying its opaque id."""
+        return Frame(
+            code=int(code),
+            opaque=self.opaque,
+            flag=Flag.RESPONSE,
+            remark=remark,
+            fields=fields or {},
+            body=encode_body(body),
+        )
+
+    def with_opaque(self, opaque: int) -> "Frame":
+        return replace(self, opaque=opaque)
+
+    def json_body(self) -> Any:
+        """The body decoded as JSON (``None`` when empty); raises :class:`BadFrame` if not JSON."""
+        if not self.body:
+            return None
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadFrame(f"body is not JSON: {exc}") from exc
+
+
+def request(code: int, fields: dict[str, Any] | None = None, body: Any = None) -> Frame:
+    return Frame(code=int(code), fields=fields or {}, body=encode_body(body))
+
+
+def oneway(code: int, fields: dict[str, Any] | None = None, body: Any = None) -> Frame:
+    return Frame(code=int(code), flag=Flag.ONEWAY, fields=fields or {}, body=encode_body(body))
+
+
+def encode_body(body: bytes | dict | list | str | None) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+
+
+def encode(frame: Frame) -> list[bytes]:
+    """Two wire frames: the JSON header and the body."""
+    header = {"code": frame.code, "opaque": frame.opaque, "flag": int(frame.flag)}
+    if frame.remark is not None:
+        header["remark"] = frame.remark
+    if frame.fields:
+        header["fields"] = frame.fields
+    return [json.dumps(header, separators=(",", ":")).encode(), frame.body]
+
+
+def decode(parts: list[bytes]) -> Frame:
+    """Inverse of :func:`encode`; anything malformed raises :class:`BadFrame`."""
+    if len(parts) not in (1, 2):
+        raise BadFrame(f"expected 2 parts (header, body), got {len(parts)}")
+    try:
+        header = json.loads(parts[0])
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadFrame(f"header is not JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise BadFrame("header is not a JSON object")
+    try:
+        code = int(header["code"])
+        opaque = int(header.get("opaque", 0))
+        flag = Flag(int(header.get("flag", 0)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadFrame(f"bad header field: {exc!r}") from exc
+    fields = header.get("fields") or {}
+    remark = header.get("remark")
+    if not isinstance(fields, dict) or (remark is not None and not isinstance(remark, str)):
+        raise BadFrame("header fields must be an object and remark a string")
+    body = parts[1] if len(parts) == 2 else b""
+    return Frame(code=code, opaque=opaque, flag=flag, remark=remark, fields=fields, body=body)

@@ -1,0 +1,214 @@
+"""The contract between node logic and the node runtime.
+
+A role (NameServer, broker, producer, consumer) is a state machine: it takes a message, a timer
+tick or a channel event together with ``now`` and returns a list of *actions*. It never touches a
+socket, a file or the real clock; the runtime loop (``emulator/runtime.py``) performs the actions.
+That is what lets unit tests drive the RocketMQ logic with a fake clock and no sockets: call the
+role, inspect the actions, and feed ``Request.on_reply`` whatever response the test wants.
+
+Addresses are RocketMQ-style ``"127.0.0.1:<port>"`` strings (what a broker registers and what a
+route carries). A *channel* is the opaque id of one inbound connection as the server side sees it
+(Netty's ``Channel``): replies and server-initiated oneways (NOTIFY_CONSUMER_IDS_CHANGED) go back
+on it, and it is what closes when the peer process dies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Protocol, Union
+
+from emulator.protocol import Frame
+
+
+@dataclass(frozen=True)
+class Now:
+    """The two clocks a role may read (DESIGN section 3).
+
+    ``mono_ms``: monotonic; for timeouts, latencies and schedules.
+    ``wall_ms``: the node's skewable clock, i.e. RocketMQ's ``System.currentTimeMillis()``.
+    """
+
+    mono_ms: float
+    wall_ms: float
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A request or oneway that arrived on an inbound channel from node ``peer``."""
+
+    channel: str
+    peer: str
+    frame: Frame
+
+
+@dataclass(frozen=True)
+class ChannelEvent:
+    """A connection changed state.
+
+    Server side (``channel`` set): ``closed`` when the peer's socket closed (process died,
+    graceful close) and ``idle`` when the idle timeout closed it (Netty's 120 s IdleStateHandler).
+    Client side (``addr`` set): ``connected`` / ``disconnected`` for an outbound connection,
+    which is how a client knows its chosen namesrv's channel is no longer OK.
+    """
+
+    kind: Literal["opened", "closed", "idle", "connected", "disconnected"]
+    channel: str | None = None
+    addr: str | None = None
+    peer: str | None = None
+
+
+# ----------------------------------------------------------------------------- actions
+
+ReplyHandler = Callable[[Frame | None, Now], list["Action"]]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Send ``frame`` on inbound channel ``channel`` (a response, or a server-side oneway)."""
+
+    channel: str
+    frame: Frame
+
+
+@dataclass(frozen=True)
+class Oneway:
+    """Send ``frame`` (flag ONEWAY) to the node listening at ``addr``; no answer expected."""
+
+    addr: str
+    frame: Frame
+
+
+@dataclass(frozen=True)
+class Request:
+    """Send a request to ``addr``; ``on_reply(response, now)`` runs exactly once.
+
+    ``response`` is ``None`` when the timeout elapsed or the frame could not be sent (RocketMQ's
+    RemotingTimeoutException / RemotingConnectException both surface as "no answer"). The
+    runtime assigns the opaque id.
+    """
+
+    addr: str
+    frame: Frame
+    timeout_ms: float
+    on_reply: ReplyHandler
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Write one event (DESIGN section 6). The runtime adds ``ts``, ``node`` and ``local_ms``."""
+
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Persist:
+    """Replace a file under the node's store dir atomically (MixAll.string2File: tmp, bak, rename)."""
+
+    relpath: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Append:
+    """Append lines to a file under the node's store dir (e.g. a commit log), flushed at once."""
+
+    relpath: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Every:
+    """Register a periodic task: ``on_timer(name)`` after ``initial_ms`` then every ``period_ms``.
+
+    Runs on the monotonic clock at a fixed rate, like ``scheduleAtFixedRate``.
+    """
+
+    name: str
+    initial_ms: float
+    period_ms: float
+
+
+@dataclass(frozen=True)
+class After:
+    """A one-shot timer: ``on_timer(name)`` after ``delay_ms``. A new After with the same name
+    replaces a pending one."""
+
+    name: str
+    delay_ms: float
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Cancel a pending timer (periodic or one-shot) by name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class CloseChannel:
+    """Close an inbound channel (the namesrv's expiry scan closes the expired broker's channel)."""
+
+    channel: str
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Stop the node after the actions before it are done."""
+
+    code: int = 0
+
+
+Action = Union[Reply, Oneway, Request, Emit, Persist, Append, Every, After, Cancel, CloseChannel, Exit]
+
+
+# ----------------------------------------------------------------------------- the role interface
+
+
+class StoreReader(Protocol):
+    """Read-only access to the node's store dir, given to a role at construction (restore)."""
+
+    def __call__(self, relpath: str) -> str | None: ...
+
+
+class Role:
+    """Base class of node logic. Subclasses override what they need; defaults do nothing.
+
+    ``start`` runs once when the node's socket is bound and it is ready (register periodic
+    tasks with :class:`Every` there); ``stop`` runs on a graceful shutdown (SIGTERM or the
+    launcher's shutdown command): the runtime performs its actions, waits for the requests it
+    returned to be answered or to time out, then exits.
+    """
+
+    role: str = "node"
+
+    def __init__(self, name: str, addr: str) -> None:
+        self.name = name
+        self.addr = addr
+
+    def start(self, now: Now) -> list[Action]:
+        return []
+
+    def on_message(self, msg: Inbound, now: Now) -> list[Action]:
+        return []
+
+    def on_timer(self, name: str, now: Now) -> list[Action]:
+        return []
+
+    def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
+        return []
+
+    def stop(self, now: Now) -> list[Action]:
+        return []
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-able snapshot for the control plane's ``state`` query and for tests."""
+        return {}
+
+
+def scaled(ms: float, scale: float) -> float:
+    """A RocketMQ interval in wall ms under ``timing.scale``."""
+    return ms * scale

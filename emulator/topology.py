@@ -1,0 +1,208 @@
+"""Topology files (DESIGN section 5): the schema, as pydantic models.
+
+The models are the single source of truth for what a topology may say; ``rmqemu schema`` exports
+them as JSON Schema for editors. Loading, error formatting and node naming live in
+``emulator/topology_load.py``. Broker and client entries accept any RocketMQ key by its own name
+(``pollNameServerInterval``, ``sendLatencyFaultEnable``, ...); those are checked against the
+config dataclasses of the roles, so a typo is an error, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from emulator.durations import parse_duration_s
+
+NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (facts 3.5)
+
+
+def _valid_group(v: str) -> str:
+    if not NAME_RE.match(v) or len(v) > 255:
+        raise ValueError(f"{v!r} is not a valid group: 1-255 chars of ^[%|a-zA-Z0-9_-]+$")
+    return v
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Timing(Strict):
+    scale: float = Field(0.01, gt=0, le=10, description="every RocketMQ interval is multiplied by this")
+
+
+def _check_extra_keys(model: BaseModel, config_cls_path: str) -> None:
+    """Check a model's extra (RocketMQ) keys against a role config dataclass, when it exists."""
+    extra = model.model_extra or {}
+    if not extra:
+        return
+    module_name, cls_name = config_cls_path.rsplit(":", 1)
+    try:
+        module = __import__(module_name, fromlist=[cls_name])
+        config_cls = getattr(module, cls_name)
+        config_from_dict = getattr(module, "config_from_dict")
+    except (ImportError, AttributeError):  # the role's config is not there: accept as given
+        return
+    config_from_dict(config_cls, dict(extra))
+
+
+class BrokerEntry(BaseModel):
+    """One broker name: a master and ``slaves`` slaves; extra keys are BrokerConfig keys."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(description="brokerName; nodes are <name>-0 (master), <name>-1.. (slaves)")
+    cluster: str = Field("DefaultCluster", description="brokerClusterName")
+    slaves: int = Field(0, ge=0, le=8)
+
+    @field_validator("name", "cluster")
+    @classmethod
+    def _name_chars(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"{v!r} may only contain letters, digits, %, |, _ and -")
+        return v
+
+    @model_validator(mode="after")
+    def _rocketmq_keys(self) -> "BrokerEntry":
+        _check_extra_keys(self, "emulator.roles.broker_config:BrokerConfig")
+        return self
+
+
+class TopicEntry(Strict):
+    """A topic created by admin (UPDATE_AND_CREATE_TOPIC) on the named brokers at start."""
+
+    name: str
+    brokers: list[str] = Field(min_length=1)
+    queues: int = Field(4, ge=1, le=1024, description="read and write queue count")
+    read_queues: int | None = Field(None, ge=0, le=1024)
+    write_queues: int | None = Field(None, ge=0, le=1024)
+    perm: int = Field(6, ge=0, le=7)
+
+    @field_validator("name")
+    @classmethod
+    def _topic_chars(cls, v: str) -> str:
+        if not NAME_RE.match(v) or len(v) > 127:
+            raise ValueError(f"{v!r} is not a valid topic: 1-127 chars of ^[%|a-zA-Z0-9_-]+$")
+        return v
+
+
+class ProducerEntry(BaseModel):
+    """A producer group's workload; extra keys are DefaultMQProducer/ClientConfig keys."""
+
+    model_config = ConfigDict(extra="allow")
+
+    group: str
+    instances: int = Field(1, ge=1, le=64)
+    topics: list[str] = Field(min_length=1)
+    rate: float = Field(1.0, ge=0, description="messages per cluster second, per instance")
+    size: int = Field(128, ge=1, le=4 * 1024 * 1024)
+    mode: Literal["sync", "async", "oneway"] = "sync"
+    batch: int = Field(1, ge=1, le=256)
+    keys: bool = True
+
+    @field_validator("group")
+    @classmethod
+    def _group_chars(cls, v: str) -> str:
+        return _valid_group(v)
+
+    @model_validator(mode="after")
+    def _rocketmq_keys(self) -> "ProducerEntry":
+        _check_extra_keys(self, "emulator.roles.client_config:ProducerConfig")
+        return self
+
+
+class ConsumerEntry(BaseModel):
+    """A consumer group's instances; two entries may share a group (seed 002's mistake)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    group: str
+    instances: int = Field(1, ge=1, le=64)
+    subscribe: list[str] = Field(min_length=1, description="topics; 'T' or 'T:tagA||tagB'")
+    allocate: Literal["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONFIG", "MACHINE_ROOM"] = "AVG"
+    allocate_params: dict[str, Any] = Field(default_factory=dict)
+    messageModel: Literal["CLUSTERING", "BROADCASTING"] = "CLUSTERING"
+    fail_rate: float = Field(0.0, ge=0, le=1, description="share of messages whose consumption fails")
+
+    @field_validator("group")
+    @classmethod
+    def _group_chars(cls, v: str) -> str:
+        return _valid_group(v)
+
+    @model_validator(mode="after")
+    def _rocketmq_keys(self) -> "ConsumerEntry":
+        _check_extra_keys(self, "emulator.roles.client_config:ConsumerConfig")
+        return self
+
+
+class NamesrvEntry(BaseModel):
+    """Namesrv options when given as a mapping: ``namesrvs: {count: 2, ...NamesrvConfig keys}``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    count: int = Field(1, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _rocketmq_keys(self) -> "NamesrvEntry":
+        _check_extra_keys(self, "emulator.roles.broker_config:NamesrvConfig")
+        return self
+
+
+def _fault_spec_type() -> Any:
+    try:
+        from faults.spec import FaultSpec
+
+        return FaultSpec
+    except ImportError:  # pragma: no cover - the faults package is built alongside
+        return dict[str, Any]
+
+
+class Topology(Strict):
+    """A whole cluster, its workload, its faults and its duration."""
+
+    name: str = Field(description="shown in reports and run ids")
+    seed: int = 42
+    timing: Timing = Field(default_factory=Timing)
+    namesrvs: int | NamesrvEntry = 1
+    brokers: list[BrokerEntry] = Field(min_length=1)
+    topics: list[TopicEntry] = Field(default_factory=list)
+    producers: list[ProducerEntry] = Field(default_factory=list)
+    consumers: list[ConsumerEntry] = Field(default_factory=list)
+    faults: list[_fault_spec_type()] = Field(default_factory=list)  # type: ignore[valid-type]
+    duration: float = Field(60.0, gt=0, description="cluster seconds; '240s', '4m' or a number")
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration_s(v)
+
+    @field_validator("namesrvs")
+    @classmethod
+    def _namesrv_count(cls, v: int | NamesrvEntry) -> int | NamesrvEntry:
+        if isinstance(v, int) and not 1 <= v <= 16:
+            raise ValueError("must be between 1 and 16")
+        return v
+
+    @property
+    def namesrv_count(self) -> int:
+        return self.namesrvs if isinstance(self.namesrvs, int) else self.namesrvs.count
+
+    @property
+    def namesrv_config(self) -> dict[str, Any]:
+        return {} if isinstance(self.namesrvs, int) else dict(self.namesrvs.model_extra or {})
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> "Topology":
+        problems: list[str] = []
+        names = [b.name for b in self.brokers]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(f"brokers: broker name {dup!r} appears more than once")
+        for i, topic in enumerate(self.topics):
+            for j, b in enumerate(topic.brokers):
+                if b not in names:
+                    problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: {', '.join(names)})")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self

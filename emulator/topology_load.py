@@ -1,0 +1,129 @@
+"""Reading a topology file, turning every problem into a "path: message" line, and naming nodes.
+
+Validation happens before anything is spawned (DESIGN section 5): a bad file raises
+:class:`~emulator.errors.TopologyError` listing every problem, and the CLI exits with code 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from emulator.errors import TopologyError
+from emulator.topology import Topology
+
+
+def format_loc(loc: tuple[Any, ...]) -> str:
+    """``('brokers', 1, 'slaves')`` -> ``brokers[1].slaves``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after", "function-before") or str(part).startswith(("function-", "tagged-union")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _messages(exc: ValidationError) -> list[str]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in ("int", "NamesrvEntry", "float", "str")))
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        for piece in msg.split("; ") if ";" in msg and err["type"] == "value_error" else [msg]:
+            if ": " in piece and not loc:
+                problems.append(piece)
+            else:
+                problems.append(f"{format_loc(loc)}: {piece}")
+    return sorted(dict.fromkeys(problems), key=problems.index)
+
+
+def parse_topology(data: Any, source: str = "<topology>") -> Topology:
+    if not isinstance(data, dict):
+        raise TopologyError(source, ["(top level): expected a mapping of keys (name, brokers, ...)"])
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as exc:
+        raise TopologyError(source, _messages(exc)) from None
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read and validate a YAML topology file."""
+    p = Path(path)
+    if not p.is_file():
+        raise TopologyError(str(p), ["file not found" if not p.exists() else "not a file"])
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise TopologyError(str(p), [f"{where}not valid YAML ({getattr(exc, 'problem', exc)})"]) from None
+    return parse_topology(data, str(p))
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One node to spawn, before ports exist: what the launcher turns into a spec file."""
+
+    name: str
+    role: str  # namesrv | broker | producer | consumer
+    config: dict[str, Any] = field(default_factory=dict)
+    broker: str | None = None
+    broker_id: int | None = None
+    cluster: str | None = None
+    group: str | None = None
+    workload: dict[str, Any] = field(default_factory=dict)
+
+
+def _subscription(item: str) -> dict[str, str]:
+    topic, _, expr = item.partition(":")
+    return {"topic": topic, "expression": expr or "*"}
+
+
+def plan_nodes(topo: Topology) -> list[NodePlan]:
+    """All nodes in start order: namesrvs, masters, slaves, producers, consumers.
+
+    Names follow DESIGN section 5: ``namesrv-<i>``, ``<broker>-<brokerId>``, ``<group>-<i>``;
+    consumer entries sharing a group continue that group's numbering so names stay unique.
+    """
+    nodes = [NodePlan(f"namesrv-{i}", "namesrv", topo.namesrv_config) for i in range(topo.namesrv_count)]
+    for role_ids in (lambda b: [0], lambda b: list(range(1, b.slaves + 1))):
+        for b in topo.brokers:
+            for bid in role_ids(b):
+                cfg = dict(b.model_extra or {})
+                cfg.update({"brokerName": b.name, "brokerClusterName": b.cluster, "brokerId": bid})
+                if bid > 0:
+                    cfg["brokerRole"] = "SLAVE"
+                nodes.append(NodePlan(f"{b.name}-{bid}", "broker", cfg, b.name, bid, b.cluster))
+    counters: dict[str, int] = {}
+    for p in topo.producers:
+        workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,
+                    "batch": p.batch, "keys": p.keys}
+        for _ in range(p.instances):
+            i = counters.get(p.group, 0)
+            counters[p.group] = i + 1
+            nodes.append(NodePlan(f"{p.group}-{i}", "producer", dict(p.model_extra or {}), group=p.group, workload=workload))
+    for c in topo.consumers:
+        workload = {"subscribe": [_subscription(s) for s in c.subscribe], "allocate": c.allocate,
+                    "allocate_params": c.allocate_params, "messageModel": c.messageModel,
+                    "fail_rate": c.fail_rate}
+        for _ in range(c.instances):
+            i = counters.get(c.group, 0)
+            counters[c.group] = i + 1
+            nodes.append(NodePlan(f"{c.group}-{i}", "consumer", dict(c.model_extra or {}), group=c.group, workload=workload))
+    names = [n.name for n in nodes]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise TopologyError(topo.name, [f"nodes: name {n!r} is used by two nodes (rename a group or broker)" for n in clashes])
+    return nodes
