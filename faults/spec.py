@@ -30,8 +30,8 @@ CLOCK_MODES: tuple[str, ...] = ("bump", "strobe", "drift", "reset")
 PartitionMode = Literal["isolate", "halves", "majority", "majorities-ring", "bridge", "groups"]
 ClockMode = Literal["bump", "strobe", "drift", "reset"]
 
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|min|m|h)?\s*$")
 DURATION_HELP = "a duration such as 5s, 150ms, 2m, 1h or a number of seconds"
 
 
@@ -169,15 +169,15 @@ class FaultSpec(BaseModel):
         present = [k for k in FAULT_KINDS if getattr(self, k) is not None]
         if len(present) != 1:
             got = ", ".join(present) if present else "none"
-            raise ValueError(f"expected exactly one fault kind key out of {', '.join(FAULT_KINDS)}; got {got}")
+            raise ValueError(f"expected exactly one fault kind key out of {', '.join(FAULT_KINDS)} (got {got})")
         kind = present[0]
         extra = [k for k in _OPTIONAL if getattr(self, k) is not None and k not in _ALLOWED[kind]]
         if self.oneway and "oneway" not in _ALLOWED[kind]:
             extra.append("oneway")
         if extra:
             allowed = ", ".join(sorted(_ALLOWED[kind])) or "nothing"
-            hint = " (a kill lasts until restart_after)" if kind in ("kill", "stop") and "duration" in extra else ""
-            raise ValueError(f"{kind}: unexpected {', '.join(extra)}{hint}; {kind} takes at, {allowed}")
+            hint = ", a kill lasts until restart_after" if kind in ("kill", "stop") and "duration" in extra else ""
+            raise ValueError(f"{kind}: unexpected {', '.join(extra)} ({kind} takes at, {allowed}{hint})")
         if self.duration is not None and self.duration <= 0:
             raise ValueError(f"{kind}: duration must be > 0, got {self.duration}")
         getattr(self, f"_check_{kind}", lambda: None)()

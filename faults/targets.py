@@ -57,7 +57,7 @@ def _role_members(term: str, nodes: Mapping[str, NodeInfo]) -> list[str] | None:
             members = [name for name, info in nodes.items() if getattr(info, attr) == wanted]
             if not members:
                 known = sorted({getattr(i, attr) for i in nodes.values() if getattr(i, attr)})
-                raise TargetError(f"unknown {role} {wanted!r} in target {term!r}; known: {', '.join(known) or 'none'}")
+                raise TargetError(f"unknown {role} {wanted!r} in target {term!r} (known: {', '.join(known) or 'none'})")
             return members
     return None
 
@@ -72,13 +72,13 @@ def _term(term: str, nodes: Mapping[str, NodeInfo], rng: random.Random) -> list[
     if selector in SELECTORS:
         pool = list(nodes) if not pool_term else _role_members(pool_term, nodes)
         if pool is None:
-            raise TargetError(f"unknown role {pool_term!r} in selector {term!r}; {_help(nodes)}")
+            raise TargetError(f"unknown role {pool_term!r} in selector {term!r}, {_help(nodes)}")
         k = selector_size(selector, len(pool))
         if k == 0:
             raise TargetError(f"selector {term!r} picks no node out of {len(pool)} "
                               f"({', '.join(pool) or 'none'})")
         return pool if k == len(pool) else rng.sample(pool, k)
-    raise TargetError(f"unknown target {term!r}; {_help(nodes)}")
+    raise TargetError(f"unknown target {term!r}, {_help(nodes)}")
 
 
 def resolve_targets(
@@ -92,7 +92,7 @@ def resolve_targets(
     terms = [expr] if isinstance(expr, str) else list(expr)
     terms = [p.strip() for t in terms for p in t.split(",") if p.strip()]
     if not terms:
-        raise TargetError(f"no target given; {_help(nodes)}")
+        raise TargetError(f"no target given, {_help(nodes)}")
     include: set[str] = set()
     exclude: set[str] = set()
     for term in terms:

@@ -20,7 +20,7 @@ def errors_of(entries):
 
 @pytest.mark.parametrize("text, seconds", [
     ("5s", 5.0), ("150ms", 0.15), ("2m", 120.0), ("1h", 3600.0), ("1.5s", 1.5), (".5s", 0.5),
-    ("7", 7.0), (7, 7.0), (0.25, 0.25), (" 3 s ", 3.0), ("+130s", 130.0), ("0", 0.0),
+    ("7", 7.0), (7, 7.0), ("2min", 120.0), (0.25, 0.25), (" 3 s ", 3.0), ("+130s", 130.0), ("0", 0.0),
 ])
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
@@ -77,6 +77,13 @@ def test_targets_accept_string_list_and_commas():
     assert FaultSpec.model_validate({"at": 0, "stop": ["a", "b"]}).stop == ["a", "b"]
 
 
+def test_no_semicolons_in_messages():
+    """The topology loader splits a value error on '; ' into separate problems."""
+    errs = errors_of([{"at": 1}, {"at": 1, "kill": "a", "duration": 3}, {"at": 1, "clock": "bump"},
+                      {"at": 1, "link": "a"}, {"at": 1, "partition": "groups"}])
+    assert len(errs) == 5 and not any(";" in m for m in errs.values())
+
+
 def test_error_paths_and_messages():
     errs = errors_of([
         {"at": "soon", "kill": "a"},
@@ -90,8 +97,8 @@ def test_error_paths_and_messages():
     ])
     assert errs["faults.0.at"] == ("Value error, expected a duration such as 5s, 150ms, 2m, 1h "
                                    "or a number of seconds, got 'soon'")
-    assert "kill: unexpected duration (a kill lasts until restart_after); kill takes at, restart_after" in errs["faults.1"]
-    assert "expected exactly one fault kind key out of kill, stop, pause, partition, link, clock; got none" in errs["faults.2"]
+    assert "kill: unexpected duration (kill takes at, restart_after, a kill lasts until restart_after)" in errs["faults.1"]
+    assert "expected exactly one fault kind key out of kill, stop, pause, partition, link, clock (got none)" in errs["faults.2"]
     assert "got kill, pause" in errs["faults.3"]
     assert errs["faults.4.bogus"] == "Extra inputs are not permitted"
     assert "'isolate'" in errs["faults.5.partition"] and "'groups'" in errs["faults.5.partition"]

@@ -85,9 +85,9 @@ def test_unknown_name_lists_known_nodes_roles_and_selectors():
 
 
 def test_unknown_broker_and_group_list_known_ones():
-    with pytest.raises(TargetError, match="unknown broker 'broker-z'.*known: broker-a, broker-b"):
+    with pytest.raises(TargetError, match=r"unknown broker 'broker-z'.*\(known: broker-a, broker-b\)"):
         resolve("broker:broker-z")
-    with pytest.raises(TargetError, match="unknown client 'pg-9'.*known: cg-1, pg-1"):
+    with pytest.raises(TargetError, match=r"unknown client 'pg-9'.*\(known: cg-1, pg-1\)"):
         resolve("group:pg-9")
     with pytest.raises(TargetError, match="unknown role 'leader' in selector 'one:leader'"):
         resolve("one:leader")
