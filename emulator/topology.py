@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from emulator.durations import parse_duration_s
+from faults.spec import FaultSpec, parse_duration
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (facts 3.5)
 
@@ -150,15 +150,6 @@ class NamesrvEntry(BaseModel):
         return self
 
 
-def _fault_spec_type() -> Any:
-    try:
-        from faults.spec import FaultSpec
-
-        return FaultSpec
-    except ImportError:  # pragma: no cover - the faults package is built alongside
-        return dict[str, Any]
-
-
 class Topology(Strict):
     """A whole cluster, its workload, its faults and its duration."""
 
@@ -170,13 +161,13 @@ class Topology(Strict):
     topics: list[TopicEntry] = Field(default_factory=list)
     producers: list[ProducerEntry] = Field(default_factory=list)
     consumers: list[ConsumerEntry] = Field(default_factory=list)
-    faults: list[_fault_spec_type()] = Field(default_factory=list)  # type: ignore[valid-type]
+    faults: list[FaultSpec] = Field(default_factory=list)
     duration: float = Field(60.0, gt=0, description="cluster seconds; '240s', '4m' or a number")
 
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, v: Any) -> float:
-        return parse_duration_s(v)
+        return parse_duration(v)
 
     @field_validator("namesrvs")
     @classmethod

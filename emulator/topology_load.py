@@ -30,6 +30,14 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+_BOUND_WORDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
+
+
 def _messages(exc: ValidationError) -> list[str]:
     problems = []
     for err in exc.errors(include_url=False):
@@ -37,7 +45,13 @@ def _messages(exc: ValidationError) -> list[str]:
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
-        if err["type"] == "extra_forbidden":
+        ctx = err.get("ctx") or {}
+        if err["type"] in _BOUND_WORDS:
+            op, key = _BOUND_WORDS[err["type"]]
+            bound = ctx[key]
+            msg = f"must be {op} {bound:g}, got {err['input']!r}" if isinstance(bound, float) else \
+                f"must be {op} {bound}, got {err['input']!r}"
+        elif err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "missing":
             msg = "required key is missing"

@@ -1,0 +1,100 @@
+"""``rmqemu admin``: mqadmin-like verbs against a live cluster (started with ``rmqemu up``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from emulator import admin as _admin
+from emulator.errors import RmqemuError
+from emulator.run_dir import read_json, resolve_run
+
+
+def _nodes(run: Path | None) -> dict[str, Any]:
+    return read_json(resolve_run(run) / "manifest.json")["nodes"]
+
+
+def _namesrv_addr(run: Path | None, namesrv: str | None) -> str:
+    nodes = _nodes(run)
+    names = sorted(n for n, v in nodes.items() if v["role"] == "namesrv" and v.get("addr"))
+    if not names:
+        raise RmqemuError("no namesrv address in the manifest (is the cluster up?)")
+    name = namesrv or names[0]
+    if name not in names:
+        raise RmqemuError(f"unknown namesrv {name!r}; known: {', '.join(names)}")
+    return nodes[name]["addr"]
+
+
+def _handled(fn: Any) -> Any:
+    from emulator.cli import handle_errors
+
+    return handle_errors(fn)
+
+
+RUN = click.option("--run", type=click.Path(path_type=Path), default=None,
+                   help="run directory (default: the latest under runs/)")
+NAMESRV = click.option("--namesrv", default=None, help="which namesrv to ask (default: namesrv-0)")
+
+
+@click.group()
+def admin() -> None:
+    """Admin requests against a live cluster (topic-route, cluster-list, topic-list, update-topic)."""
+
+
+@admin.command("topic-route")
+@click.argument("topic")
+@RUN
+@NAMESRV
+@_handled
+def topic_route(topic: str, run: Path | None, namesrv: str | None) -> None:
+    """GET_ROUTEINFO_BY_TOPIC, printed as RocketMQ's TopicRouteData JSON."""
+    click.echo(json.dumps(_admin.topic_route(_namesrv_addr(run, namesrv), topic), indent=2))
+
+
+@admin.command("cluster-list")
+@RUN
+@NAMESRV
+@_handled
+def cluster_list(run: Path | None, namesrv: str | None) -> None:
+    """GET_BROKER_CLUSTER_INFO: one line per broker address."""
+    info = _admin.cluster_list(_namesrv_addr(run, namesrv))
+    click.echo(f"{'#Cluster':<18}{'#Broker':<18}{'#BID':<6}#Addr")
+    for cluster, names in sorted(info.get("clusterAddrTable", {}).items()):
+        for name in sorted(names):
+            addrs = info["brokerAddrTable"].get(name, {}).get("brokerAddrs", {})
+            for bid, addr in sorted(addrs.items(), key=lambda kv: int(kv[0])):
+                click.echo(f"{cluster:<18}{name:<18}{bid:<6}{addr}")
+
+
+@admin.command("topic-list")
+@RUN
+@NAMESRV
+@_handled
+def topic_list(run: Path | None, namesrv: str | None) -> None:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""
+    for t in sorted(_admin.topic_list(_namesrv_addr(run, namesrv))):
+        click.echo(t)
+
+
+@admin.command("update-topic")
+@click.argument("topic")
+@click.option("--broker", "brokers", multiple=True, required=True, help="broker name (repeatable)")
+@click.option("--queues", type=int, default=4, show_default=True)
+@click.option("--perm", type=int, default=6, show_default=True)
+@RUN
+@_handled
+def update_topic(topic: str, brokers: tuple[str, ...], queues: int, perm: int, run: Path | None) -> None:
+    """UPDATE_AND_CREATE_TOPIC on the master of each named broker."""
+    from emulator.topology import TopicEntry
+
+    nodes = _nodes(run)
+    entry = TopicEntry(name=topic, brokers=list(brokers), queues=queues, perm=perm)
+    for b in brokers:
+        master = nodes.get(f"{b}-0")
+        if not master or not master.get("addr"):
+            raise RmqemuError(f"unknown broker {b!r}")
+        _admin.update_topic(master["addr"], entry)
+        click.echo(f"{topic}: created/updated on {b} ({master['addr']})")

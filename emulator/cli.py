@@ -1,0 +1,196 @@
+"""The ``rmqemu`` command line (DESIGN section 8).
+
+Every command turns the project's exceptions into one clear message: a bad topology prints one
+line per problem and exits 2; any other failure exits 1. No traceback reaches a user unless
+``RMQEMU_DEBUG=1`` is set.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from emulator.errors import RmqemuError, TopologyError
+from emulator.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
+from emulator.topology_load import load_topology, parse_topology
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from faults.errors import FaultError
+
+        try:
+            return fn(*args, **kwargs)
+        except TopologyError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except (RmqemuError, FaultError) as exc:
+            if os.environ.get("RMQEMU_DEBUG"):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """rmqemu: a multiprocess emulator of an Apache RocketMQ 4.9 cluster with fault injection."""
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@handle_errors
+def validate(files: tuple[Path, ...]) -> None:
+    """Check topology files; one line per problem, exit 2 if any is bad."""
+    from emulator.topology_load import plan_nodes
+
+    bad: list[TopologyError] = []
+    for f in files:
+        try:
+            topo = load_topology(f)
+            nodes = plan_nodes(topo)
+            click.echo(f"{f}: ok ({len(nodes)} nodes, {topo.duration:g} cluster s at scale {topo.timing.scale:g})")
+        except TopologyError as exc:
+            bad.append(exc)
+            click.echo(f"error: {exc}", err=True)
+    if bad:
+        sys.exit(2)
+
+
+@main.command()
+def schema() -> None:
+    """Print the topology JSON Schema (for editors: yaml-language-server, VS Code)."""
+    from emulator.topology import Topology
+
+    click.echo(json.dumps(Topology.model_json_schema(), indent=2))
+
+
+ROOT_OPTION = click.option("--root", type=click.Path(path_type=Path), default=DEFAULT_ROOT,
+                           show_default=True, help="where run directories are created")
+RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
+                          help="run directory (default: the latest under runs/)")
+
+
+@main.command()
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@ROOT_OPTION
+@click.option("--run-dir", type=click.Path(path_type=Path), help="use this (empty) directory for the run")
+@click.option("--seed", type=int, help="override the topology's seed")
+@click.option("--duration", help="override the duration (cluster seconds: 60, 90s, 2m)")
+@click.option("--nemesis", help="random faults of these kinds: kill,pause,partition,clock,...")
+@click.option("--interval", default="30s", show_default=True, help="mean time between nemesis faults (cluster s)")
+@click.option("--replay", type=click.Path(path_type=Path), help="run the plan of an earlier run again")
+@click.option("--report/--no-report", default=False, help="run `rmqemu report` on the run afterwards")
+@click.option("--progress/--no-progress", default=True)
+@handle_errors
+def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None, duration: str | None,
+           nemesis: str | None, interval: str, replay: Path | None, report: bool, progress: bool) -> None:
+    """Run a topology to completion (default: topologies/quickstart.yaml)."""
+    from faults.spec import parse_duration
+
+    if replay is not None and file is None:  # the replayed run's topology, as it resolved it
+        topo = parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"], str(replay))
+    else:
+        topo = load_topology(file or Path("topologies/quickstart.yaml"))
+    if seed is not None or duration is not None:
+        topo = topo.model_copy(update={k: v for k, v in (("seed", seed), ("duration",
+                               parse_duration(duration) if duration else None)) if v is not None})
+    plan = _fault_plan(topo, nemesis, interval, replay)
+    from emulator.launch import run_topology
+
+    click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
+    result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
+    click.echo(str(result.run_dir))
+    if report:
+        from reports.cli import report_command
+
+        report_command.main([str(result.run_dir)], standalone_mode=False)
+    if not result.ok:
+        click.echo(f"error: node(s) died without a fault: {', '.join(result.died)} (seed {topo.seed}; "
+                   f"logs in {result.run_dir}/logs)", err=True)
+        sys.exit(1)
+
+
+def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | None) -> Any:
+    """The run's fault plan: replayed, random (nemesis) or from the topology's faults list."""
+    if replay is None and nemesis is None and not topo.faults:
+        return None
+    from faults.launch_glue import build_plan
+
+    return build_plan(topo, nemesis=nemesis, interval=interval,
+                      replay=resolve_run(replay) if replay else None)
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@ROOT_OPTION
+@handle_errors
+def up(file: Path, root: Path) -> None:
+    """Start a cluster and leave it running (stop it with `rmqemu down`)."""
+    from emulator.supervisor import start_detached
+
+    topo = load_topology(file)
+    run = new_run_dir(topo.name, root).resolve()
+    start_detached(file.resolve(), run)
+    click.echo(f"{topo.name} is up: {run}")
+
+
+@main.command()
+@RUN_OPTION
+@handle_errors
+def status(run: Path | None) -> None:
+    """Show the nodes of a running cluster."""
+    from emulator.supervisor import call
+
+    res = call(resolve_run(run), "status")
+    click.echo(res["run"])
+    for name, n in res["nodes"].items():
+        state = "up" if n["alive"] else f"exited {n.get('code', n.get('signal', '?'))}"
+        click.echo(f"  {name:<16} {n['role']:<9} {state:<10} pid {n['pid']}  {n['addr'] or ''}")
+
+
+@main.command()
+@RUN_OPTION
+@handle_errors
+def down(run: Path | None) -> None:
+    """Stop a cluster started with `rmqemu up` (brokers unregister, every process ends)."""
+    import time
+
+    from emulator.supervisor import STATE_FILE, call
+
+    path = resolve_run(run)
+    call(path, "down")
+    deadline = time.monotonic() + 60
+    while read_json(path / STATE_FILE).get("state") == "up" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    click.echo(f"down: {path}")
+
+
+def _register_optional() -> None:
+    """Commands that live in other packages: admin verbs, fault verbs, the Spark report."""
+    from emulator.admin_cli import admin
+
+    main.add_command(admin)
+    try:
+        from faults.cli import register as register_fault_verbs
+    except ImportError:
+        pass
+    else:
+        register_fault_verbs(main)
+    try:
+        from reports.cli import report_command
+    except ImportError:
+        pass
+    else:
+        main.add_command(report_command)
+
+
+_register_optional()

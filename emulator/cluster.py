@@ -1,0 +1,253 @@
+"""A running cluster: spawn the nodes of a topology, keep track of them, stop them.
+
+:class:`Cluster` is the launcher's core and the Python API (``with Cluster(topo) as c: ...``).
+It owns the control plane's server side; the fault injector drives it through the methods of
+``faults.ops.ClusterOps`` (``signal``, ``restart``, ``set_links``, ``set_clock``, ``record``,
+``node_exited``). Start order follows RocketMQ practice: namesrvs (brokers need their
+addresses), brokers, admin-created topics, then clients.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal as _signal
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from emulator import manifest as _manifest
+from emulator.clock import ClockSetting, host_ms
+from emulator.errors import ClusterError, ControlError, LaunchError
+from emulator.links import LinkRule, rules_to_wire
+from emulator.processes import NodeProcess, kill_all, spawn_node
+from emulator.run_dir import append_event, new_run_dir, prepare_run_dir, write_json
+from emulator.topology import Topology
+from emulator.topology_load import NodePlan, plan_nodes
+from emulator.transport.control import ControlServer, NodeGone, NodeReady
+from faults.errors import FaultError
+
+READY_TIMEOUT_S = 30.0
+
+
+class Cluster:
+    """Spawn, observe and stop one run of a topology."""
+
+    def __init__(self, topo: Topology, run_dir: Path | None = None, root: Path = Path("runs"),
+                 log: Callable[[str], None] | None = None) -> None:
+        self.topo = topo
+        self.run_dir = prepare_run_dir(run_dir) if run_dir else new_run_dir(topo.name, root)
+        self.run_dir = self.run_dir.resolve()
+        self.scale = topo.timing.scale
+        self.plans: dict[str, NodePlan] = {p.name: p for p in plan_nodes(topo)}
+        self.token = secrets.token_hex(16)
+        self.control = ControlServer(self.token)
+        self.procs: dict[str, NodeProcess] = {}
+        self.addrs: dict[str, str] = {}
+        self.ports: dict[str, int] = {}
+        self.links: dict[tuple[str, str], LinkRule] = {}
+        self.clocks: dict[str, ClockSetting] = {}
+        self.died: list[str] = []
+        self.started_ms = 0.0
+        self.log = log or (lambda _msg: None)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> "Cluster":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.started_ms = host_ms()
+        _manifest.write(self)
+        order = [("namesrv",), ("broker",), ("producer", "consumer")]
+        for roles in order:
+            group = [n for n, p in self.plans.items() if p.role in roles]
+            if "producer" in roles:
+                self.wait_registered()
+                self.create_topics()
+            self.spawn(group)
+        _manifest.write(self)
+        self.log(f"cluster up: {len(self.procs)} nodes in {self.run_dir}")
+
+    def spawn(self, names: list[str]) -> None:
+        """Spawn nodes in parallel and wait for each to say ready."""
+        namesrv_names = [n for n, p in self.plans.items() if p.role == "namesrv"]
+        for name in names:
+            _manifest.write_spec(self, name, namesrv_names)
+            self.procs[name] = spawn_node(self.run_dir, name)
+        pending = set(names)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while pending:
+            if time.monotonic() > deadline:
+                raise LaunchError(f"nodes did not say ready within {READY_TIMEOUT_S:.0f}s: "
+                                  f"{', '.join(sorted(pending))} (see {self.run_dir}/logs/)")
+            for name in list(pending):
+                if not self.procs[name].alive():
+                    log = (self.run_dir / "logs" / f"{name}.log").read_text()[-2000:]
+                    raise LaunchError(f"{name} exited during start-up:\n{log}")
+            for msg in self.control.poll(50):
+                if isinstance(msg, NodeReady) and msg.node in pending:
+                    pending.discard(msg.node)
+                    self.addrs[msg.node] = msg.info["addr"]
+                    self.ports[msg.node] = int(msg.info["addr"].rsplit(":", 1)[1])
+                else:
+                    self._observe(msg)
+        self.push_links()
+        for name in names:
+            if name in self.clocks:
+                self.set_clock(name, self.clocks[name])
+
+    def stop(self) -> None:
+        """Graceful shutdown (brokers unregister), then SIGKILL for anything left."""
+        live = [p for p in self.procs.values() if p.alive()]
+        for p in live:
+            p.expected_exit = True
+            try:
+                p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
+                self.control.command(p.name, "shutdown", {})
+            except (ControlError, FaultError, OSError):
+                pass
+        deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
+        while any(p.alive() for p in live) and time.monotonic() < deadline:
+            self.pump(50)
+        kill_all(live)
+        self.pump(0)
+        for p in self.procs.values():
+            self._note_exit(p)
+            p.close()
+        self.control.close()
+        if self.started_ms:
+            _manifest.write(self)
+
+    # ------------------------------------------------------------------ observing
+
+    def pump(self, timeout_ms: float = 0) -> None:
+        """Handle control-plane messages and notice node exits."""
+        for msg in self.control.poll(timeout_ms):
+            self._observe(msg)
+        for p in self.procs.values():
+            if not p.exit_seen and not p.alive():
+                self._note_exit(p)
+
+    def _observe(self, msg: Any) -> None:
+        if isinstance(msg, NodeReady):  # a restarted node
+            self.addrs[msg.node] = msg.info["addr"]
+        elif isinstance(msg, NodeGone) and msg.node in self.procs:
+            proc = self.procs[msg.node]
+            try:
+                proc.popen.wait(timeout=1.0)
+            except Exception:
+                pass
+            if not proc.alive():
+                self._note_exit(proc)
+
+    def _note_exit(self, proc: NodeProcess) -> None:
+        if proc.exit_seen or proc.alive():
+            return
+        proc.exit_seen = True
+        info = proc.exit_info()
+        if not proc.expected_exit:
+            self.died.append(proc.name)
+            self.log(f"node {proc.name} exited unexpectedly ({info}); see {proc.log_path}")
+        self.write_exit(proc.name, info)
+
+    def write_exit(self, name: str, info: dict[str, int]) -> None:
+        plan = self.plans[name]
+        event: dict[str, Any] = {"ts": host_ms(), "node": name, "kind": "node.exit", "role": plan.role,
+                                 "pid": self.procs[name].pid, **info}
+        if plan.broker is not None:
+            event.update(broker=plan.broker, broker_id=plan.broker_id)
+        append_event(self.run_dir / "events" / f"{name}.jsonl", event)
+
+    def check(self) -> None:
+        """Raise :class:`ClusterError` if a node died that no fault killed."""
+        self.pump(0)
+        if self.died:
+            raise ClusterError(f"node(s) died without a fault: {', '.join(self.died)}", self.died)
+
+    def state(self, name: str, timeout_ms: float = 5000) -> dict[str, Any]:
+        return self.control.call(name, "state", {}, timeout_ms)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+            self.pump(20)
+
+    def wait_registered(self, timeout_s: float = 30.0) -> None:
+        """Wait until every namesrv lists every live broker node (the cluster is usable)."""
+        brokers = {self.addrs[n] for n, p in self.plans.items() if p.role == "broker" and n in self.addrs}
+
+        def all_registered() -> bool:
+            for n, p in self.plans.items():
+                if p.role == "namesrv" and n in self.procs and self.procs[n].alive():
+                    live = set(self.state(n).get("brokerLiveTable", {}))
+                    if not brokers <= live:
+                        return False
+            return True
+
+        self.wait_for(all_registered, timeout_s, "every broker to register on every namesrv")
+
+    def create_topics(self) -> None:
+        from emulator.admin import update_topic
+
+        for topic in self.topo.topics:
+            for b in topic.brokers:
+                update_topic(self.addrs[f"{b}-0"], topic, timeout_ms=max(3000.0, 3000 * self.scale))
+
+    # ------------------------------------------------------------------ ClusterOps for faults/
+
+    def node_infos(self) -> dict[str, NodePlan]:
+        return dict(self.plans)
+
+    def host_ms(self) -> float:
+        return host_ms()
+
+    def signal(self, name: str, sig: int) -> None:
+        proc = self.procs[name]
+        if sig in (_signal.SIGKILL, _signal.SIGTERM):
+            proc.expected_exit = True
+        proc.send_signal(sig)
+
+    def restart(self, name: str) -> None:
+        old = self.procs.get(name)
+        if old is not None:
+            if old.alive():
+                raise ControlError(f"{name} is still running; kill or stop it before a restart")
+            self._note_exit(old)
+            old.close()
+        self.spawn([name])
+
+    def set_links(self, rules: dict[tuple[str, str], LinkRule]) -> None:
+        self.links = dict(rules)
+        self.push_links()
+
+    def push_links(self) -> None:
+        args = {"rules": rules_to_wire(self.links), "peers": dict(self.addrs)}
+        for name, proc in self.procs.items():
+            if proc.alive():
+                self.control.call(name, "set_links", args, 5000)
+
+    def set_clock(self, name: str, setting: ClockSetting) -> None:
+        self.clocks[name] = setting
+        self.control.call(name, "set_clock", {"setting": setting.to_dict()}, 5000)
+
+    def record(self, event: dict[str, Any]) -> None:
+        append_event(self.run_dir / "faults.jsonl", {"ts": host_ms(), **event})
+
+    def node_exited(self, name: str, sig: int) -> None:
+        proc = self.procs[name]
+        proc.expected_exit = True
+        try:
+            proc.popen.wait(timeout=5.0)
+        except Exception:
+            pass
+        self._note_exit(proc)

@@ -1,0 +1,78 @@
+"""``manifest.json`` and the per-node spec files a cluster writes into its run directory."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from emulator.run_dir import write_json
+
+if TYPE_CHECKING:
+    from emulator.cluster import Cluster
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def node_entry(cluster: "Cluster", name: str) -> dict[str, Any]:
+    plan = cluster.plans[name]
+    entry: dict[str, Any] = {"role": plan.role, "config": plan.config}
+    for key in ("broker", "broker_id", "cluster", "group"):
+        if getattr(plan, key) is not None:
+            entry[key] = getattr(plan, key)
+    if plan.role == "broker":
+        entry["autoCreateTopicEnable"] = bool(plan.config.get("autoCreateTopicEnable", True))
+    proc = cluster.procs.get(name)
+    if proc is not None:
+        entry.update(pid=proc.pid, create_time=proc.create_time)
+    if name in cluster.addrs:
+        entry["addr"] = cluster.addrs[name]
+    return entry
+
+
+def write(cluster: "Cluster") -> None:
+    topo = cluster.topo
+    data = {
+        "run": cluster.run_dir.name,
+        "name": topo.name,
+        "seed": topo.seed,
+        "scale": cluster.scale,
+        "started_ms": cluster.started_ms,
+        "duration_s": topo.duration,
+        "nodes": {name: node_entry(cluster, name) for name in cluster.plans},
+        "topology": topo.model_dump(mode="json"),
+        "versions": {"rmqemu": _version("rmqemu"), "python": platform.python_version(),
+                     "pyzmq": _version("pyzmq"), "emulates": "rocketmq-all-4.9.4"},
+    }
+    write_json(cluster.run_dir / "manifest.json", data)
+
+
+def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
+    """What ``python -m emulator.node`` reads; holds the control token, so mode 0600."""
+    plan = cluster.plans[name]
+    names = [n for n in namesrv_names if n in cluster.addrs]
+    spec: dict[str, Any] = {
+        "name": name,
+        "role": plan.role,
+        "seed": cluster.topo.seed,
+        "scale": cluster.scale,
+        "port": cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
+        "control": cluster.control.endpoint,
+        "token": cluster.token,
+        "store_dir": str(cluster.run_dir / "store" / name),
+        "events": str(cluster.run_dir / "events" / f"{name}.jsonl"),
+        "namesrv_addrs": [cluster.addrs[n] for n in names],
+        "namesrv_names": names,
+        "config": plan.config,
+        "workload": plan.workload,
+    }
+    for key in ("broker", "broker_id", "cluster", "group"):
+        if getattr(plan, key) is not None:
+            spec[key] = getattr(plan, key)
+    (cluster.run_dir / "store" / name).mkdir(parents=True, exist_ok=True)
+    write_json(cluster.run_dir / "specs" / f"{name}.json", spec, private=True)

@@ -1,0 +1,105 @@
+"""Spawning node processes so that none outlives its run, and signalling only our own.
+
+Three layers keep a run from leaving processes behind: every node gets ``PR_SET_PDEATHSIG``
+(SIGKILL when the process that spawned it dies, even by SIGKILL), every node exits when its
+control connection to the launcher closes, and the launcher kills what is left on shutdown.
+Nodes run in their own session so a Ctrl-C at the terminal reaches only the launcher, which then
+stops them in order. Signals go through ``faults.signals.SpawnedProcess`` (a pidfd taken at spawn
+time plus pid/create_time checks), so a reused pid can never be hit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.errors import FaultError
+from faults.signals import SpawnedProcess
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass
+
+
+@dataclass
+class NodeProcess:
+    """One spawned node: its Popen and its identity (pid, create_time, pidfd) from faults.signals."""
+
+    name: str
+    popen: subprocess.Popen
+    ident: SpawnedProcess
+    exit_seen: bool = False
+    expected_exit: bool = False  # set when a fault or a shutdown made it exit
+    log_path: Path | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def create_time(self) -> float:
+        return self.ident.create_time
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def send_signal(self, sig: int) -> None:
+        """Signal through the pidfd after checking pid and create_time (faults.signals)."""
+        self.ident.send(sig)
+
+    def exit_info(self) -> dict[str, int]:
+        """``{"code": n}`` or ``{"signal": n}`` for a process that has exited."""
+        rc = self.popen.poll()
+        if rc is None:
+            return {}
+        return {"signal": -rc} if rc < 0 else {"code": rc}
+
+    def close(self) -> None:
+        self.ident.close()
+
+
+def spawn_node(run_dir: Path, name: str) -> NodeProcess:
+    """Start ``python -m emulator.node <run_dir> <name>`` (the argv names the node)."""
+    log_path = run_dir / "logs" / f"{name}.log"
+    log = open(log_path, "ab")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "emulator.node", str(run_dir), name],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+            env=env,
+        )
+    finally:
+        log.close()
+    return NodeProcess(name, popen, SpawnedProcess.capture(popen.pid, name), log_path=log_path)
+
+
+def kill_all(procs: list[NodeProcess], timeout_s: float = 5.0) -> None:
+    """SIGCONT (a stopped process cannot die of SIGTERM) then SIGKILL whatever is still alive."""
+    for p in procs:
+        if p.alive():
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    p.send_signal(sig)
+                except (FaultError, OSError):
+                    break
+    for p in procs:
+        try:
+            p.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pass

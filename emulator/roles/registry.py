@@ -1,0 +1,26 @@
+"""Which class plays which role: the one place that maps a spec's ``role`` to node logic."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from emulator.roles.base import Role
+
+ROLE_CLASSES = {
+    "namesrv": "emulator.roles.namesrv:NameServer",
+    "broker": "emulator.roles.broker:Broker",
+    "producer": "emulator.roles.producer:Producer",
+    "consumer": "emulator.roles.consumer:Consumer",
+}
+
+
+def build_role(spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> Role:
+    """Construct the role named by ``spec["role"]`` through its ``from_spec`` factory."""
+    try:
+        target = ROLE_CLASSES[spec["role"]]
+    except KeyError:
+        raise ValueError(f"unknown role {spec.get('role')!r}; known: {', '.join(ROLE_CLASSES)}") from None
+    module_name, cls_name = target.split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls.from_spec(spec, addr, read_store)

@@ -1,0 +1,90 @@
+"""The layout of a run directory (DESIGN section 1) and its manifest.
+
+    runs/<run-id>/
+      manifest.json            topology as resolved, seed, scale, versions, node -> pid/addr/create_time
+      specs/<node>.json        what each node process reads at start (includes the control token)
+      events/<node>.jsonl      one JSON object per line, flushed per line
+      faults.jsonl             fault.start / fault.end
+      plan.json                the fault plan, written before it starts
+      store/<node>/            a broker's store (config/topics.json, commit log)
+      logs/<node>.log          a node's stdout/stderr (tracebacks land here)
+      supervisor.json          for `rmqemu up`: the supervisor's endpoint and token (mode 0600)
+      report/                  what `rmqemu report` writes
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from emulator.errors import RunDirError
+
+DEFAULT_ROOT = Path("runs")
+LATEST = "latest"
+
+
+def new_run_dir(name: str, root: Path = DEFAULT_ROOT) -> Path:
+    """Create ``<root>/<name>-<UTC time>-<4 hex>`` and point ``<root>/latest`` at it."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run = root / f"{name}-{stamp}-{secrets.token_hex(2)}"
+    for sub in ("specs", "events", "store", "logs"):
+        (run / sub).mkdir(parents=True, exist_ok=True)
+    (run / "faults.jsonl").touch()
+    link = root / LATEST
+    try:
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(run.name)
+    except OSError:  # a read-only or odd filesystem: --run must then be given explicitly
+        pass
+    return run
+
+
+def prepare_run_dir(run: Path) -> Path:
+    """Use an explicit directory (tests give ``tmp_path``); it must be empty or not exist."""
+    if run.exists() and any(run.iterdir()):
+        raise RunDirError(f"{run}: run directory is not empty")
+    for sub in ("specs", "events", "store", "logs"):
+        (run / sub).mkdir(parents=True, exist_ok=True)
+    (run / "faults.jsonl").touch()
+    return run
+
+
+def resolve_run(run: str | Path | None, root: Path = DEFAULT_ROOT) -> Path:
+    """``--run DIR`` or, by default, the latest run under ``root``."""
+    path = Path(run) if run else root / LATEST
+    if not (path / "manifest.json").is_file():
+        hint = "" if run else f" (no run under {root}/; start one with `rmqemu up FILE` or pass --run DIR)"
+        raise RunDirError(f"{path}: not a run directory, manifest.json is missing{hint}")
+    return path.resolve()
+
+
+def write_json(path: Path, data: Any, private: bool = False) -> None:
+    """Write JSON atomically (tmp + rename) so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        if private:
+            os.chmod(tmp, 0o600)
+        json.dump(data, f, indent=2, sort_keys=True, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: missing") from None
+    except ValueError as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
+
+
+def append_event(path: Path, event: dict[str, Any]) -> None:
+    """Append one event line for a node that cannot write it itself (``node.exit`` of a dead node)."""
+    with open(path, "a") as f:
+        f.write(json.dumps(event, default=str) + "\n")
+        f.flush()

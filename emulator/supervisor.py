@@ -1,0 +1,139 @@
+"""``rmqemu up``: a detached supervisor process that keeps a cluster running between commands.
+
+``up`` starts ``python -m emulator.supervisor TOPOLOGY RUN_DIR`` in its own session and waits for
+``supervisor.json`` to say ``up`` (or ``failed``). The supervisor owns the :class:`Cluster` (its
+nodes die with it) and answers the CLI's ``status``, ``down`` and fault verbs over a token-checked
+RPC socket. ``down`` stops the nodes gracefully and ends the supervisor.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from emulator.cluster import Cluster
+from emulator.errors import ControlError, LaunchError, RmqemuError
+from emulator.run_dir import read_json, write_json
+from emulator.topology_load import load_topology
+from emulator.transport.control import SupervisorServer, supervisor_call
+
+STATE_FILE = "supervisor.json"
+CALL_TIMEOUT_MS = 30_000.0
+
+
+def node_status(cluster: Cluster) -> dict[str, Any]:
+    out = {}
+    for name, plan in cluster.plans.items():
+        proc = cluster.procs.get(name)
+        out[name] = {"role": plan.role, "addr": cluster.addrs.get(name),
+                     "pid": proc.pid if proc else None,
+                     "alive": bool(proc and proc.alive()), **(proc.exit_info() if proc else {})}
+    return out
+
+
+class Supervisor:
+    """The serving loop; commands are plain functions of (cluster, args) -> result dict."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.running = True
+        self.commands: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "status": lambda _a: {"run": str(cluster.run_dir), "nodes": node_status(cluster),
+                                  "died": cluster.died},
+            "down": self._down,
+            "state": lambda a: cluster.state(a["node"]),
+        }
+        try:
+            from faults.supervisor_verbs import register_verbs  # the fault verbs, when present
+        except ImportError:
+            pass
+        else:
+            register_verbs(self.commands, cluster)
+
+    def _down(self, _args: dict[str, Any]) -> dict[str, Any]:
+        self.running = False
+        return {"stopping": str(self.cluster.run_dir)}
+
+    def serve(self, server: SupervisorServer) -> None:
+        while self.running:
+            self.cluster.pump(20)
+            for reply_id, name, args in server.poll(20):
+                handler = self.commands.get(name)
+                try:
+                    if handler is None:
+                        raise ControlError(f"unknown command {name!r}; known: {', '.join(sorted(self.commands))}")
+                    server.reply(reply_id, True, handler(args))
+                except Exception as exc:  # a bad command must not take the cluster down
+                    server.reply(reply_id, False, {"error": str(exc)})
+
+
+def main(argv: list[str]) -> int:
+    topo_path, run_dir = Path(argv[0]), Path(argv[1])
+    state_path = run_dir / STATE_FILE
+    token = secrets.token_hex(16)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        topo = load_topology(topo_path)
+        server = SupervisorServer(token)
+        with Cluster(topo, run_dir=run_dir, log=lambda m: print(m, flush=True)) as cluster:
+            sup = Supervisor(cluster)
+            write_json(state_path, {"state": "up", "pid": os.getpid(), "endpoint": server.endpoint,
+                                    "token": token}, private=True)
+            try:
+                sup.serve(server)
+            except KeyboardInterrupt:
+                pass
+        server.close()
+        write_json(state_path, {"state": "down", "pid": os.getpid()}, private=True)
+        return 0
+    except BaseException as exc:  # tell `up` why, then exit
+        write_json(state_path, {"state": "failed", "pid": os.getpid(), "error": str(exc),
+                                "traceback": traceback.format_exc()}, private=True)
+        return 1
+
+
+def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> dict[str, Any]:
+    """Start the supervisor in its own session and wait until it is up (or failed)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = open(run_dir / "supervisor.log", "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "emulator.supervisor", str(topo_path), str(run_dir)],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + timeout_s
+    state_path = run_dir / STATE_FILE
+    while time.monotonic() < deadline:
+        if state_path.exists():
+            state = read_json(state_path)
+            if state["state"] == "up":
+                return state
+            if state["state"] == "failed":
+                raise LaunchError(f"cluster did not come up: {state['error']}")
+        if proc.poll() is not None and not state_path.exists():
+            raise LaunchError(f"supervisor exited with {proc.returncode}; see {run_dir / 'supervisor.log'}")
+        time.sleep(0.05)
+    proc.kill()
+    raise LaunchError(f"cluster not up after {timeout_s:.0f}s; see {run_dir / 'supervisor.log'}")
+
+
+def call(run_dir: Path, name: str, args: dict[str, Any] | None = None,
+         timeout_ms: float = CALL_TIMEOUT_MS) -> dict[str, Any]:
+    """Send one command to the supervisor of ``run_dir``."""
+    state_path = run_dir / STATE_FILE
+    if not state_path.exists():
+        raise RmqemuError(f"{run_dir}: no supervisor (this run was not started with `rmqemu up`)")
+    state = read_json(state_path)
+    if state.get("state") != "up":
+        raise RmqemuError(f"{run_dir}: the cluster is {state.get('state')}, not up")
+    return supervisor_call(state["endpoint"], state["token"], name, args or {}, timeout_ms)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

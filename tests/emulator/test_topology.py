@@ -1,0 +1,106 @@
+"""Topology validation: one message per problem with its path, node naming, schema export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from emulator.cli import main
+from emulator.errors import TopologyError
+from emulator.topology_load import load_topology, parse_topology, plan_nodes
+
+TOPOLOGIES = sorted(Path(__file__).resolve().parents[2].joinpath("topologies").glob("*.yaml"))
+
+BASE = {"name": "t", "brokers": [{"name": "broker-a"}]}
+
+
+def problems(data: dict) -> list[str]:
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data, "t.yaml")
+    return info.value.problems
+
+
+def test_every_shipped_topology_is_valid() -> None:
+    assert TOPOLOGIES, "no topologies shipped"
+    for path in TOPOLOGIES:
+        topo = load_topology(path)
+        assert plan_nodes(topo)
+
+
+def test_negative_slaves_names_its_path() -> None:
+    assert problems({**BASE, "brokers": [{"name": "a"}, {"name": "b", "slaves": -1}]}) == [
+        "brokers[1].slaves: must be >= 0, got -1"
+    ]
+
+
+def test_every_problem_is_reported_once() -> None:
+    got = problems({"name": "t", "brokers": [{"name": "a b", "slaves": -2}], "bogus": 1,
+                    "timing": {"scale": 0}, "duration": "soon"})
+    assert "brokers[0].name: 'a b' may only contain letters, digits, %, |, _ and -" in got
+    assert "brokers[0].slaves: must be >= 0, got -2" in got
+    assert "bogus: unknown key" in got
+    assert "timing.scale: must be > 0, got 0" in got
+    assert any(p.startswith("duration: expected a duration") for p in got)
+    assert len(got) == 5
+
+
+def test_missing_required_keys() -> None:
+    assert problems({"seed": 1}) == ["name: required key is missing", "brokers: required key is missing"]
+
+
+def test_topic_on_unknown_broker() -> None:
+    got = problems({**BASE, "topics": [{"name": "T", "brokers": ["broker-z"]}]})
+    assert got == ["topics[0].brokers[0]: unknown broker 'broker-z' (known: broker-a)"]
+
+
+def test_unknown_rocketmq_key_on_a_broker_is_an_error() -> None:
+    got = problems({**BASE, "brokers": [{"name": "broker-a", "autoCreateTopicEnabled": True}]})
+    assert len(got) == 1 and got[0].startswith("brokers[0]") and "autoCreateTopicEnabled" in got[0]
+
+
+def test_bad_yaml_names_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("name: x\nbrokers: [\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    assert info.value.problems[0].startswith("line ")
+
+
+def test_node_names_follow_design_and_shared_groups_stay_unique() -> None:
+    topo = parse_topology({
+        "name": "t", "namesrvs": 2,
+        "brokers": [{"name": "broker-a", "slaves": 1}, {"name": "broker-b"}],
+        "producers": [{"group": "pg", "instances": 2, "topics": ["T"]}],
+        "consumers": [{"group": "cg", "subscribe": ["T"]}, {"group": "cg", "subscribe": ["U:tagA"]}],
+    })
+    nodes = plan_nodes(topo)
+    assert [n.name for n in nodes] == ["namesrv-0", "namesrv-1", "broker-a-0", "broker-b-0", "broker-a-1",
+                                       "pg-0", "pg-1", "cg-0", "cg-1"]
+    slave = nodes[4]
+    assert (slave.broker, slave.broker_id, slave.config["brokerRole"]) == ("broker-a", 1, "SLAVE")
+    assert nodes[8].workload["subscribe"] == [{"topic": "U", "expression": "tagA"}]
+
+
+def test_cli_validate_exits_2_and_spawns_nothing(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("name: x\nbrokers:\n  - {name: broker-a, slaves: -1}\n")
+    result = CliRunner().invoke(main, ["launch", str(f), "--root", str(tmp_path / "runs")])
+    assert result.exit_code == 2
+    assert "brokers[0].slaves: must be >= 0, got -1" in result.output
+    assert not (tmp_path / "runs").exists()  # nothing started, not even a run directory
+
+
+def test_cli_validate_ok() -> None:
+    result = CliRunner().invoke(main, ["validate", *map(str, TOPOLOGIES)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count(": ok (") == len(TOPOLOGIES)
+
+
+def test_schema_is_json_schema_with_all_sections() -> None:
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.output)
+    assert {"name", "brokers", "namesrvs", "faults", "duration", "timing"} <= set(schema["properties"])
