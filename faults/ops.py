@@ -1,0 +1,66 @@
+"""What the fault injector needs from a running cluster: the :class:`ClusterOps` protocol.
+
+The launcher implements it over its process table and control plane; tests use
+:class:`faults.testing.FakeOps`. Every method that changes the cluster returns only once the
+change *took effect* (signal delivered and observed, nodes acked), so the injector can stamp
+``fault.start`` / ``fault.end`` with the host time right after the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from emulator.clock import ClockSetting
+from emulator.links import LinkRule
+from faults.nodes import NodeInfo
+
+Link = tuple[str, str]
+
+
+@runtime_checkable
+class ClusterOps(Protocol):
+    """The effects a fault may have on a run. Implemented by the launcher (``ClusterOps``)."""
+
+    def node_infos(self) -> dict[str, NodeInfo]:
+        """Every node of the run by name (live or not), in start order."""
+        ...
+
+    def host_ms(self) -> float:
+        """Host wall time in ms (``emulator.clock.host_ms`` in a real run)."""
+        ...
+
+    def signal(self, node: str, sig: int) -> None:
+        """Send ``sig`` to the node's process and return once it took effect.
+
+        Must refuse with :class:`faults.errors.UnsafeSignal` anything but a process this run
+        spawned (use :class:`faults.signals.ProcessRegistry`), and raise
+        :class:`faults.errors.ProcessGone` if the node has exited. "Took effect": for SIGKILL and
+        SIGTERM the process has exited (reaped), for SIGSTOP it is stopped, for SIGCONT running.
+        The launcher must remember which nodes it stopped: they cannot ack control commands.
+        """
+        ...
+
+    def restart(self, node: str) -> None:
+        """Respawn an exited node with the same argv, store dir and port; return once it is ready
+        (it has said ready on the control plane). The injector pushes links and clock afterwards."""
+        ...
+
+    def set_links(self, rules: dict[Link, LinkRule]) -> None:
+        """Replace the link table of every running, not-stopped node with this FULL table and wait
+        for their acks. A stopped or dead node gets the table again when it resumes or restarts
+        (the injector calls ``set_links`` again then)."""
+        ...
+
+    def set_clock(self, node: str, setting: ClockSetting) -> None:
+        """Replace one node's clock setting and wait for its ack (never called for a stopped or
+        dead node: the injector defers it until the node is back)."""
+        ...
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Append one event to ``faults.jsonl``, adding ``ts`` (host ms) if absent; flush it."""
+        ...
+
+    def node_exited(self, node: str, signal: int) -> None:
+        """A node was killed by the injector: write its ``node.exit`` with ``signal`` now (DESIGN 7).
+        The launcher should not write a second ``node.exit`` when it reaps that process."""
+        ...
