@@ -1,0 +1,110 @@
+"""``MQFaultStrategy`` and ``LatencyFaultToleranceImpl`` (facts 3.4), 4.9.4 behaviour.
+
+Scaling: latencies are measured in wall ms of a scaled cluster, where a 3000 ms send timeout
+lasts ``3000 * scale`` ms. Both tables (``latencyMax`` and ``notAvailableDuration``) and the
+30000 ms "isolation" latency are therefore multiplied by ``scale``, so a send that would take
+550 ms in RocketMQ (550*scale here) blacks its broker out for 30 s of cluster time, i.e.
+30000*scale wall ms. Blackout ends use the node's skewable wall clock
+(``System.currentTimeMillis()``), so a clock bump can end or extend them.
+
+The enabled path keeps 4.9.4's in-place mutation of a cached MessageQueue (#7779, fixed only in
+4.9.8): when every broker is blacked out, one entry of the publish list is rewritten to the
+"least bad" broker and stays rewritten until the next route update.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from emulator.roles.route_cache import MessageQueue, ThreadLocalIndex, TopicPublishInfo
+
+LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
+NOT_AVAILABLE_DURATION = (0, 0, 30000, 60000, 120000, 180000, 600000)
+ISOLATION_LATENCY = 30000
+
+
+def compute_not_available_duration(latency: float, scale: float = 1.0) -> float:
+    """Scan from the largest threshold down; the first ``latency >= latencyMax[i]`` wins."""
+    for i in range(len(LATENCY_MAX) - 1, -1, -1):
+        if latency >= LATENCY_MAX[i] * scale:
+            return NOT_AVAILABLE_DURATION[i] * scale
+    return 0
+
+
+@dataclass
+class FaultItem:
+    name: str
+    current_latency: float
+    start_timestamp: float  # wall ms when the broker becomes available again
+
+    def is_available(self, wall_ms: float) -> bool:
+        return wall_ms - self.start_timestamp >= 0
+
+
+class LatencyFaultTolerance:
+    """``LatencyFaultToleranceImpl``: brokerName -> FaultItem."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.items: dict[str, FaultItem] = {}
+        self._rng = rng
+        self._which_item_worst = ThreadLocalIndex(rng)
+
+    def update(self, name: str, current_latency: float, not_available_ms: float, wall_ms: float) -> None:
+        self.items[name] = FaultItem(name, current_latency, wall_ms + not_available_ms)
+
+    def is_available(self, name: str, wall_ms: float) -> bool:
+        item = self.items.get(name)
+        return item is None or item.is_available(wall_ms)
+
+    def remove(self, name: str | None) -> None:
+        self.items.pop(name, None)  # type: ignore[arg-type]
+
+    def pick_one_at_least(self, wall_ms: float) -> str | None:
+        """Shuffle, sort (available first, lower latency, earlier end), then take one of the
+        better half by a rotating index."""
+        items = list(self.items.values())
+        if not items:
+            return None
+        self._rng.shuffle(items)
+        items.sort(key=lambda it: (not it.is_available(wall_ms), it.current_latency, it.start_timestamp))
+        half = len(items) // 2
+        if half <= 0:
+            return items[0].name
+        return items[self._which_item_worst.increment_and_get() % half].name
+
+
+class MQFaultStrategy:
+    def __init__(self, enabled: bool, scale: float, rng: random.Random) -> None:
+        self.enabled = enabled
+        self.scale = scale
+        self.tolerance = LatencyFaultTolerance(rng)
+
+    def update_fault_item(self, broker_name: str, latency_ms: float, isolation: bool, wall_ms: float) -> None:
+        if not self.enabled:
+            return
+        duration = compute_not_available_duration(
+            ISOLATION_LATENCY * self.scale if isolation else latency_ms, self.scale
+        )
+        self.tolerance.update(broker_name, latency_ms, duration, wall_ms)
+
+    def select_one_message_queue(self, tp: TopicPublishInfo, last_broker_name: str | None,
+                                 wall_ms: float) -> MessageQueue:
+        if not self.enabled:
+            return tp.select_one_message_queue(last_broker_name)
+        queues = tp.message_queues
+        index = tp.send_which_queue.increment_and_get()
+        for i in range(len(queues)):  # 4.8+: no lastBrokerName condition here (#1576)
+            mq = queues[(index + i) % len(queues)]
+            if self.tolerance.is_available(mq.broker_name, wall_ms):
+                return mq
+        not_best = self.tolerance.pick_one_at_least(wall_ms)
+        write_queue_nums = tp.write_queue_nums(not_best) if not_best is not None else -1
+        if write_queue_nums > 0:
+            pos = tp.select_index()
+            if not_best is not None:  # #7779: the cached entry itself is rewritten
+                qid = tp.send_which_queue.increment_and_get() % write_queue_nums
+                queues[pos] = MessageQueue(queues[pos].topic, not_best, qid)
+            return queues[pos]
+        self.tolerance.remove(not_best)
+        return tp.message_queues[tp.select_index()]
