@@ -1,0 +1,122 @@
+"""The random nemesis: a Jepsen-style fault plan that follows entirely from the seed.
+
+``rmqemu launch FILE --nemesis kill,pause,partition,clock --interval 30s`` runs, like Jepsen's
+nemesis generators, a quiet interval, one fault held for an interval, a quiet interval, the next
+fault, ... Each fault's kind, targets and magnitudes are drawn from ``random.Random(
+f"rmqemu-nemesis-{seed}")``; the specs are then resolved exactly as a topology's ``faults:``
+list, so the plan is checked the same way and written to ``plan.json`` the same way. Faults
+never overlap, so every fault's effect (and the convergence after it) can be measured alone.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Iterable, Mapping
+
+from faults.errors import PlanError
+from faults.nodes import NodeInfo
+from faults.schedule import Plan, check_plan, fault_rng, resolve_spec, sort_steps
+from faults.spec import FAULT_KINDS, FaultSpec, parse_duration
+
+SERVER_ROLES = ("namesrv", "master", "slave")
+CLOCK_OFFSETS_S = (5, 30, 60, 130, 300)  # 130 s crosses the namesrv's 120 s broker expiry
+STROBE_PERIODS_S = (1, 5, 10)
+DRIFT_PPM = (5_000, 50_000, 200_000)
+LINK_DELAYS_S = (0.05, 0.5, 2.0, 5.0)  # 5 s crosses the 3 s send timeout
+LINK_LOSSES = (0.0, 0.05, 0.3)
+
+
+def parse_nemesis_kinds(text: str | Iterable[str]) -> list[str]:
+    """``"kill,pause,partition,clock"`` -> the list, refusing unknown kinds with the known ones."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    kinds = [k.strip() for k in items if k.strip()]
+    unknown = [k for k in kinds if k not in FAULT_KINDS]
+    if unknown or not kinds:
+        raise PlanError(f"unknown nemesis kind(s) {', '.join(unknown) or '(none given)'}; "
+                        f"expected a comma-separated list of {', '.join(FAULT_KINDS)}")
+    return list(dict.fromkeys(kinds))
+
+
+def _server_role(rng: random.Random, nodes: Mapping[str, NodeInfo]) -> str:
+    present = [r for r in SERVER_ROLES if any(
+        (n.role == "namesrv") if r == "namesrv" else (n.is_master if r == "master" else n.is_slave)
+        for n in nodes.values())]
+    if not present:
+        raise PlanError("the nemesis needs at least one namesrv or broker node")
+    return rng.choice(present)
+
+
+def _partition_modes(n: int) -> list[str]:
+    return [m for m, need in (("isolate", 2), ("halves", 2), ("majority", 3), ("bridge", 3),
+                              ("majorities-ring", 4)) if n >= need]
+
+
+def random_spec(kind: str, at_s: float, hold_s: float, nodes: Mapping[str, NodeInfo],
+                rng: random.Random) -> FaultSpec:
+    """One fault of ``kind`` at ``at_s`` lasting ``hold_s`` (cluster seconds), drawn from ``rng``."""
+    entry: dict[str, Any] = {"at": at_s}
+    if kind in ("kill", "stop"):
+        entry |= {kind: f"one:{_server_role(rng, nodes)}", "restart_after": hold_s}
+    elif kind == "pause":
+        entry |= {"pause": f"one:{_server_role(rng, nodes)}", "duration": hold_s}
+    elif kind == "partition":
+        modes = _partition_modes(len(nodes))
+        if not modes:
+            raise PlanError("the nemesis needs at least 2 nodes to partition")
+        mode = rng.choice(modes)
+        entry |= {"partition": mode, "duration": hold_s}
+        if mode == "isolate":
+            entry["targets"] = [f"one:{_server_role(rng, nodes)}"]
+        if mode != "majorities-ring" and rng.random() < 0.25:
+            entry["oneway"] = True
+    elif kind == "link":
+        entry |= {"link": f"one:{_server_role(rng, nodes)}", "delay": rng.choice(LINK_DELAYS_S),
+                  "duration": hold_s}
+        entry["jitter"] = entry["delay"] / 2
+        if (loss := rng.choice(LINK_LOSSES)) > 0:
+            entry["loss"] = loss
+    elif kind == "clock":
+        mode = rng.choice(("bump", "strobe", "drift"))
+        sign = rng.choice((-1, 1))
+        entry |= {"clock": mode, "targets": [f"one:{_server_role(rng, nodes)}"], "duration": hold_s}
+        if mode == "bump":
+            entry["offset"] = sign * rng.choice(CLOCK_OFFSETS_S)
+        elif mode == "strobe":
+            entry |= {"offset": sign * rng.choice(CLOCK_OFFSETS_S), "period": rng.choice(STROBE_PERIODS_S)}
+        else:
+            entry["ppm"] = sign * rng.choice(DRIFT_PPM)
+    else:
+        raise PlanError(f"unknown nemesis kind {kind!r}; expected one of {', '.join(FAULT_KINDS)}")
+    return FaultSpec.model_validate(entry)
+
+
+def random_plan(kinds: str | Iterable[str], interval: Any, duration: Any, nodes: Mapping[str, NodeInfo],
+                seed: int, scale: float) -> Plan:
+    """The whole nemesis plan for a run of ``duration`` (cluster time, e.g. ``"240s"``).
+
+    Fault ``k`` starts at ``(2k + 1) * interval`` and is healed one interval later; the last one
+    ends at least one interval before the end of the run, so the cluster is seen recovering.
+    """
+    kind_list = parse_nemesis_kinds(kinds)
+    try:
+        interval_s, duration_s = parse_duration(interval), parse_duration(duration)
+    except ValueError as err:
+        raise PlanError(f"nemesis: {err}") from None
+    if interval_s <= 0:
+        raise PlanError("nemesis: the interval must be > 0")
+    if 3 * interval_s > duration_s:
+        raise PlanError(f"nemesis: a run of {duration_s:g}s has no room for a fault with a {interval_s:g}s "
+                        f"interval (quiet, fault, quiet needs {3 * interval_s:g}s)")
+    pick = random.Random(f"rmqemu-nemesis-{seed}")
+    resolve = fault_rng(seed)
+    steps = []
+    at, k = interval_s, 0
+    while at + 2 * interval_s <= duration_s:
+        k += 1
+        spec = random_spec(pick.choice(kind_list), at, interval_s, nodes, pick)
+        steps += resolve_spec(spec, f"n{k}", nodes, resolve, scale, f"nemesis #{k}")
+        at += 2 * interval_s
+    plan = Plan(seed, scale, sort_steps(steps), duration_s * 1000.0 * scale,
+                {"source": "nemesis", "kinds": kind_list, "interval_s": interval_s})
+    check_plan(plan, nodes)
+    return plan
