@@ -1,0 +1,245 @@
+"""``DefaultMQProducerImpl.sendDefaultImpl`` as a state machine (facts 3.2, 3.3, 3.4).
+
+A :class:`SendJob` is one ``send()`` call (one message or one batch). Its steps are driven by
+namesrv and broker replies: find the publish info (topic route, then the createTopicKey route),
+then attempts. Sync mode makes ``1 + retryTimesWhenSendFailed`` attempts, each on a queue chosen
+away from the previous attempt's broker, retrying on a timeout, a missing master, or a broker
+code of :data:`RETRY_RESPONSE_CODES`; async mode makes one attempt and retries only failures to
+get an answer, up to ``retryTimesWhenSendAsyncFailed`` times, re-sending **the same request
+(same queueId)** to another broker, as ``MQClientAPIImpl.onExceptionImpl`` does; oneway makes one
+attempt. Every attempt emits a ``send`` event; a message that finally fails emits ``send.fail``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
+from emulator.roles.base import Action, Emit, Now, Oneway, Request
+from emulator.roles.route_cache import MessageQueue, TopicPublishInfo
+from emulator.roles.validators import MQClientError, check_message, no_name_server_error, no_route_error
+from emulator.roles.workload import OutgoingMessage
+
+if TYPE_CHECKING:
+    from emulator.roles.producer import Producer
+
+# facts 3.2: the broker codes a sync send retries on (4.9.2+ ``retryResponseCodes``).
+RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})
+STORED_CODES = frozenset({0, 10, 11, 12})  # SEND_OK, FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT
+CONNECT_BROKER_EXCEPTION, ACCESS_BROKER_TIMEOUT, BROKER_NOT_EXIST_EXCEPTION = 10001, 10002, 10003
+
+
+def should_retry_sync(code: int) -> bool:
+    """After a broker answer with ``code``: retry another queue (True) or stop (False)."""
+    return code in RETRY_RESPONSE_CODES
+
+
+@dataclass
+class SendJob:
+    msgs: list[OutgoingMessage]
+    mode: str
+    begin_ms: float
+    timeout_ms: float
+    times_total: int
+    times: int = 0
+    last_mq: MessageQueue | None = None
+    brokers_sent: list[str | None] = field(default_factory=list)
+    stored_code: int | None = None  # a SendResult was obtained (possibly not SEND_OK)
+    error: tuple[int | None, str] | None = None
+    on_done: Callable[[bool], None] | None = None
+
+    @property
+    def topic(self) -> str:
+        return self.msgs[0].topic
+
+
+class SendFlow:
+    """Owns the attempts of every in-flight job of one producer."""
+
+    def __init__(self, producer: "Producer") -> None:
+        self.p = producer
+
+    # ------------------------------------------------------------------ entry
+
+    def send(self, job: SendJob, now: Now) -> list[Action]:
+        try:
+            self._validate(job)
+        except MQClientError as exc:
+            return self._fail(job, exc.code, exc.message, attempts=0)
+        return self._find_publish_info(job.topic, now, lambda info, n: self._with_route(job, info, n))
+
+    def _validate(self, job: SendJob) -> None:
+        if len(job.msgs) > 1 and len({m.topic for m in job.msgs}) > 1:
+            raise MQClientError(-1, "The topic of the messages in one batch should be the same.")
+        check_message(job.topic, self.body_of(job), self.p.cfg.maxMessageSize)
+
+    @staticmethod
+    def body_of(job: SendJob) -> bytes:
+        if len(job.msgs) == 1:
+            return job.msgs[0].body
+        return json.dumps([{"body": m.body.decode(errors="replace"), "properties": m.properties}
+                           for m in job.msgs], separators=(",", ":")).encode()
+
+    def _find_publish_info(self, topic: str, now: Now,
+                           cont: Callable[[TopicPublishInfo | None, Now], list[Action]]) -> list[Action]:
+        """``tryToFindTopicPublishInfo`` (facts 3.2 step 2)."""
+        table = self.p.publish_table
+
+        def second(n: Now) -> list[Action]:
+            info = table.get(topic)
+            if info is not None and (info.have_topic_router_info or info.ok()):
+                return cont(info, n)
+            return self.p.instance.update_route(
+                topic, n, lambda ok, m: cont(table.get(topic), m),
+                default_key=self.p.cfg.createTopicKey, default_queue_nums=self.p.cfg.defaultTopicQueueNums)
+
+        info = table.get(topic)
+        if info is None or not info.ok():
+            table.setdefault(topic, TopicPublishInfo.empty(self.p.rng))
+            return self.p.instance.update_route(topic, now, lambda ok, n: second(n))
+        return second(now)
+
+    def _with_route(self, job: SendJob, info: TopicPublishInfo | None, now: Now) -> list[Action]:
+        if info is not None and info.ok():
+            return self._attempt(job, info, now)
+        exc = no_name_server_error() if not self.p.instance.has_namesrv() else no_route_error(job.topic)
+        outcome = "no_route" if exc.code == 10005 else "error"
+        ev = self._event(job, None, 1, outcome, exc.code, 0.0, exc.message)
+        return [ev] + self._fail(job, exc.code, exc.message, attempts=0)
+
+    # ------------------------------------------------------------------ attempts
+
+    def _attempt(self, job: SendJob, info: TopicPublishInfo, now: Now) -> list[Action]:
+        if job.times >= job.times_total:
+            return self._after_loop(job, now)
+        last = job.last_mq.broker_name if job.last_mq else None
+        mq = self.p.fault.select_one_message_queue(info, last, now.wall_ms)
+        job.last_mq = mq
+        job.brokers_sent.append(mq.broker_name)
+        cost = now.mono_ms - job.begin_ms
+        if job.timeout_ms < cost:
+            return self._fail(job, None, "sendDefaultImpl call timeout", attempts=job.times)
+        attempt = job.times + 1
+        addr = self.p.instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:  # MQClientException: retried, broker isolated
+            self.p.fault.update_fault_item(mq.broker_name, 0, True, now.wall_ms)
+            job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{mq.broker_name}] not exist")
+            ev = self._event(job, mq, attempt, "error", BROKER_NOT_EXIST_EXCEPTION, 0.0, job.error[1])
+            job.times += 1
+            return [ev] + self._attempt(job, info, now)
+        frame = self._frame(job, mq, now)
+        if job.mode == "oneway":
+            self.p.fault.update_fault_item(mq.broker_name, 0, False, now.wall_ms)
+            ev = self._event(job, mq, attempt, "oneway", None, 0.0)
+            return [Oneway(addr, frame), ev] + self._done(job, True)
+        sent_at = now.mono_ms
+        return [Request(addr, frame, job.timeout_ms - cost,
+                        lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt, sent_at, resp, n))]
+
+    def _on_reply(self, job: SendJob, info: TopicPublishInfo, mq: MessageQueue, addr: str, frame: Frame,
+                  attempt: int, sent_at: float, resp: Frame | None, now: Now) -> list[Action]:
+        latency = now.mono_ms - sent_at
+        fault = self.p.fault
+        if resp is None:
+            connect = addr in self.p.instance.down_addrs
+            code = CONNECT_BROKER_EXCEPTION if connect else ACCESS_BROKER_TIMEOUT
+            text = (f"connect to {addr} failed" if connect
+                    else f"wait response on the channel <{addr}> timeout, {int(job.timeout_ms)}(ms)")
+            job.error = (code, text)
+            ev = self._event(job, mq, attempt, "error" if connect else "timeout", code, latency, text)
+            if job.mode == "async":
+                fault.update_fault_item(mq.broker_name, 3000 * self.p.scale, True, now.wall_ms)
+                return [ev] + self._async_retry(job, info, mq, frame, attempt, now)
+            fault.update_fault_item(mq.broker_name, latency, True, now.wall_ms)
+            job.times += 1
+            return [ev] + self._attempt(job, info, now)
+        code = resp.code
+        if code in STORED_CODES:
+            fault.update_fault_item(mq.broker_name, latency, False, now.wall_ms)
+            ev = self._event(job, mq, attempt, "ok", code, latency)
+            job.stored_code = code
+            if job.mode == "sync" and code != 0 and self.p.cfg.retryAnotherBrokerWhenNotStoreOK:
+                job.times += 1
+                return [ev] + self._attempt(job, info, now)
+            return [ev] + self._done(job, True)
+        text = resp.remark or ""
+        job.error = (code, text)
+        fault.update_fault_item(mq.broker_name, latency, True, now.wall_ms)
+        ev = self._event(job, mq, attempt, "error", code, latency, text)
+        if job.mode == "sync" and should_retry_sync(code):
+            job.times += 1
+            return [ev] + self._attempt(job, info, now)
+        if job.stored_code is not None:
+            return [ev] + self._done(job, True)
+        return [ev] + self._fail(job, code, text, attempts=attempt)
+
+    def _async_retry(self, job: SendJob, info: TopicPublishInfo, failed: MessageQueue, frame: Frame,
+                     attempt: int, now: Now) -> list[Action]:
+        if attempt > self.p.cfg.retryTimesWhenSendAsyncFailed:
+            code, text = job.error or (None, "")
+            return self._fail(job, code, text, attempts=attempt)
+        broker = self.p.fault.select_one_message_queue(info, failed.broker_name, now.wall_ms).broker_name
+        mq = MessageQueue(failed.topic, broker, failed.queue_id)  # same request, same queueId
+        addr = self.p.instance.find_broker_address_in_publish(broker)
+        if addr is None:
+            job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{broker}] not exist")
+            ev = self._event(job, mq, attempt + 1, "error", BROKER_NOT_EXIST_EXCEPTION, 0.0, job.error[1])
+            return [ev] + self._async_retry(job, info, mq, frame, attempt + 1, now)
+        remaining = job.timeout_ms - (now.mono_ms - job.begin_ms)
+        sent_at = now.mono_ms
+        return [Request(addr, frame, max(remaining, 0.0),
+                        lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt + 1, sent_at, resp, n))]
+
+    def _after_loop(self, job: SendJob, now: Now) -> list[Action]:
+        if job.stored_code is not None:
+            return self._done(job, True)
+        code = job.error[0] if job.error else None
+        brokers = ", ".join(b or "null" for b in job.brokers_sent)
+        text = (f"Send [{job.times}] times, still failed, cost [{int(now.mono_ms - job.begin_ms)}]ms, "
+                f"Topic: {job.topic}, BrokersSent: [{brokers}]{FAQ_SUFFIX}")
+        return self._fail(job, code, text, attempts=job.times)
+
+    # ------------------------------------------------------------------ frames and events
+
+    def _frame(self, job: SendJob, mq: MessageQueue, now: Now) -> Frame:
+        cfg = self.p.cfg
+        batch = len(job.msgs) > 1
+        fields = {
+            "producerGroup": self.p.group, "topic": mq.topic, "defaultTopic": cfg.createTopicKey,
+            "defaultTopicQueueNums": cfg.defaultTopicQueueNums, "queueId": mq.queue_id, "sysFlag": 0,
+            "bornTimestamp": int(now.wall_ms), "flag": 0,
+            "properties": {} if batch else dict(job.msgs[0].properties),
+            "reconsumeTimes": 0, "unitMode": cfg.unitMode, "batch": batch,
+        }  # maxReconsumeTimes is only set on messages re-sent to a %RETRY% topic
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        make = oneway if job.mode == "oneway" else request
+        return make(code, fields, self.body_of(job))
+
+    def _event(self, job: SendJob, mq: MessageQueue | None, attempt: int, outcome: str, code: int | None,
+               latency: float, error: str | None = None) -> Emit:
+        fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.p.group,
+                  "broker": mq.broker_name if mq else None, "broker_id": 0 if mq else None,
+                  "queue_id": mq.queue_id if mq else None, "attempt": attempt, "outcome": outcome,
+                  "code": code, "latency_ms": round(latency, 3), "mode": job.mode}
+        if len(job.msgs) > 1:
+            fields["msg_ids"] = [m.msg_id for m in job.msgs]
+        if error is not None:
+            fields["error"] = error
+        return Emit("send", fields)
+
+    def _fail(self, job: SendJob, code: int | None, text: str, attempts: int) -> list[Action]:
+        fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.p.group,
+                  "mode": job.mode, "attempts": attempts, "code": code, "error": text}
+        if len(job.msgs) > 1:
+            fields["msg_ids"] = [m.msg_id for m in job.msgs]
+        return [Emit("send.fail", fields)] + self._done(job, False)
+
+    def _done(self, job: SendJob, ok: bool) -> list[Action]:
+        if job.on_done is not None:
+            job.on_done(ok)
+        return []
+
+
+__all__ = ["RETRY_RESPONSE_CODES", "SendFlow", "SendJob", "should_retry_sync", "ResponseCode"]

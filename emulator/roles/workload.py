@@ -1,0 +1,138 @@
+"""Seeded message generation for producers and the consume-failure knob for consumers.
+
+Rate model: **even spacing**, not Poisson. ``rate`` is messages per *cluster* second, and a
+cluster second lasts ``1000 * scale`` wall ms, so message ``k`` (0-based) is due at
+``start + k * 1000 * scale / rate`` wall ms. A timer ticks every ``max(period, MIN_TICK_MS)`` and
+issues every message due by then, so rates above the tick rate come out in small bursts with the
+right average. Even spacing keeps runs with the same seed comparable; randomness (message keys,
+the consumer's failures) comes from a ``random.Random`` seeded with the run seed and node name.
+
+Topics are used round-robin in the order given; each message carries a unique ``UNIQ_KEY``
+(``<node>-<incarnation hex>-<counter>``: readable, unique per message even across a restart of
+the node, since the incarnation is the start wall time).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+MIN_TICK_MS = 2.0
+MODES = ("sync", "async", "oneway")
+
+
+@dataclass
+class OutgoingMessage:
+    """A ``Message``: topic, body, properties (``UNIQ_KEY``, ``KEYS``)."""
+
+    topic: str
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def msg_id(self) -> str:
+        return self.properties["UNIQ_KEY"]
+
+
+@dataclass
+class ProducerWorkload:
+    topics: list[str]
+    rate: float = 1.0
+    size: int = 128
+    mode: str = "sync"
+    batch: int = 1
+    keys: bool = False
+    count: int | None = None  # stop after this many messages (None: until the node stops)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "ProducerWorkload":
+        d = dict(d or {})
+        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count"}
+        if unknown:
+            raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
+        w = cls(topics=list(d.pop("topics", [])), **d)
+        if not w.topics or not all(isinstance(t, str) for t in w.topics):
+            raise ValueError("workload.topics: must be a non-empty list of topic names")
+        if not isinstance(w.rate, (int, float)) or isinstance(w.rate, bool) or w.rate < 0:
+            raise ValueError("workload.rate: must be a number >= 0")
+        if w.mode not in MODES:
+            raise ValueError(f"workload.mode: must be one of {', '.join(MODES)}, got {w.mode!r}")
+        if not isinstance(w.batch, int) or w.batch < 1:
+            raise ValueError("workload.batch: must be an int >= 1")
+        if not isinstance(w.size, int) or w.size < 0:
+            raise ValueError("workload.size: must be an int >= 0")
+        return w
+
+    def period_ms(self, scale: float) -> float | None:
+        """Wall ms between two messages, None for rate 0."""
+        return 1000.0 * scale / self.rate if self.rate > 0 else None
+
+    def tick_ms(self, scale: float) -> float | None:
+        period = self.period_ms(scale)
+        return None if period is None else max(period, MIN_TICK_MS)
+
+
+class Pacer:
+    """How many messages are due at ``mono_ms`` given even spacing from ``start_ms``."""
+
+    def __init__(self, start_ms: float, period_ms: float, limit: int | None) -> None:
+        self.start_ms = start_ms
+        self.period_ms = period_ms
+        self.limit = limit
+        self.issued = 0  # sent or skipped
+
+    def due(self, mono_ms: float) -> int:
+        total = int((mono_ms - self.start_ms) / self.period_ms) + 1
+        if self.limit is not None:
+            total = min(total, self.limit)
+        return max(total - self.issued, 0)
+
+
+class MessageFactory:
+    def __init__(self, node: str, workload: ProducerWorkload, rng: random.Random) -> None:
+        self.node = node
+        self.workload = workload
+        self.rng = rng
+        self.counter = 0
+        self.incarnation = "0"
+
+    def set_incarnation(self, wall_ms: float) -> None:
+        self.incarnation = format(int(wall_ms) & 0xFFFFFFFFFF, "x")
+
+    def next_message(self) -> OutgoingMessage:
+        topic = self.workload.topics[self.counter % len(self.workload.topics)]
+        self.counter += 1
+        msg_id = f"{self.node}-{self.incarnation}-{self.counter}"
+        props = {"UNIQ_KEY": msg_id}
+        if self.workload.keys:
+            props["KEYS"] = f"key-{self.rng.randrange(10**8):08d}"
+        filler = (msg_id + "|").encode() + b"x" * self.workload.size
+        return OutgoingMessage(topic, filler[: self.workload.size], props)
+
+
+@dataclass
+class ConsumerWorkload:
+    subscribe: list[dict[str, str]]
+    allocate: str = "AVG"
+    allocate_params: dict[str, Any] = field(default_factory=dict)
+    messageModel: str | None = None  # overrides config.messageModel when set
+    fail_rate: float = 0.0  # probability that the listener answers RECONSUME_LATER
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "ConsumerWorkload":
+        d = dict(d or {})
+        unknown = set(d) - {"subscribe", "allocate", "allocate_params", "messageModel", "fail_rate"}
+        if unknown:
+            raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
+        subs = []
+        for s in d.pop("subscribe", []):
+            if isinstance(s, str):
+                s = {"topic": s, "expression": "*"}
+            subs.append({"topic": s["topic"], "expression": s.get("expression") or "*"})
+        if not subs:
+            raise ValueError("workload.subscribe: must list at least one topic")
+        w = cls(subscribe=subs, **d)
+        if not 0.0 <= float(w.fail_rate) <= 1.0:
+            raise ValueError("workload.fail_rate: must be within [0, 1]")
+        return w
