@@ -7,6 +7,8 @@
     │                          selects nothing (the message lists what is known)
     ├── PartitionError         a partition cannot be built from the nodes given (too few nodes,
     │                          overlapping or empty groups, unknown mode)
+    ├── SpecError              the arguments of an interactive verb do not make a valid fault
+    │                          (one line per problem, named by its option: ``--delay: ...``)
     ├── OverlappingFault       a fault would take a node that another active fault holds
     │                          (the message names the holder: its id, kind and targets)
     ├── UnsafeSignal           a signal was refused because the process may not be the one this
@@ -16,7 +18,7 @@
         └── PlanFailed         a step failed while a plan ran; carries ``seed`` and ``step`` so the
                                run can be replayed (``rmqemu launch --replay RUN_DIR``)
 
-``TargetError`` and ``PartitionError`` are also ``ValueError``\\ s: they come from pure functions
+``TargetError``, ``PartitionError`` and ``SpecError`` are also ``ValueError``\\ s: they come from pure functions
 fed by user input, and a pydantic validator or a CLI can turn them into a message directly.
 """
 
@@ -35,6 +37,10 @@ class TargetError(FaultError, ValueError):
 
 class PartitionError(FaultError, ValueError):
     """A partition cannot be computed from the given nodes."""
+
+
+class SpecError(FaultError, ValueError):
+    """Arguments of an interactive verb that do not make a valid :class:`faults.spec.FaultSpec`."""
 
 
 class OverlappingFault(FaultError):

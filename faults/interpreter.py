@@ -50,12 +50,16 @@ def run_plan(
     poll_ms: float = 100.0,
     wait_until_end: bool = True,
     continue_on_error: bool = False,
+    heal_at_end: bool = True,
 ) -> PlanRun:
     """Run ``plan`` from now: each step at ``start + at_ms``, then (``wait_until_end``) until the
     plan's ``duration_ms``, then heal everything.
 
     A failing step raises :class:`PlanFailed` (after healing) carrying the plan's seed; with
     ``continue_on_error`` it is recorded as a ``fault.error`` event and the plan goes on.
+    ``heal_at_end=False`` is for the one-fault plans of interactive verbs (a ``pause --duration``
+    must not heal the other faults of a live cluster when it ends); then only this plan's own
+    faults are healed on an early stop or an error.
     """
     result = PlanRun()
     start = clock()
@@ -96,9 +100,22 @@ def run_plan(
                 wait_until(plan.duration_ms)
     except BaseException as err:  # a failed step, Ctrl-C: heal, but do not hide the cause
         try:
-            injector.heal_all()
+            _heal(plan, injector, heal_at_end)
         except Exception as heal_err:  # noqa: BLE001
             err.add_note(f"and healing failed too: {heal_err}")
         raise
-    result.healed = injector.heal_all()
+    if heal_at_end or result.stopped_early:
+        result.healed = _heal(plan, injector, heal_at_end)
     return result
+
+
+def _heal(plan: Plan, injector: Injector, everything: bool) -> list[str]:
+    if everything:
+        return injector.heal_all()
+    own = {step.fault_id for step in plan.steps}
+    healed = []
+    for fault in reversed(injector.active()):
+        if fault.fault_id in own:
+            injector.stop(fault.fault_id, reason="heal", restart=False)
+            healed.append(fault.fault_id)
+    return healed
