@@ -1,0 +1,178 @@
+"""The broker role: BrokerController's wiring of managers, processors and scheduled tasks.
+
+State machines live in the helpers (topic_config_manager, message_store, consumer_manager);
+request handling in the processors (send, pull, client, admin); namesrv traffic in
+broker_outer_api; the slave's topic sync in slave_sync. This module owns identity, timers and
+channel events.
+
+Timers (all RocketMQ intervals x ``scale``):
+
+- ``register``: ``Every(10000, max(10000, min(registerNameServerPeriod, 60000)))`` (facts 2.1)
+- ``client_scan``: ``Every(10000, 10000)``, ClientHousekeepingService, 120 s idle (facts 4.2)
+- ``offset_flush``: ``Every(10000, flushConsumerOffsetInterval)``, consumerOffset.json
+- ``slave_sync``: ``Every(3000, 10000)`` on a slave (facts 2.1)
+- ``pull:<n>``: one ``After`` per held long-polling pull
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from emulator.protocol import MASTER_ID, RequestCode as RC
+from emulator.roles.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
+from emulator.roles.broker_config import BrokerConfigs, broker_configs_from_dict
+from emulator.roles.broker_outer_api import NamesrvRegistrar
+from emulator.roles.consumer_manager import (
+    CHANNEL_EXPIRED_TIMEOUT, ConsumerManager, ConsumerOffsetManager, ProducerManager, SubscriptionGroupManager,
+)
+from emulator.roles.admin_processor import AdminProcessor
+from emulator.roles.client_processor import ClientProcessor
+from emulator.roles.message_store import MessageStore
+from emulator.roles.pull_processor import PullProcessor
+from emulator.roles.send_processor import SendProcessor
+from emulator.roles.server_dispatch import Handler, dispatch
+from emulator.roles.slave_sync import SlaveSync
+from emulator.roles.topic_config_manager import TopicConfigManager
+
+StoreReader = Callable[[str], "str | None"]
+
+
+class Broker(Role):
+    role = "broker"
+
+    def __init__(
+        self, name: str, addr: str, configs: BrokerConfigs, namesrv_addrs: list[str],
+        scale: float = 0.01, seed: int = 0, read_store: StoreReader = lambda p: None,
+    ) -> None:
+        super().__init__(name, addr)
+        self.configs = configs
+        self.cfg = configs.broker
+        self.store_cfg = configs.store
+        self.broker_id = self.cfg.brokerId
+        self.is_slave = self.broker_id != MASTER_ID or self.store_cfg.brokerRole == "SLAVE"
+        if self.is_slave:
+            self.store_cfg.brokerRole = "SLAVE"
+        host, _, port = addr.rpartition(":")
+        self.cfg.brokerIP1 = self.cfg.brokerIP2 = host or self.cfg.brokerIP1
+        # haServerAddr = brokerIP2:haListenPort, the HA port being listenPort + 1 (facts 2.1)
+        self.ha_server_addr = f"{self.cfg.brokerIP2}:{int(port or 0) + 1}"
+        self.namesrv_addrs = list(namesrv_addrs)
+        self.scale = scale
+        self.rng = random.Random(seed)
+        self.read_store = read_store
+        self.master_addr: str | None = None
+
+        self.topics = TopicConfigManager(self.cfg, self.broker_id)
+        self.store = MessageStore(addr, self.is_slave, self.cfg.offsetCheckInSlave)
+        self.consumers = ConsumerManager()
+        self.producers = ProducerManager()
+        self.sub_groups = SubscriptionGroupManager(self.cfg.autoCreateSubscriptionGroup)
+        self.offsets = ConsumerOffsetManager()
+
+        self.registrar = NamesrvRegistrar(self)
+        self.sender = SendProcessor(self)
+        self.puller = PullProcessor(self)
+        self.clients = ClientProcessor(self)
+        self.admin = AdminProcessor(self)
+        self.slave_sync = SlaveSync(self)
+        self.handlers: dict[int, Handler] = {
+            RC.SEND_MESSAGE: self.sender.send_message,
+            RC.SEND_MESSAGE_V2: self.sender.send_message,
+            RC.SEND_BATCH_MESSAGE: self.sender.send_message,
+            RC.CONSUMER_SEND_MSG_BACK: self.sender.consumer_send_msg_back,
+            RC.PULL_MESSAGE: self.puller.pull_message,
+            RC.HEART_BEAT: self.clients.heart_beat,
+            RC.UNREGISTER_CLIENT: self.clients.unregister_client,
+            RC.GET_CONSUMER_LIST_BY_GROUP: self.clients.get_consumer_list_by_group,
+            RC.QUERY_CONSUMER_OFFSET: self.clients.query_consumer_offset,
+            RC.UPDATE_CONSUMER_OFFSET: self.clients.update_consumer_offset,
+            RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
+            RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
+            RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
+        }
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], addr: str, read_store: StoreReader) -> "Broker":
+        """Spec keys: name, broker, broker_id, cluster, namesrv_addrs, scale, seed, config."""
+        configs = broker_configs_from_dict(spec.get("config"))
+        configs.broker.brokerName = spec.get("broker", configs.broker.brokerName)
+        configs.broker.brokerId = int(spec.get("broker_id", 0))
+        configs.broker.brokerClusterName = spec.get("cluster") or configs.broker.brokerClusterName
+        return cls(spec["name"], addr, configs, list(spec.get("namesrv_addrs") or []),
+                   float(spec.get("scale", 0.01)), int(spec.get("seed", 0) or 0), read_store)
+
+    def ms(self, rocketmq_ms: float) -> float:
+        """A RocketMQ interval under ``timing.scale``."""
+        return rocketmq_ms * self.scale
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, now: Now) -> list[Action]:
+        """Load topics (emitting broker.topic), restore the store, schedule, then register (force)."""
+        actions: list[Action] = self.topics.load(self.read_store, now.wall_ms)
+        self.sub_groups.load(self.read_store)
+        self.offsets.load(self.read_store)
+        self.store.restore(self.read_store, [
+            (t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))
+        ])
+        period = max(10000, min(self.cfg.registerNameServerPeriod, 60000))
+        actions += [
+            Every("register", self.ms(10000), self.ms(period)),
+            Every("client_scan", self.ms(10000), self.ms(10000)),
+            Every("offset_flush", self.ms(10000), self.ms(self.cfg.flushConsumerOffsetInterval)),
+        ]
+        if self.is_slave:
+            actions.append(Every("slave_sync", self.ms(3000), self.ms(10000)))
+        actions += self.registrar.register_all(now, oneway_=False, force=True)
+        return actions
+
+    def stop(self, now: Now) -> list[Action]:
+        """``shutdown()``: unregister from every namesrv, flush consumer offsets."""
+        return [*self.registrar.unregister_all(), self.offsets.persist()]
+
+    def on_message(self, msg: Inbound, now: Now) -> list[Action]:
+        return dispatch(self.handlers, msg, now)
+
+    def on_timer(self, name: str, now: Now) -> list[Action]:
+        if name == "register":
+            return self.registrar.register_all(now, oneway_=False, force=self.cfg.forceRegister)
+        if name == "client_scan":
+            timeout = self.ms(CHANNEL_EXPIRED_TIMEOUT)
+            closed = self.consumers.scan_not_active_channel(now.wall_ms, timeout)
+            closed += self.producers.scan_not_active_channel(now.wall_ms, timeout)
+            return [CloseChannel(ch) for ch in dict.fromkeys(closed)]
+        if name == "offset_flush":
+            return [self.offsets.persist()] if self.offsets.dirty else []
+        if name == "slave_sync":
+            return self.slave_sync.sync_all(now)
+        if name.startswith("pull:"):
+            return self.puller.on_hold_timeout(name, now)
+        return []
+
+    def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
+        """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (facts 4.2)."""
+        if event.kind not in ("closed", "idle") or event.channel is None:
+            return []
+        self.producers.do_channel_close_event(event.channel)
+        actions: list[Action] = self.puller.drop_channel(event.channel)
+        for cgi in self.consumers.do_channel_close_event(event.channel):
+            actions += self.clients.notify_change(cgi)
+        return actions
+
+    def on_register_result(self, master_addr: str | None, ha_addr: str | None, now: Now) -> list[Action]:
+        """The first successful REGISTER_BROKER answer: ``slaveSynchronize.setMasterAddr``
+        (also to None when the namesrv knows no live master)."""
+        if self.is_slave:
+            self.master_addr = master_addr
+        return []
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "broker": self.cfg.brokerName, "broker_id": self.broker_id, "addr": self.addr,
+            "role": self.store_cfg.brokerRole, "master_addr": self.master_addr,
+            "topics": self.topics.snapshot(), "queues": self.store.snapshot(),
+            "consumers": self.consumers.snapshot(), "producers": self.producers.snapshot(),
+            "offsets": {k: {str(q): o for q, o in v.items()} for k, v in self.offsets.table.items()},
+            "held_pulls": self.puller.held_count(),
+        }

@@ -1,0 +1,161 @@
+"""The broker's message store: one append-only consume queue per (topic, queueId) (facts 4.5).
+
+RocketMQ writes every message to one commit log and indexes it per queue; the emulator keeps a
+list per queue and a running "commit log offset" so that ``offsetMsgId`` and
+CONSUMER_SEND_MSG_BACK's look-up by offset work as in RocketMQ. Durability: each put returns an
+``Append`` of one JSON line to ``store/commitlog/<topic>/<qid>.jsonl``; :meth:`MessageStore.restore`
+reads those files back at start (queues of the topics the restored topic table lists).
+
+``get`` implements ``DefaultMessageStore.getMessage``'s status decisions, including
+``nextOffsetCorrection`` (a slave without ``offsetCheckInSlave`` never moves a consumer's offset).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterable
+
+from emulator.roles.base import Append, Persist
+
+MAX_FILTER_SCAN = 16000 // 20  # maxFilterMessageCount / CQ_STORE_UNIT_SIZE: entries scanned per pull
+MAX_TRANSFER_COUNT = 32  # maxTransferCountOnMessageInMemory
+
+
+class GetMessageStatus(Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass
+class GetResult:
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def offset_msg_id(store_host: str, commit_log_offset: int) -> str:
+    """``MessageDecoder.createMessageId``: 4-byte IP, 4-byte port, 8-byte offset, upper hex."""
+    host, _, port = store_host.rpartition(":")
+    ip = bytes(int(p) for p in host.split(".")) if host.count(".") == 3 else b"\x7f\x00\x00\x01"
+    return (ip + int(port or 0).to_bytes(4, "big") + commit_log_offset.to_bytes(8, "big")).hex().upper()
+
+
+def queue_file(topic: str, queue_id: int) -> str:
+    return f"store/commitlog/{topic}/{queue_id}.jsonl"
+
+
+class MessageStore:
+    def __init__(self, store_host: str, is_slave: bool = False, offset_check_in_slave: bool = False) -> None:
+        self.store_host = store_host
+        self.is_slave = is_slave
+        self.offset_check_in_slave = offset_check_in_slave
+        self.queues: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.by_commit_offset: dict[int, dict[str, Any]] = {}
+        self.next_commit_offset = 0
+
+    # ------------------------------------------------------------------ writes
+
+    def put(self, topic: str, queue_id: int, body: str, properties: dict[str, str], wall_ms: float,
+            born_timestamp: int = 0, reconsume_times: int = 0, flag: int = 0, sys_flag: int = 0,
+            born_host: str = "") -> tuple[dict[str, Any], Append]:
+        """Append one message; returns the stored record (with queueOffset, storeTimestamp, msgId)."""
+        q = self.queues.setdefault((topic, queue_id), [])
+        record: dict[str, Any] = {
+            "topic": topic, "queueId": queue_id, "queueOffset": len(q), "body": body,
+            "properties": dict(properties), "bornTimestamp": int(born_timestamp), "bornHost": born_host,
+            "storeTimestamp": int(wall_ms), "reconsumeTimes": int(reconsume_times), "flag": flag,
+            "sysFlag": sys_flag, "commitLogOffset": self.next_commit_offset,
+        }
+        record["offsetMsgId"] = offset_msg_id(self.store_host, self.next_commit_offset)
+        record["msgId"] = properties.get("UNIQ_KEY") or record["offsetMsgId"]
+        line = json.dumps(record, separators=(",", ":"))
+        record["storeSize"] = len(line)
+        self._index(record)
+        return record, Append(queue_file(topic, queue_id), (line,))
+
+    def _index(self, record: dict[str, Any]) -> None:
+        q = self.queues.setdefault((record["topic"], record["queueId"]), [])
+        if record["queueOffset"] != len(q):
+            return  # a torn or duplicated line; RocketMQ's recovery truncates likewise
+        record.setdefault("storeSize", 1)
+        q.append(record)
+        self.by_commit_offset[record["commitLogOffset"]] = record
+        self.next_commit_offset = max(self.next_commit_offset, record["commitLogOffset"] + record["storeSize"])
+
+    def delete_topic(self, topic: str) -> list[Persist]:
+        """``cleanUnusedTopic``: drop its queues; the returned Persists empty their files."""
+        gone = [k for k in self.queues if k[0] == topic]
+        for k in gone:
+            for r in self.queues.pop(k):
+                self.by_commit_offset.pop(r["commitLogOffset"], None)
+        return [Persist(queue_file(t, q), "") for t, q in gone]
+
+    def restore(self, read_store: Callable[[str], str | None], queues: Iterable[tuple[str, int]]) -> int:
+        """Reload the queue files of ``queues``; returns how many messages came back."""
+        n = 0
+        for topic, qid in queues:
+            text = read_store(queue_file(topic, qid))
+            for line in (text or "").splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a torn last line from a killed broker
+                before = len(self.queues.get((topic, qid), []))
+                self._index(record)
+                n += len(self.queues[(topic, qid)]) - before
+        return n
+
+    # ------------------------------------------------------------------ reads
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        return 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The next offset to be written (RocketMQ's ``getMaxOffsetInQueue``)."""
+        return len(self.queues.get((topic, queue_id), []))
+
+    def look_message_by_offset(self, commit_log_offset: int) -> dict[str, Any] | None:
+        return self.by_commit_offset.get(commit_log_offset)
+
+    def _correct(self, old: int, new: int) -> int:
+        """``nextOffsetCorrection``: only a master (or offsetCheckInSlave) moves the offset."""
+        return new if (not self.is_slave or self.offset_check_in_slave) else old
+
+    def get(self, topic: str, queue_id: int, offset: int, max_msgs: int,
+            matches: Callable[[dict[str, Any]], bool] = lambda m: True) -> GetResult:
+        """``DefaultMessageStore.getMessage`` (facts 4.5 status table). Consume queues are created
+        on demand in RocketMQ, so an unknown queue is an empty one: NO_MESSAGE_IN_QUEUE."""
+        q = self.queues.get((topic, queue_id), [])
+        lo, hi = self.min_offset(topic, queue_id), len(q)
+        S = GetMessageStatus
+        if hi == 0:
+            return GetResult(S.NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), lo, hi)
+        if offset < lo:
+            return GetResult(S.OFFSET_TOO_SMALL, self._correct(offset, lo), lo, hi)
+        if offset == hi:
+            return GetResult(S.OFFSET_OVERFLOW_ONE, self._correct(offset, offset), lo, hi)
+        if offset > hi:
+            return GetResult(S.OFFSET_OVERFLOW_BADLY, self._correct(offset, lo if lo == 0 else hi), lo, hi)
+        limit = min(max(1, max_msgs), MAX_TRANSFER_COUNT)
+        found: list[dict[str, Any]] = []
+        i = offset
+        while i < hi and i - offset < max(MAX_FILTER_SCAN, max_msgs) and len(found) < limit:
+            if matches(q[i]):
+                found.append(q[i])
+            i += 1
+        status = S.FOUND if found else S.NO_MATCHED_MESSAGE
+        return GetResult(status, i, lo, hi, found)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {f"{t}:{q}": len(msgs) for (t, q), msgs in sorted(self.queues.items())}

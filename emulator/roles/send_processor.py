@@ -1,0 +1,195 @@
+"""SendMessageProcessor: SEND_MESSAGE (10) / SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320)
+and CONSUMER_SEND_MSG_BACK (36) (facts 2.3, 2.4, 2.5, 4.7).
+
+Header fields (RocketMQ names, V2 uses the same here): producerGroup, topic, defaultTopic,
+defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties (a dict, or RocketMQ's
+``k\\u0001v\\u0002`` string), reconsumeTimes, unitMode, batch, maxReconsumeTimes. Body: the message
+body; for a batch a JSON list of ``{"body": str, "properties": {...}}``. Response fields: msgId
+(the broker's offsetMsgId; comma-joined for a batch), queueId, queueOffset (the first for a batch).
+
+CONSUMER_SEND_MSG_BACK simplification: a retry with delay level L is re-put **immediately** into
+``%RETRY%<group>`` (RocketMQ parks it in SCHEDULE_TOPIC_XXXX for level L's delay first); the
+level is kept in the ``DELAY`` property. DLQ routing is RocketMQ's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from emulator.protocol import FAQ_SUFFIX, Perm, ResponseCode as R
+from emulator.roles.base import Action, Inbound, Now, Reply
+from emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
+from emulator.roles.topic_config import (
+    DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, TopicConfig,
+    topic_not_exist_remark, validate_topic,
+)
+
+if TYPE_CHECKING:
+    from emulator.roles.broker import Broker
+
+RW = Perm.READ | Perm.WRITE
+DLQ_NUMS_PER_GROUP = 1
+DISK_UTIL = "CL:  0.00 CQ:  0.00 INDEX:  0.00"  # diskUtil(): "CL: %5.2f CQ: %5.2f INDEX: %5.2f"
+SERVICE_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: "
+    f"the broker's disk is full [{DISK_UTIL}], messages are put to the slave, message store has been shut down, etc."
+)
+MESSAGE_ILLEGAL_REMARK = (
+    "the message is illegal, maybe msg body or properties length not matched. "
+    "msg body length limit 128k, msg properties length limit 32k."
+)
+
+
+def parse_properties(raw: Any) -> dict[str, str]:
+    """A dict, or ``MessageDecoder.string2messageProperties`` (NAME_VALUE \\u0001, PROPERTY \\u0002)."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in raw.items()}
+    if isinstance(raw, str):
+        out = {}
+        for item in raw.split("\u0002"):
+            k, sep, v = item.partition("\u0001")
+            if sep:
+                out[k] = v
+        return out
+    raise HeaderError(f"the custom field <properties> is not a map: {raw!r}")
+
+
+def human_ms(ms: float) -> str:
+    """``UtilAll.timeMillisToHumanString2``: ``yyyy-MM-dd HH:mm:ss,SSS``."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f",{int(ms % 1000):03d}"
+
+
+class SendProcessor:
+    def __init__(self, broker: "Broker") -> None:
+        self.b = broker
+
+    def _err(self, msg: Inbound, code: int, remark: str, pre: list[Action] | None = None) -> list[Action]:
+        return [*(pre or []), Reply(msg.channel, msg.frame.response(code, remark))]
+
+    def _msg_check(self, msg: Inbound, topic: str, now: Now) -> tuple[TopicConfig | None, list[Action], str | None]:
+        """preSend + msgCheck (facts 2.4). Returns (topic config, side actions, None) or an error
+        already answered: (None, actions including the Reply, "error")."""
+        b, f = self.b, msg.frame
+        if now.wall_ms < b.cfg.startAcceptSendRequestTimeStamp:
+            remark = f"broker unable to service, until {human_ms(b.cfg.startAcceptSendRequestTimeStamp)}"
+            return None, self._err(msg, R.SYSTEM_ERROR, remark), "error"
+        existing = b.topics.get(topic)
+        if not Perm.writable(b.cfg.brokerPermission) and existing is not None and existing.order:  # 1
+            return None, self._err(msg, R.NO_PERMISSION, f"the broker[{b.cfg.brokerIP1}] sending message is forbidden"), "error"
+        bad = validate_topic(topic)  # 2
+        if bad:
+            return None, self._err(msg, R.SYSTEM_ERROR, bad), "error"
+        if topic in NOT_ALLOWED_SEND_TOPICS:  # 3
+            return None, self._err(msg, R.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."), "error"
+        actions: list[Action] = []
+        tc = existing
+        if tc is None:  # 4: createTopicInSendMessageMethod, then the %RETRY% fallback
+            sys_flag = 2 if h_bool(f, "unitMode") else 0  # TopicSysFlag.buildSysFlag(false, true)
+            tc, acts, created = b.topics.create_in_send_message_method(
+                topic, h_str(f, "defaultTopic"), h_int(f, "defaultTopicQueueNums", 4) or 0, sys_flag, now.wall_ms)
+            actions += acts
+            if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc, acts, created = b.topics.create_in_send_message_back_method(topic, 1, RW, sys_flag, now.wall_ms)
+                actions += acts
+            if tc is None:
+                return None, self._err(msg, R.TOPIC_NOT_EXIST, topic_not_exist_remark(topic), actions), "error"
+            if created:  # step 5: registerBrokerAll(false, oneway=true, force=true)
+                actions += b.registrar.register_all(now, oneway_=True, force=True)
+        queue_id = h_int(f, "queueId", 0)
+        if queue_id >= max(tc.writeQueueNums, tc.readQueueNums):  # 5
+            remark = f"request queueId[{queue_id}] is illegal, {tc} Producer: {msg.peer}"
+            return None, self._err(msg, R.SYSTEM_ERROR, remark, actions), "error"
+        return tc, actions, None
+
+    def send_message(self, msg: Inbound, now: Now) -> list[Action]:
+        b, f = self.b, msg.frame
+        topic = h_str(f, "topic", required=True)
+        tc, actions, err = self._msg_check(msg, topic, now)
+        if err:
+            return actions
+        assert tc is not None
+        queue_id = h_int(f, "queueId", 0)
+        if queue_id < 0:
+            queue_id = self.b.rng.randrange(1 << 31) % max(1, tc.writeQueueNums)
+        reconsume = h_int(f, "reconsumeTimes", 0) or 0
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # handleRetryAndDLQ
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+            sgc, persists = b.sub_groups.find(group)
+            actions += persists
+            if sgc is None:
+                return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{FAQ_SUFFIX}", actions)
+            max_times = h_int(f, "maxReconsumeTimes", sgc.retryMaxTimes)
+            if reconsume >= max_times:
+                topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
+                tc, acts, created = b.topics.create_in_send_message_back_method(topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
+                actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
+        if b.is_slave:  # facts 2.5: checkStoreStatus, after msgCheck
+            return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
+        if f.code == 320:
+            items = f.json_body() or []
+            if not isinstance(items, list) or not items:
+                return self._err(msg, R.MESSAGE_ILLEGAL, MESSAGE_ILLEGAL_REMARK, actions)
+            batch = [(str(m.get("body", "")), parse_properties(m.get("properties"))) for m in items]
+        else:
+            batch = [(f.body.decode("utf-8", errors="replace"), parse_properties(f.fields.get("properties")))]
+        if any(len(body.encode()) > b.store_cfg.maxMessageSize for body, _ in batch):
+            return self._err(msg, R.MESSAGE_ILLEGAL, MESSAGE_ILLEGAL_REMARK, actions)
+        records = []
+        for body, props in batch:
+            record, append = b.store.put(
+                topic, queue_id, body, props, now.wall_ms, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
+                reconsume_times=reconsume, flag=h_int(f, "flag", 0) or 0, sys_flag=h_int(f, "sysFlag", 0) or 0,
+                born_host=msg.peer)
+            records.append(record)
+            actions.append(append)
+        actions += b.puller.notify_message_arriving(topic, queue_id, now)
+        fields = {"msgId": ",".join(r["offsetMsgId"] for r in records), "queueId": queue_id,
+                  "queueOffset": records[0]["queueOffset"], "transactionId": records[0]["properties"].get("UNIQ_KEY")}
+        return [*actions, Reply(msg.channel, f.response(R.SUCCESS, fields=fields))]
+
+    def consumer_send_msg_back(self, msg: Inbound, now: Now) -> list[Action]:
+        """``asyncConsumerSendMsgBack`` (facts 4.7). Header: offset, group, delayLevel,
+        originMsgId, originTopic, unitMode, maxReconsumeTimes."""
+        b, f = self.b, msg.frame
+        group = h_str(f, "group", required=True)
+        sgc, actions = b.sub_groups.find(group)
+        if sgc is None:
+            return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{FAQ_SUFFIX}", list(actions))
+        actions = list(actions)
+        if not Perm.writable(b.cfg.brokerPermission):
+            return self._err(msg, R.NO_PERMISSION, f"the broker[{b.cfg.brokerIP1}] sending message is forbidden", actions)
+        if sgc.retryQueueNums <= 0:
+            return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
+        topic = RETRY_GROUP_TOPIC_PREFIX + group
+        queue_id = b.rng.randrange(1 << 31) % sgc.retryQueueNums
+        tc, acts, created = b.topics.create_in_send_message_back_method(topic, sgc.retryQueueNums, RW, 0, now.wall_ms)
+        actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
+        if not Perm.writable(tc.perm):
+            return self._err(msg, R.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden", actions)
+        offset = h_int(f, "offset", required=True)
+        orig = b.store.look_message_by_offset(offset)
+        if orig is None:
+            return self._err(msg, R.SYSTEM_ERROR, f"look message by offset failed, {offset}", actions)
+        props = dict(orig["properties"])
+        props.setdefault("RETRY_TOPIC", orig["topic"])
+        max_times = h_int(f, "maxReconsumeTimes", sgc.retryMaxTimes)
+        delay = h_int(f, "delayLevel", 0) or 0
+        if orig["reconsumeTimes"] >= max_times or delay < 0:
+            topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
+            # DLQ perm: READ|WRITE from 4.9.2 (facts 4.7)
+            tc, acts, created = b.topics.create_in_send_message_back_method(topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
+            actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
+        else:
+            props["DELAY"] = str(3 + orig["reconsumeTimes"] if delay == 0 else delay)
+        props["ORIGIN_MESSAGE_ID"] = h_str(f, "originMsgId") or orig["msgId"]
+        if b.is_slave:
+            return self._err(msg, R.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE", actions)
+        record, append = b.store.put(topic, queue_id, orig["body"], props, now.wall_ms,
+                                     born_timestamp=orig["bornTimestamp"], reconsume_times=orig["reconsumeTimes"] + 1,
+                                     flag=orig.get("flag", 0), born_host=orig.get("bornHost", ""))
+        actions += [append, *b.puller.notify_message_arriving(topic, queue_id, now)]
+        return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]

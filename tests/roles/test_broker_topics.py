@@ -1,0 +1,267 @@
+"""Broker: topic table, registration, send path and admin (facts 2.1-2.7)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from emulator.protocol import FAQ_SUFFIX, Flag, RequestCode as RC, ResponseCode
+from emulator.roles.base import Every, Oneway, Persist, Request
+
+from .broker_helpers import MASTER_ADDR, NS1, NS2, SCALE, SLAVE_ADDR, broker, send
+from .fakes import FakeStore, response
+
+SYSTEM_ORDER = ["SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "DefaultCluster", "broker-a",
+                "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC"]
+SNA = ("service not available now. It may be caused by one of the following reasons: the broker's disk is full "
+       "[CL:  0.00 CQ:  0.00 INDEX:  0.00], messages are put to the slave, message store has been shut down, etc.")
+
+
+def topic_events(d, since=0):
+    return [(e["topic"], e["read_queues"], e["write_queues"], e["perm"], e["how"]) for e in d.events("broker.topic", since)]
+
+
+def registered_tables(d, since=0):
+    out = []
+    for a in d.actions[since:]:
+        if isinstance(a, (Request, Oneway)) and a.frame.code == RC.REGISTER_BROKER:
+            out.append(json.loads(a.frame.body)["topicConfigSerializeWrapper"]["topicConfigTable"])
+    return out
+
+
+def test_system_topics_order_and_perm_with_auto_create():
+    d = broker()
+    assert topic_events(d) == [
+        ("SELF_TEST_TOPIC", 1, 1, 6, "startup"), ("TBW102", 8, 8, 7, "startup"), ("BenchmarkTest", 1024, 1024, 6, "startup"),
+        ("DefaultCluster", 16, 16, 7, "startup"), ("broker-a", 1, 1, 7, "startup"), ("OFFSET_MOVED_EVENT", 1, 1, 6, "startup"),
+        ("SCHEDULE_TOPIC_XXXX", 18, 18, 6, "startup"), ("DefaultCluster_REPLY_TOPIC", 1, 1, 6, "startup")]
+    assert d.events("broker.topic")[0]["broker"] == "broker-a" and d.events("broker.topic")[0]["broker_id"] == 0
+
+
+def test_system_topics_without_auto_create_and_flags():
+    d = broker(config={"autoCreateTopicEnable": False, "clusterTopicEnable": False, "traceTopicEnable": True,
+                       "defaultTopicQueueNums": 4})
+    names = [t[0] for t in topic_events(d)]
+    assert "TBW102" not in names and names[-2:] == ["RMQ_SYS_TRACE_TOPIC", "DefaultCluster_REPLY_TOPIC"]
+    assert dict((t[0], t[3]) for t in topic_events(d))["DefaultCluster"] == 1
+
+
+def test_start_registers_all_namesrvs_in_parallel_then_periodic():
+    d = broker()
+    reqs = d.pending_to(code=RC.REGISTER_BROKER)
+    assert [r.addr for r in reqs] == [NS1, NS2] and all(r.timeout_ms == 6000 * SCALE for r in reqs)
+    f = reqs[0].frame
+    assert f.fields["brokerAddr"] == MASTER_ADDR and f.fields["brokerId"] == 0 and f.fields["clusterName"] == "DefaultCluster"
+    assert f.fields["haServerAddr"] == "127.0.0.1:10912" and f.fields["compressed"] is False
+    assert list(registered_tables(d)[0]) == SYSTEM_ORDER
+    assert Every("register", 10000 * SCALE, 30000 * SCALE) in d.actions
+
+
+@pytest.mark.parametrize("period,expected", [(5000, 10000), (30000, 30000), (90000, 60000)])
+def test_register_period_formula(period, expected):
+    d = broker(config={"registerNameServerPeriod": period})
+    assert Every("register", 10000 * SCALE, expected * SCALE) in d.actions
+
+
+def test_periodic_register_without_force_asks_data_version_first():
+    d = broker(config={"forceRegister": False})
+    m = d.mark()
+    d.timer("register")
+    q = d.pending_to(code=RC.QUERY_DATA_VERSION)
+    assert len(q) == 2 and registered_tables(d, m) == []
+    d.answer(q[0], response(fields={"changed": False}))
+    d.answer(q[1], response(fields={"changed": False}))
+    assert registered_tables(d, m) == []
+    d.timer("register")
+    q = d.pending_to(code=RC.QUERY_DATA_VERSION)
+    d.answer(q[0], response(fields={"changed": False}))
+    d.answer(q[1], None)  # a failed namesrv means register
+    assert len(registered_tables(d, m)) == 2
+
+
+def test_broker_permission_rewrites_registered_perms_only():
+    d = broker(config={"brokerPermission": 4})
+    assert {tc["perm"] for tc in registered_tables(d)[0].values()} == {4}
+    assert d.role.topics.get("TBW102").perm == 7
+
+
+def test_restore_from_topics_json_tbw102_survives():
+    store = FakeStore()
+    d = broker(store=store)
+    resp, _ = send(d, "NewTopic")
+    assert resp.code == ResponseCode.SUCCESS
+    saved = json.loads(store.files["config/topics.json"])
+    assert set(saved) == {"topicConfigTable", "dataVersion"} and saved["dataVersion"]["counter"] == 1
+    d2 = broker(config={"autoCreateTopicEnable": False}, store=store)
+    ev = dict((t[0], t) for t in topic_events(d2))
+    assert ev["TBW102"] == ("TBW102", 8, 8, 7, "restore")  # issue #5055
+    assert ev["NewTopic"] == ("NewTopic", 4, 4, 6, "restore")
+    assert ev["SELF_TEST_TOPIC"][4] == "restore" and "BenchmarkTest" in ev
+    assert d2.role.topics.data_version.counter == 1
+
+
+def test_auto_create_in_send_path():
+    d = broker()
+    m = d.mark()
+    resp, acts = send(d, "NewTopic", queue_id=3)
+    assert resp.code == ResponseCode.SUCCESS and resp.fields["queueId"] == 3 and resp.fields["queueOffset"] == 0
+    assert topic_events(d, m) == [("NewTopic", 4, 4, 6, "auto")]  # min(4, 8) queues, perm 7 & ~INHERIT
+    assert any(isinstance(a, Persist) and a.relpath == "config/topics.json" for a in acts)
+    ones = [a for a in acts if isinstance(a, Oneway)]
+    assert [a.addr for a in ones] == [NS1, NS2] and ones[0].frame.flag == Flag.ONEWAY
+    assert "NewTopic" in json.loads(ones[0].frame.body)["topicConfigSerializeWrapper"]["topicConfigTable"]
+    assert len(resp.fields["msgId"]) == 32
+    resp, acts = send(d, "Other", defaultTopicQueueNums=16)
+    assert d.role.topics.get("Other").writeQueueNums == 8  # min(client 16, TBW102 8)
+    resp, acts = send(d, "NewTopic", queue_id=1)
+    assert not [a for a in acts if isinstance(a, Oneway)]  # exists now: no register
+
+
+def test_tbw102_perm_overwrite_when_auto_create_off():
+    store = FakeStore()  # a topics.json written by an earlier run with autoCreateTopicEnable=true
+    store.files["config/topics.json"] = json.dumps({"topicConfigTable": {"TBW102": {
+        "topicName": "TBW102", "readQueueNums": 8, "writeQueueNums": 8, "perm": 7}}, "dataVersion": {"timestamp": 5, "counter": 3}})
+    d = broker(config={"autoCreateTopicEnable": False}, store=store)
+    m = d.mark()
+    resp, _ = send(d, "X")
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+    assert resp.remark == "topic[X] not exist, apply first please!" + FAQ_SUFFIX
+    assert d.role.topics.get("TBW102").perm == 6  # step 3
+    assert topic_events(d, m) == [("TBW102", 8, 8, 6, "auto")]
+
+
+def test_no_default_topic_topic_not_exist_remark():
+    d = broker(config={"autoCreateTopicEnable": False})
+    resp, acts = send(d, "Missing")
+    assert (resp.code, resp.remark) == (17, "topic[Missing] not exist, apply first please!\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
+    assert d.role.topics.get("Missing") is None
+
+
+def test_retry_topic_created_without_default():
+    d = broker(config={"autoCreateTopicEnable": False})
+    resp, _ = send(d, "%RETRY%cg")
+    assert resp.code == ResponseCode.SUCCESS
+    tc = d.role.topics.get("%RETRY%cg")
+    assert (tc.readQueueNums, tc.perm) == (1, 6)
+
+
+def test_queue_id_illegal_remark():
+    d = broker()
+    send(d, "T4")
+    resp, _ = send(d, "T4", queue_id=4)
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert resp.remark == ("request queueId[4] is illegal, TopicConfig [topicName=T4, readQueueNums=4, writeQueueNums=4, "
+                           "perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false] Producer: pg-0")
+    resp, _ = send(d, "T4", queue_id=-1)
+    assert resp.code == ResponseCode.SUCCESS and 0 <= resp.fields["queueId"] < 4
+
+
+@pytest.mark.parametrize("topic,code,remark", [
+    ("bad topic", 1, "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"),
+    ("x" * 128, 1, "The specified topic is longer than topic max length."),
+    ("SCHEDULE_TOPIC_XXXX", 16, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden."),
+])
+def test_msg_check_topic_errors(topic, code, remark):
+    resp, _ = send(broker(), topic)
+    assert (resp.code, resp.remark) == (code, remark)
+
+
+def test_slave_refuses_writes():
+    d = broker(broker_id=1)
+    resp, _ = send(d, "TBW102")
+    assert (resp.code, resp.remark) == (ResponseCode.SERVICE_NOT_AVAILABLE, SNA)
+    resp = d.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "T", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6})
+    assert (resp.code, resp.remark) == (1, "Can't modify topic or subscription group from slave broker, please execute it from master broker.")
+
+
+def test_batch_send():
+    d = broker()
+    body = json.dumps([{"body": "a", "properties": {"UNIQ_KEY": "1"}}, {"body": "b", "properties": {"UNIQ_KEY": "2"}}])
+    resp, _ = send(d, "B", body=body, code=RC.SEND_BATCH_MESSAGE)
+    assert resp.code == 0 and resp.fields["queueOffset"] == 0 and len(resp.fields["msgId"].split(",")) == 2
+    assert d.role.store.max_offset("B", 0) == 2
+
+
+def test_max_message_size():
+    d = broker(config={"maxMessageSize": 4})
+    resp, _ = send(d, "TBW102", body="12345")
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL
+
+
+def test_update_and_create_topic_registers_increment():
+    d = broker()
+    m = d.mark()
+    resp, acts = d.send(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "OrderTopic", "readQueueNums": 4, "writeQueueNums": 4,
+                                                     "perm": 6, "topicFilterType": "SINGLE_TAG"})
+    assert resp.code == 0
+    assert topic_events(d, m) == [("OrderTopic", 4, 4, 6, "admin")]
+    tables = registered_tables(d, m)
+    assert len(tables) == 2 and list(tables[0]) == ["OrderTopic"]
+    regs = [a for a in acts if isinstance(a, Request)]
+    body = json.loads(regs[0].frame.body)["topicConfigSerializeWrapper"]
+    assert body["dataVersion"]["counter"] == 1
+    resp = d.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "TBW102", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6})
+    assert (resp.code, resp.remark) == (1, "The topic[TBW102] is conflict with system topic.")
+    resp = d.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "broker-a", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6})
+    assert resp.remark == "The topic[broker-a] is conflict with system topic."
+    resp = d.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "", "readQueueNums": 1})
+    assert resp.remark == "The specified topic is blank."
+
+
+def test_delete_topic_in_broker_and_get_all_topic_config():
+    d = broker()
+    send(d, "Gone")
+    m = d.mark()
+    assert d.call(RC.DELETE_TOPIC_IN_BROKER, {"topic": "Gone"}).code == 0
+    assert d.events("broker.topic", m) == [{"broker": "broker-a", "broker_id": 0, "topic": "Gone", "read_queues": 0,
+                                            "write_queues": 0, "perm": 0, "how": "admin", "deleted": True}]
+    assert d.store.files["store/commitlog/Gone/0.jsonl"] == ""
+    body = d.call(RC.GET_ALL_TOPIC_CONFIG).json_body()
+    assert "Gone" not in body["topicConfigTable"] and body["dataVersion"]["counter"] == 2
+
+
+def test_slave_gets_master_from_register_and_syncs_topics():
+    master = broker()
+    send(master, "Synced")
+    slave = broker(broker_id=1)
+    assert any(isinstance(a, Every) and a.name == "slave_sync" and a.initial_ms == 30 for a in slave.actions)
+    regs = slave.pending_to(code=RC.REGISTER_BROKER)
+    slave.answer(regs[1], response(fields={"masterAddr": MASTER_ADDR, "haServerAddr": "127.0.0.1:10912"}))
+    slave.answer(regs[0], response(fields={"masterAddr": None, "haServerAddr": None}))  # not the first
+    assert slave.role.master_addr == MASTER_ADDR
+    m = slave.mark()
+    slave.timer("slave_sync")
+    (req,) = slave.pending_to(MASTER_ADDR, RC.GET_ALL_TOPIC_CONFIG)
+    slave.answer(req, master.call(RC.GET_ALL_TOPIC_CONFIG))
+    assert ("Synced", 4, 4, 6, "sync") in topic_events(slave, m)
+    assert slave.role.topics.data_version == master.role.topics.data_version
+    assert "Synced" in json.loads(slave.store.files["config/topics.json"])["topicConfigTable"]
+    m = slave.mark()
+    slave.timer("slave_sync")
+    slave.answer(slave.pending_to(MASTER_ADDR)[0], master.call(RC.GET_ALL_TOPIC_CONFIG))
+    assert topic_events(slave, m) == []  # same DataVersion: nothing adopted
+
+
+def test_stop_unregisters_from_every_namesrv():
+    d = broker()
+    acts = d.stop()
+    regs = [a for a in acts if isinstance(a, Request) and a.frame.code == RC.UNREGISTER_BROKER]
+    assert [r.addr for r in regs] == [NS1, NS2] and regs[0].timeout_ms == 3000 * SCALE
+    assert regs[0].frame.fields == {"brokerAddr": MASTER_ADDR, "brokerName": "broker-a", "brokerId": 0, "clusterName": "DefaultCluster"}
+
+
+def test_unknown_code():
+    resp = broker().call(4242)
+    assert (resp.code, resp.remark) == (3, " request type 4242 not supported")
+
+
+def test_message_store_survives_restart():
+    store = FakeStore()
+    d = broker(store=store)
+    send(d, "Durable", body="one")
+    send(d, "Durable", body="two")
+    d2 = broker(store=store)
+    assert d2.role.store.max_offset("Durable", 0) == 2
+    resp, _ = send(d2, "Durable", body="three")
+    assert resp.fields["queueOffset"] == 2
