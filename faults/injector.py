@@ -38,6 +38,7 @@ class Injector:
         self._id_prefix = id_prefix
         self._next_id = 1
         self._used_ids: set[str] = set()
+        self._reserved_ids: set[str] = set()
         self._pushed_links: dict[Link, LinkRule] = {}
         self._pushed_clocks: dict[str, ClockSetting] = {}
         self._dead: set[str] = set()  # killed/stopped, fault ended without a restart
@@ -55,9 +56,11 @@ class Injector:
     def new_fault_id(self) -> str:
         """A fresh id for an interactive fault (``i1``, ``i2``, ... never reused in this run)."""
         with self._lock:
-            while f"{self._id_prefix}{self._next_id}" in self._used_ids:
+            while f"{self._id_prefix}{self._next_id}" in self._used_ids | self._reserved_ids:
                 self._next_id += 1
-            return f"{self._id_prefix}{self._next_id}"
+            fault_id = f"{self._id_prefix}{self._next_id}"
+            self._reserved_ids.add(fault_id)  # two verbs at once never get the same id
+            return fault_id
 
     def holder(self, node: str, resource: str) -> Fault | None:
         """The active fault holding ``resource`` (``process`` / ``clock``) on ``node``, if any."""
@@ -109,9 +112,10 @@ class Injector:
             self._record("fault.start", fault)
             return fault
 
-    def stop(self, fault_id: str, *, reason: str = "scheduled", restart: bool = True) -> Fault:
-        """Heal one active fault and record ``fault.end``; a kill/stop with ``restart_after`` also
-        restarts its nodes (``restart=False`` skips that) and records the ``restart`` fault."""
+    def stop(self, fault_id: str, *, reason: str = "scheduled", restart: bool | None = None) -> Fault:
+        """Heal one active fault and record ``fault.end``. Ending a kill/stop restarts its nodes
+        if it has a ``restart_after`` (``restart=None``), always (``True``) or never (``False``),
+        and records the restart as its own ``restart`` fault."""
         with self._lock:
             fault = self._active.get(fault_id)
             if fault is None:
@@ -120,7 +124,7 @@ class Injector:
             back = fault.down_nodes()
             if isinstance(fault, ProcessExitFault):
                 del self._active[fault_id]
-                if not (restart and fault.restarts):
+                if not (fault.restarts if restart is None else restart):
                     self._dead |= back
                     self._record("fault.end", fault, reason=reason, restarted=False)
                     return fault
@@ -131,10 +135,12 @@ class Injector:
                     self._dead |= back
                     self._record("fault.end", fault, reason=reason, restarted=False, error=str(err))
                     raise
-                self._sync(touched=back, came_back=back)
-                self._record("fault.end", fault, reason=reason, restarted=True)
-                self._record("fault.start", restart_fault)
-                self._record("fault.end", restart_fault, reason=reason)
+                try:
+                    self._sync(touched=back, came_back=back)
+                finally:
+                    self._record("fault.end", fault, reason=reason, restarted=True)
+                    self._record("fault.start", restart_fault)
+                    self._record("fault.end", restart_fault, reason=reason)
                 return fault
             error: Exception | None = None
             try:
@@ -142,7 +148,10 @@ class Injector:
             except Exception as err:  # noqa: BLE001 - the fault is gone either way; say so
                 error = err
             del self._active[fault_id]
-            self._sync(touched=set(fault.targets), came_back=back)
+            try:
+                self._sync(touched=set(fault.targets), came_back=back)
+            except Exception as err:  # noqa: BLE001
+                error = error or err
             if error is None:
                 self._record("fault.end", fault, reason=reason)
                 return fault
@@ -189,7 +198,8 @@ class Injector:
 
     def heal_all(self, *, restart_killed: bool = False) -> list[str]:
         """End every fault: resume paused nodes, clear links, reset clocks (end of run, Ctrl-C).
-        Killed nodes are restarted only with ``restart_killed`` (an interactive ``heal``)."""
+        The nodes of active kill/stop faults are restarted only with ``restart_killed`` (an
+        interactive ``heal`` on a live cluster); at the end of a run they stay down."""
         return self.heal(None, restart_killed=restart_killed, reason="heal_all")
 
     # -- internals ---------------------------------------------------------------------------

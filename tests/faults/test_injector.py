@@ -264,3 +264,37 @@ def test_build_fault_errors():
         build_fault("nuke", "f1", ["a"], {})
     with pytest.raises(PlanError, match="fault f2: bad params for partition"):
         build_fault("partition", "f2", ["a"], {"mode": "groups"})
+
+
+def test_heal_with_restart_killed_restarts_even_without_restart_after(ops, inj):
+    inj.start(KillFault("f1", ("broker-b-0",)))
+    inj.heal_all(restart_killed=True)
+    assert ops.state["broker-b-0"] == "running"
+    assert ops.kinds()[-2:] == [("fault.start", "f1.restart", "restart"), ("fault.end", "f1.restart", "restart")]
+
+
+def test_scheduled_stop_of_a_kill_without_restart_leaves_the_node_down(ops, inj):
+    inj.start(KillFault("f1", ("broker-b-0",)))
+    inj.stop("f1")
+    assert ops.state["broker-b-0"] == "dead" and inj.down_nodes() == {"broker-b-0"}
+    assert ops.events[-1]["restarted"] is False
+
+
+def test_new_fault_ids_are_reserved(inj):
+    assert [inj.new_fault_id() for _ in range(3)] == ["i1", "i2", "i3"]
+    inj.start(PauseFault("i2", ("pg-1-0",)))  # a reserved id can be used once
+    with pytest.raises(OverlappingFault, match="already used"):
+        inj.start(PauseFault("i2", ("cg-1-0",)))
+
+
+def test_a_failing_push_still_records_the_end(ops, inj):
+    inj.start(partition("f1", [("pg-1-0", "broker-a-0")]))
+    real = ops.set_links
+    def broken(rules):
+        raise FaultError("node namesrv-0 did not ack")
+    ops.set_links = broken
+    with pytest.raises(FaultError, match="did not ack"):
+        inj.stop("f1")
+    ops.set_links = real
+    assert ops.events[-1]["kind"] == "fault.end" and ops.events[-1]["error"] == "node namesrv-0 did not ack"
+    assert inj.active() == []
