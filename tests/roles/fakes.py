@@ -171,6 +171,16 @@ class Driver:
                              fields=response.fields, body=response.body)
         return self._take(req.on_reply(response, self.time.now()))
 
+    def serve(self, action: Request | Oneway, *, channel: str, peer: str = "peer") -> Frame | None:
+        """Deliver another driver's outbound ``Request``/``Oneway`` to this role as if over the
+        wire; returns this role's response (None for a oneway or a held request)."""
+        frame = action.frame
+        if isinstance(action, Request):
+            frame = Frame(code=frame.code, opaque=next(self._opaque), flag=Flag.REQUEST, remark=frame.remark,
+                          fields=frame.fields, body=frame.body)
+        return self.send(frame.code, frame.fields, frame.body, channel=channel, peer=peer,
+                         oneway=isinstance(action, Oneway))[0]
+
     def pending_to(self, addr: str | None = None, code: int | None = None) -> list[Request]:
         return [r for r in self.pending if (addr is None or r.addr == addr) and (code is None or r.frame.code == code)]
 
