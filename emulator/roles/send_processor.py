@@ -14,7 +14,6 @@ level is kept in the ``DELAY`` property. DLQ routing is RocketMQ's.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 

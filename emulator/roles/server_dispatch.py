@@ -9,7 +9,7 @@ strings), so the readers here accept either form.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from emulator.protocol import BadFrame, Frame, ResponseCode
 from emulator.roles.base import Action, Emit, Inbound, Now, Reply

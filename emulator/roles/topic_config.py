@@ -68,7 +68,8 @@ def validate_topic(topic: str | None) -> str | None:
 
 
 def topic_not_exist_remark(topic: str) -> str:
-    """The broker's TOPIC_NOT_EXIST remark for send (facts 2.4 step 4) and pull (4.5 step 4)."""
+    """The send path's TOPIC_NOT_EXIST remark (facts 2.4 step 4). The pull path's differs: it has
+    a space before the FAQ suffix (facts 4.5 step 4, in pull_processor)."""
     return f"topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"
 
 

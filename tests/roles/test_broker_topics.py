@@ -9,7 +9,7 @@ import pytest
 from emulator.protocol import FAQ_SUFFIX, Flag, RequestCode as RC, ResponseCode
 from emulator.roles.base import Every, Oneway, Persist, Request
 
-from .broker_helpers import MASTER_ADDR, NS1, NS2, SCALE, SLAVE_ADDR, broker, send
+from .broker_helpers import MASTER_ADDR, NS1, NS2, SCALE, broker, send
 from .fakes import FakeStore, response
 
 SYSTEM_ORDER = ["SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "DefaultCluster", "broker-a",

@@ -4,7 +4,6 @@ see through register, auto-create, master death and restart."""
 from __future__ import annotations
 
 from emulator.protocol import RequestCode as RC, ResponseCode
-from emulator.roles.base import Oneway
 from emulator.roles.broker import Broker
 from emulator.roles.namesrv import NameServer
 
