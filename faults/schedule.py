@@ -177,10 +177,18 @@ def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], 
 
 
 def sort_steps(steps: Iterable[PlanStep]) -> tuple[PlanStep, ...]:
-    """By time; at one instant stops before starts (a fault ending at t frees its nodes for one
-    starting at t), otherwise in the order given."""
+    """By time; at one instant, stops of faults started earlier come first (a fault ending at t
+    frees its nodes for one starting at t), then starts, then stops of faults that start at that
+    same instant (``restart_after: 0``); otherwise in the order given."""
     indexed = list(enumerate(steps))
-    indexed.sort(key=lambda p: (p[1].at_ms, 0 if p[1].action == "stop" else 1, p[0]))
+    started_at = {st.fault_id: st.at_ms for _, st in indexed if st.action == "start"}
+
+    def rank(step: PlanStep) -> int:
+        if step.action == "start":
+            return 1
+        return 2 if started_at.get(step.fault_id) == step.at_ms else 0
+
+    indexed.sort(key=lambda p: (p[1].at_ms, rank(p[1]), p[0]))
     return tuple(step for _, step in indexed)
 
 

@@ -251,3 +251,10 @@ def test_continue_on_error_records_and_goes_on():
     assert [e["fault_id"] for e in errors] == ["f1"]
     assert any("not active any more" in s for s in result.skipped)  # the restart of the failed kill
     assert ("fault.end", "f4", "partition") in ops.kinds()
+
+
+def test_zero_restart_after_restarts_right_after_the_kill():
+    plan = plan_from_specs(specs([{"at": 5, "pause": "broker-a-0", "duration": 5},
+                                  {"at": 10, "kill": "broker-a-0", "restart_after": 0}]), NODES, seed=1, scale=1)
+    assert [(s.at_ms, s.action, s.fault_id) for s in plan.steps] == [
+        (5000.0, "start", "f1"), (10000.0, "stop", "f1"), (10000.0, "start", "f2"), (10000.0, "stop", "f2")]
