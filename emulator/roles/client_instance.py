@@ -144,21 +144,19 @@ class ClientInstance:
         frame = request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": asked})
         return [Request(addr, frame, self.api_timeout_ms, on_reply)]
 
-    def poll_all(self, now: Now) -> list[Action]:
+    def poll_all(self, now: Now, on_done: Callable[[Now], list[Action]] | None = None) -> list[Action]:
         """The periodic route poll: every topic, one at a time. A poll still running when the
         timer fires again is not doubled (a fixed-rate task on a busy thread runs late)."""
         if self.polling:
             self.polls_skipped += 1
             return []
         topics = list(dict.fromkeys(self.owner.route_topics()))
-        if not topics:
-            return []
         self.polling = True
 
         def step(i: int, snow: Now) -> list[Action]:
             if i >= len(topics):
                 self.polling = False
-                return []
+                return on_done(snow) if on_done else []
             return self.update_route(topics[i], snow, lambda ok, n: step(i + 1, n))
 
         return step(0, now)

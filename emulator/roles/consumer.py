@@ -1,0 +1,179 @@
+"""The consumer node: a ``DefaultMQPushConsumer`` in its own ``MQClientInstance`` (facts 4).
+
+Start: subscriptions are built (``subVersion`` = the node's wall clock; CLUSTERING adds
+``%RETRY%<group>``), routes are fetched, then a heartbeat and a first rebalance run, as
+``DefaultMQPushConsumerImpl.start`` does. Timers (RocketMQ intervals times ``scale``):
+``pollNameServer`` (10 ms, pollNameServerInterval), ``heartbeat`` (1000 ms,
+heartbeatBrokerInterval, after cleanOfflineBroker), ``rebalance`` (every 20 s, and at once on
+NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s, persistConsumerOffsetInterval) and the
+per-queue ``pull|...`` / ``reconsume|...`` / ``offsetMoved|...`` one-shots.
+
+``client.route`` events for a consumer carry the **subscribe** view (every readable queue, no
+master needed: what the consumer rebalances over) under ``publish_queues``, with
+``view: "subscribe"``; a producer's carry ``view: "publish"``. Reports computing producer route
+staleness should keep ``view == "publish"``: a consumer legitimately keeps a broker whose master
+is gone (it pulls from the slave), so its view is not comparable with the publish truth.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from emulator.protocol import RequestCode
+from emulator.roles.allocate import strategy_from_spec
+from emulator.roles.base import Action, ChannelEvent, Emit, Every, Inbound, Now, Role
+from emulator.roles.client_config import ConsumerConfig, config_from_dict
+from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
+from emulator.roles.offset_store import OffsetStore
+from emulator.roles.pull_loop import Puller, parse_timer
+from emulator.roles.rebalance import ProcessQueue, Rebalancer
+from emulator.roles.route_cache import MessageQueue, Route, to_subscribe_info
+from emulator.roles.subscription import build_subscription_data, retry_topic
+from emulator.roles.workload import ConsumerWorkload
+
+REBALANCE_WAIT_INTERVAL_MS = 20000  # rocketmq.client.rebalance.waitInterval
+PERSIST_OFFSET_INITIAL_MS = 10000
+INNER_PRODUCER_CREATE_TOPIC_KEY = "TBW102"  # CLIENT_INNER_PRODUCER polls it too (facts 3.1)
+
+
+class Consumer(Role):
+    role = "consumer"
+
+    def __init__(self, name: str, addr: str, *, group: str, cfg: ConsumerConfig, scale: float, seed: int,
+                 namesrv_addrs: list[str], workload: ConsumerWorkload,
+                 namesrv_names: list[str] | None = None,
+                 read_store: Callable[[str], str | None] | None = None) -> None:
+        super().__init__(name, addr)
+        self.group = group
+        self.cfg = cfg
+        self.scale = scale
+        self.rng = random.Random(f"{seed}:{name}")
+        self.client_id = client_id_for(name)
+        self.api_timeout_ms = cfg.mqClientApiTimeout * scale
+        self.exception_delay_ms = cfg.pullTimeDelayMillsWhenException * scale
+        self.instance = ClientInstance(
+            client_id=self.client_id, namesrv_addrs=namesrv_addrs,
+            namesrv_names=namesrv_names or list(namesrv_addrs),
+            api_timeout_ms=self.api_timeout_ms, rng=self.rng, owner=self)
+        self.workload = workload
+        self.broadcasting = cfg.messageModel == "BROADCASTING"
+        self.strategy_name = workload.allocate
+        self.strategy = strategy_from_spec(workload.allocate, workload.allocate_params)
+        self.fail_rate = float(workload.fail_rate)
+        self.subscriptions: dict[str, dict[str, Any]] = {}
+        self.subscribe_table: dict[str, list[MessageQueue]] = {}
+        self.process_table: dict[MessageQueue, ProcessQueue] = {}
+        self.pull_from_which_node: dict[MessageQueue, int] = {}
+        self.offset_store = OffsetStore(local_file=self.broadcasting)
+        if self.broadcasting and read_store is not None:
+            self.offset_store.restore_local(read_store)
+        self.rebalancer = Rebalancer(self)
+        self.puller = Puller(self)
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> "Consumer":
+        cfg = config_from_dict(ConsumerConfig, spec.get("config"))
+        workload = ConsumerWorkload.from_dict(spec.get("workload"))
+        if workload.messageModel:
+            cfg = config_from_dict(ConsumerConfig, {**(spec.get("config") or {}), "messageModel": workload.messageModel})
+        group = spec.get("group") or cfg.consumerGroup
+        cfg.consumerGroup = group
+        return cls(spec["name"], addr, group=group, cfg=cfg, scale=float(spec.get("scale", 0.01)),
+                   seed=int(spec.get("seed", 0)), namesrv_addrs=list(spec.get("namesrv_addrs", [])),
+                   namesrv_names=spec.get("namesrv_names"), workload=workload, read_store=read_store)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, now: Now) -> list[Action]:
+        for sub in self.workload.subscribe:
+            self.subscriptions[sub["topic"]] = build_subscription_data(sub["topic"], sub["expression"], now.wall_ms)
+        if not self.broadcasting:  # copySubscription: the retry topic
+            rt = retry_topic(self.group)
+            self.subscriptions[rt] = build_subscription_data(rt, "*", now.wall_ms)
+        s = self.scale
+        actions: list[Action] = [
+            Every("pollNameServer", 10 * s, self.cfg.pollNameServerInterval * s),
+            Every("heartbeat", 1000 * s, self.cfg.heartbeatBrokerInterval * s),
+            Every("rebalance", REBALANCE_WAIT_INTERVAL_MS * s, REBALANCE_WAIT_INTERVAL_MS * s),
+            Every("persistOffsets", PERSIST_OFFSET_INITIAL_MS * s, self.cfg.persistConsumerOffsetInterval * s),
+        ]
+        # updateTopicSubscribeInfoWhenSubscriptionChanged, heartbeat, rebalanceImmediately
+        return actions + self.instance.poll_all(now, lambda n: self.send_heartbeat() + self.rebalancer.do_rebalance(n))
+
+    def stop(self, now: Now) -> list[Action]:
+        return self.puller.persist_all() + self.instance.unregister(None, self.group)
+
+    def on_timer(self, name: str, now: Now) -> list[Action]:
+        if name == "pollNameServer":
+            return self.instance.poll_all(now)
+        if name == "heartbeat":
+            self.instance.clean_offline_brokers()
+            return self.send_heartbeat()
+        if name == "rebalance":
+            return self.rebalancer.do_rebalance(now)
+        if name == "persistOffsets":
+            return self.puller.persist_all()
+        parsed = parse_timer(name)
+        if parsed is None:
+            return []
+        kind, mq = parsed
+        if kind == "pull":
+            return self.puller.pull(mq, now)
+        if kind == "reconsume":
+            return self.puller.reconsume_due(mq, now)
+        if kind == "offsetMoved":
+            return self.puller.offset_moved(mq, now)
+        return []
+
+    def on_message(self, msg: Inbound, now: Now) -> list[Action]:
+        if msg.frame.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            return self.rebalancer.do_rebalance(now)  # rebalanceImmediately
+        return []
+
+    def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
+        self.instance.on_channel(event)
+        return []
+
+    # ------------------------------------------------------------------ heartbeat
+
+    def consumer_data(self) -> dict[str, Any]:
+        return {"groupName": self.group, "consumeType": "CONSUME_PASSIVELY", "messageModel": self.cfg.messageModel,
+                "consumeFromWhere": self.cfg.consumeFromWhere,
+                "subscriptionDataSet": [dict(s) for s in self.subscriptions.values()], "unitMode": self.cfg.unitMode}
+
+    def send_heartbeat(self) -> list[Action]:
+        body = heartbeat_body(self.client_id, [], [self.consumer_data()])
+        return self.instance.heartbeat(body, masters_only=False)
+
+    # ------------------------------------------------------------------ RouteOwner
+
+    def route_topics(self) -> list[str]:
+        return [*self.subscriptions, INNER_PRODUCER_CREATE_TOPIC_KEY]
+
+    def needs_route_update(self, topic: str) -> bool:
+        """``isSubscribeTopicNeedUpdate`` (no subscribe info yet), and the inner producer's
+        TBW102 publish info, which never gets queues here."""
+        if topic in self.subscriptions:
+            return topic not in self.subscribe_table
+        return topic == INNER_PRODUCER_CREATE_TOPIC_KEY
+
+    def on_route_updated(self, topic: str, route: Route, source: str, now: Now) -> list[Action]:
+        if topic not in self.subscriptions:
+            return []
+        old = self.subscribe_table.get(topic)
+        mqs = to_subscribe_info(topic, route)
+        self.subscribe_table[topic] = mqs
+        queues = [mq.pair() for mq in mqs]
+        changed = old is None or [mq.pair() for mq in old] != queues
+        return [Emit("client.route", {"topic": topic, "source": source, "publish_queues": queues,
+                                      "changed": changed, "view": "subscribe", "group": self.group})]
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "group": self.group, "client_id": self.client_id, "messageModel": self.cfg.messageModel,
+            "namesrv": self.instance.selector.chosen, "rebalances": self.rebalancer.runs,
+            "allocated": sorted([mq.topic, mq.broker_name, mq.queue_id] for mq in self.process_table),
+            "offsets": sorted([mq.topic, mq.broker_name, mq.queue_id, o] for mq, o in self.offset_store.table.items()),
+            "subVersions": {t: s["subVersion"] for t, s in self.subscriptions.items()},
+        }

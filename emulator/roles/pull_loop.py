@@ -1,0 +1,207 @@
+"""The push consumer's pull loop and consumption (facts 4.5, 4.6, 4.7).
+
+One outstanding PULL_MESSAGE per owned queue, long-polled (suspend 15 s, request timeout 30 s,
+both scaled). The node to pull from follows the broker's ``suggestWhichBrokerId`` and falls back
+through ``findBrokerAddressInSubscribe``, so a broker whose master left the route is pulled from
+its slave (without the commit-offset flag). Consumption is immediate: the listener succeeds
+unless the workload's ``fail_rate`` says RECONSUME_LATER; failed messages of a CLUSTERING group
+go back with CONSUMER_SEND_MSG_BACK (the broker then picks %RETRY% or %DLQ%), and are consumed
+again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from emulator.protocol import MASTER_ID, RequestCode, ResponseCode, oneway, request
+from emulator.roles.base import Action, After, Emit, Now, Oneway, Request
+from emulator.roles.client_config import effective_max_reconsume_times
+from emulator.roles.rebalance import ProcessQueue
+from emulator.roles.route_cache import MessageQueue
+from emulator.roles.subscription import tag_matches
+
+if TYPE_CHECKING:
+    from emulator.roles.consumer import Consumer
+
+FLAG_COMMIT_OFFSET, FLAG_SUSPEND, FLAG_SUBSCRIPTION = 1, 2, 4
+BROKER_SUSPEND_MAX_TIME_MILLIS = 15000
+CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30000
+OFFSET_ILLEGAL_DELAY_MS = 10000  # executeTaskLater before the queue is dropped and re-added
+RECONSUME_LATER_DELAY_MS = 5000  # submitConsumeRequestLater
+PULL_CODES = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+              ResponseCode.PULL_OFFSET_MOVED)
+
+
+def timer_name(kind: str, mq: MessageQueue) -> str:
+    return f"{kind}|{mq.topic}|{mq.broker_name}|{mq.queue_id}"
+
+
+def parse_timer(name: str) -> tuple[str, MessageQueue] | None:
+    parts = name.split("|")
+    if len(parts) != 4:
+        return None
+    return parts[0], MessageQueue(parts[1], parts[2], int(parts[3]))
+
+
+class Puller:
+    def __init__(self, consumer: "Consumer") -> None:
+        self.c = consumer
+        self.reconsume: dict[MessageQueue, list[dict[str, Any]]] = {}
+        self.pending_moves: dict[MessageQueue, int] = {}
+
+    # ------------------------------------------------------------------ pulling
+
+    def pull_later(self, mq: MessageQueue, delay_ms: float) -> list[Action]:
+        return [After(timer_name("pull", mq), delay_ms)]
+
+    def pull(self, mq: MessageQueue, now: Now) -> list[Action]:
+        c = self.c
+        pq = c.process_table.get(mq)
+        if pq is None or pq.dropped or not pq.ready:
+            return []
+        sub = c.subscriptions.get(mq.topic)
+        if sub is None:
+            return self.pull_later(mq, c.exception_delay_ms)
+        found = c.instance.find_broker_address_in_subscribe(mq.broker_name, c.pull_from_which_node.get(mq, MASTER_ID), False)
+        if found is None:  # "The broker[...] not exist": refresh the route, retry later
+            ev = Emit("pull", {"group": c.group, "topic": mq.topic, "broker": mq.broker_name,
+                               "queue_id": mq.queue_id, "code": None, "count": 0,
+                               "error": f"The broker[{mq.broker_name}] not exist"})
+            return [ev] + c.instance.update_route(mq.topic, now) + self.pull_later(mq, c.exception_delay_ms)
+        addr, slave = found
+        commit_offset = c.offset_store.read_memory(mq) if not c.broadcasting else -1
+        sys_flag = FLAG_SUSPEND
+        if commit_offset > 0 and not slave:
+            sys_flag |= FLAG_COMMIT_OFFSET
+        if c.cfg.postSubscriptionWhenPull:
+            sys_flag |= FLAG_SUBSCRIPTION
+        fields = {
+            "consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id,
+            "queueOffset": pq.next_offset, "maxMsgNums": c.cfg.pullBatchSize, "sysFlag": sys_flag,
+            "commitOffset": max(commit_offset, 0), "suspendTimeoutMillis": BROKER_SUSPEND_MAX_TIME_MILLIS * c.scale,
+            "subscription": sub["subString"], "subVersion": sub["subVersion"], "expressionType": sub["expressionType"],
+        }
+        frame = request(RequestCode.PULL_MESSAGE, fields)
+        return [Request(addr, frame, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND * c.scale,
+                        lambda resp, n: self._on_pull(pq, addr, slave, resp, n))]
+
+    def _on_pull(self, pq: ProcessQueue, addr: str, slave: bool, resp, now: Now) -> list[Action]:
+        c, mq = self.c, pq.mq
+        code = None if resp is None else resp.code
+        msgs: list[dict[str, Any]] = []
+        if code == ResponseCode.SUCCESS:
+            msgs = [m for m in (resp.json_body() or []) if tag_matches(c.subscriptions.get(mq.topic, {"tagsSet": []}), m)]
+        ev = Emit("pull", {"group": c.group, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id,
+                           "code": code, "count": len(msgs), "broker_id": 1 if slave else 0, "addr": addr,
+                           "offset": pq.next_offset})
+        if pq.dropped or c.process_table.get(mq) is not pq:
+            return [ev]
+        if code not in PULL_CODES:  # timeout, SUBSCRIPTION_NOT_EXIST/NOT_LATEST, ...: MQBrokerException
+            return [ev] + self.pull_later(mq, c.exception_delay_ms)
+        f = resp.fields
+        c.pull_from_which_node[mq] = int(f.get("suggestWhichBrokerId", MASTER_ID))
+        next_offset = int(f.get("nextBeginOffset", pq.next_offset))
+        if code == ResponseCode.PULL_OFFSET_MOVED:  # OFFSET_ILLEGAL: drop, fix offset 10 s later
+            pq.next_offset, pq.dropped = next_offset, True
+            self.pending_moves[mq] = next_offset
+            return [ev, After(timer_name("offsetMoved", mq), OFFSET_ILLEGAL_DELAY_MS * c.scale)]
+        pq.next_offset = next_offset
+        actions: list[Action] = [ev]
+        if msgs:
+            pq.put(msgs)
+            actions += self.consume(pq, msgs, now)
+        elif code != ResponseCode.SUCCESS and not pq.msgs:  # NO_NEW_MSG / NO_MATCHED_MSG: correctTagsOffset
+            c.offset_store.update(mq, next_offset, True)
+        return actions + self.pull(mq, now)
+
+    def offset_moved(self, mq: MessageQueue, now: Now) -> list[Action]:
+        offset = self.pending_moves.pop(mq, None)
+        if offset is None:
+            return []
+        self.c.offset_store.update(mq, offset, False)
+        actions = self.persist_offset(mq)
+        pq = self.c.process_table.get(mq)
+        if pq is not None and pq.dropped:
+            del self.c.process_table[mq]  # re-added by the next rebalance
+        return actions
+
+    # ------------------------------------------------------------------ consuming
+
+    def consume(self, pq: ProcessQueue, msgs: list[dict[str, Any]], now: Now) -> list[Action]:
+        c, mq = self.c, pq.mq
+        failed = [m for m in msgs if c.fail_rate > 0 and c.rng.random() < c.fail_rate]
+        ok = [m for m in msgs if m not in failed]
+        fields = {"group": c.group, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id,
+                  "msg_ids": [self._uniq(m) for m in ok]}
+        if failed:
+            fields["reconsume_later"] = [self._uniq(m) for m in failed]
+        actions: list[Action] = [Emit("consume", fields)]
+        done = ok + (failed if c.broadcasting else [])  # BROADCASTING drops failures
+        if not c.broadcasting:
+            for m in failed:
+                actions += self._send_back(pq, m)
+        return actions + self._ack(pq, done)
+
+    def _ack(self, pq: ProcessQueue, msgs: list[dict[str, Any]]) -> list[Action]:
+        offset = pq.remove([int(m["queueOffset"]) for m in msgs])
+        if offset >= 0 and not pq.dropped:
+            self.c.offset_store.update(pq.mq, offset, True)
+        return []
+
+    @staticmethod
+    def _uniq(m: dict[str, Any]) -> str:
+        return (m.get("properties") or {}).get("UNIQ_KEY") or m.get("msgId")
+
+    def _send_back(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:
+        c = self.c
+        addr = c.instance.find_broker_address_in_publish(pq.mq.broker_name)
+        if addr is None:
+            return self._consume_later(pq, m)
+        props = m.get("properties") or {}
+        fields = {"offset": m.get("commitLogOffset", m.get("queueOffset")), "group": c.group, "delayLevel": 0,
+                  "originMsgId": m.get("msgId"), "originTopic": props.get("RETRY_TOPIC", m.get("topic")),
+                  "maxReconsumeTimes": effective_max_reconsume_times(c.cfg), "unitMode": False}
+        body = m.get("body", "")
+        frame = request(RequestCode.CONSUMER_SEND_MSG_BACK, fields, body.encode() if isinstance(body, str) else body)
+
+        def on_reply(resp, rnow: Now) -> list[Action]:
+            if resp is not None and resp.code == ResponseCode.SUCCESS:
+                return self._ack(pq, [m])
+            return self._consume_later(pq, m)
+
+        return [Request(addr, frame, c.api_timeout_ms, on_reply)]
+
+    def _consume_later(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:
+        self.reconsume.setdefault(pq.mq, []).append(m)
+        return [After(timer_name("reconsume", pq.mq), RECONSUME_LATER_DELAY_MS * self.c.scale)]
+
+    def reconsume_due(self, mq: MessageQueue, now: Now) -> list[Action]:
+        msgs = self.reconsume.pop(mq, [])
+        pq = self.c.process_table.get(mq)
+        if not msgs or pq is None or pq.dropped:
+            return []
+        return self.consume(pq, msgs, now)
+
+    # ------------------------------------------------------------------ offsets
+
+    def persist_offset(self, mq: MessageQueue) -> list[Action]:
+        """``persist(mq)``: UPDATE_CONSUMER_OFFSET oneway to the master only (or the local file)."""
+        c = self.c
+        offset = c.offset_store.read_memory(mq)
+        if offset < 0:
+            return []
+        if c.broadcasting:
+            return [c.offset_store.persist_local()]
+        found = c.instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
+        if found is None:
+            return []
+        frame = oneway(RequestCode.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset})
+        return [Oneway(found[0], frame)]
+
+    def persist_all(self) -> list[Action]:
+        c = self.c
+        owned = [mq for mq in c.offset_store.table if mq in c.process_table]
+        if c.broadcasting:
+            return [c.offset_store.persist_local()] if owned else []
+        return [a for mq in sorted(owned) for a in self.persist_offset(mq)]

@@ -1,0 +1,191 @@
+"""``RebalanceImpl`` / ``RebalancePushImpl`` for one push consumer (facts 4.3, 4.4, 4.7).
+
+Per subscribed topic: CLUSTERING asks a broker of the topic's route (master preferred) for the
+group's consumer ids, sorts queues and ids and runs the allocation strategy; BROADCASTING takes
+every readable queue. The process-queue table then drops queues no longer owned (persisting and
+forgetting their offsets) and adds new ones, whose first offset comes from
+``computePullFromWhere`` (QUERY_CONSUMER_OFFSET, else the consumeFromWhere policy). A change of
+the allocation bumps the topic's ``subVersion`` and heartbeats at once (ROCKETMQ-175).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from emulator.protocol import RequestCode, ResponseCode, request
+from emulator.roles.allocate import AllocateError
+from emulator.roles.base import Action, Emit, Now, Request
+from emulator.roles.route_cache import MessageQueue
+from emulator.roles.subscription import RETRY_GROUP_TOPIC_PREFIX
+
+if TYPE_CHECKING:
+    from emulator.roles.consumer import Consumer
+
+GET_MAX_OFFSET = 30  # RequestCode.GET_MAX_OFFSET; response header ``offset``
+# consumeFromWhere values that behave like CONSUME_FROM_LAST_OFFSET in 4.x
+LAST_OFFSET_POLICIES = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+                        "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET")
+
+
+@dataclass
+class ProcessQueue:
+    """``ProcessQueue``: messages pulled but not yet acked, and the next offset to pull."""
+
+    mq: MessageQueue
+    next_offset: int = -1
+    dropped: bool = False
+    ready: bool = False  # first offset known, pulling
+    msgs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    queue_offset_max: int = -1
+
+    def put(self, msgs: list[dict[str, Any]]) -> None:
+        for m in msgs:
+            self.msgs[int(m["queueOffset"])] = m
+            self.queue_offset_max = max(self.queue_offset_max, int(m["queueOffset"]))
+
+    def remove(self, offsets: list[int]) -> int:
+        """``removeMessage``: the offset to commit (-1 if nothing was cached)."""
+        if not self.msgs:
+            return -1
+        for off in offsets:
+            self.msgs.pop(off, None)
+        return min(self.msgs) if self.msgs else self.queue_offset_max + 1
+
+
+class Rebalancer:
+    def __init__(self, consumer: "Consumer") -> None:
+        self.c = consumer
+        self.runs = 0
+
+    def do_rebalance(self, now: Now) -> list[Action]:
+        self.runs += 1
+        actions: list[Action] = []
+        for topic in list(self.c.subscriptions):
+            actions += self.rebalance_by_topic(topic, now)
+        return actions
+
+    def rebalance_by_topic(self, topic: str, now: Now) -> list[Action]:
+        c = self.c
+        mq_set = c.subscribe_table.get(topic)
+        if not mq_set:
+            return []  # "doRebalance, {}, but the topic[{}] not exist."
+        if c.broadcasting:
+            return self._apply(topic, sorted(mq_set), [], now)
+        addr = c.instance.find_broker_addr_by_topic(topic)
+        if addr is None:
+            return c.instance.update_route(topic, now)
+        frame = request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": c.group})
+
+        def on_reply(resp, rnow: Now) -> list[Action]:
+            if resp is None or resp.code != ResponseCode.SUCCESS:
+                return []  # "no consumer for this group" or timeout: cidAll null, nothing done
+            cids = list((resp.json_body() or {}).get("consumerIdList") or [])
+            mq_all = sorted(c.subscribe_table.get(topic) or [])
+            if not cids or not mq_all:
+                return []
+            try:
+                allocated = c.strategy(c.group, c.client_id, mq_all, sorted(cids))
+            except AllocateError:
+                return []  # "AllocateMessageQueueStrategy.allocate Exception"
+            return self._apply(topic, allocated, cids, rnow)
+
+        return [Request(addr, frame, c.api_timeout_ms, on_reply)]
+
+    def _apply(self, topic: str, allocated: list[MessageQueue], cids: list[str], now: Now) -> list[Action]:
+        c = self.c
+        actions: list[Action] = [Emit("rebalance", {
+            "group": c.group, "topic": topic, "cid": c.client_id, "cids": cids,
+            "strategy": "BROADCASTING" if c.broadcasting else c.strategy_name,
+            "allocated": [mq.pair() for mq in allocated]})]
+        changed, more = self._update_process_queue_table(topic, set(allocated), now)
+        actions += more
+        if changed:  # messageQueueChanged: new subVersion, heartbeat at once
+            c.subscriptions[topic]["subVersion"] = int(now.wall_ms)
+            actions += c.send_heartbeat()
+        return actions
+
+    def _update_process_queue_table(self, topic: str, mq_set: set[MessageQueue],
+                                    now: Now) -> tuple[bool, list[Action]]:
+        c = self.c
+        changed, actions = False, []
+        for mq, pq in list(c.process_table.items()):
+            if (mq.topic == topic and mq not in mq_set) or mq.topic not in c.subscriptions:
+                pq.dropped = True
+                actions += c.puller.persist_offset(mq)
+                c.offset_store.remove(mq)
+                del c.process_table[mq]
+                changed = True
+        for mq in sorted(mq_set):
+            if mq in c.process_table or mq.topic not in c.subscriptions:
+                continue  # truncateMessageQueueNotMyTopic drops foreign queues (CONFIG strategy)
+            c.offset_store.remove(mq)  # removeDirtyOffset
+            pq = ProcessQueue(mq)
+            c.process_table[mq] = pq
+            changed = True
+            actions += self._compute_pull_from_where(pq, now)
+        return changed, actions
+
+    # ------------------------------------------------------------------ first offset
+
+    def _compute_pull_from_where(self, pq: ProcessQueue, now: Now) -> list[Action]:
+        c, mq = self.c, pq.mq
+        if c.broadcasting:
+            local = c.offset_store.read_memory(mq)
+            return self._start(pq, local, now) if local >= 0 else self._policy(pq, now)
+        found = c.instance.find_broker_address_in_subscribe(mq.broker_name, 0, True)
+        if found is None:
+            return self._give_up(pq)  # readOffset -2: "add new mq failed"
+        frame = request(RequestCode.QUERY_CONSUMER_OFFSET,
+                        {"consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id})
+
+        def on_reply(resp, rnow: Now) -> list[Action]:
+            if resp is None:
+                return self._give_up(pq)
+            if resp.code == ResponseCode.SUCCESS:
+                return self._start(pq, int(resp.fields.get("offset", 0)), rnow)
+            return self._policy(pq, rnow)  # QUERY_NOT_FOUND or any broker code: readOffset -1
+
+        return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
+
+    def _policy(self, pq: ProcessQueue, now: Now) -> list[Action]:
+        """No stored offset: CONSUME_FROM_FIRST_OFFSET -> 0; LAST_OFFSET -> 0 for a retry topic,
+        else the queue's max offset. CONSUME_FROM_TIMESTAMP is simplified to the LAST_OFFSET rule
+        for retry topics and to 0 otherwise (no SEARCH_OFFSET_BY_TIMESTAMP in the emulator)."""
+        where = self.c.cfg.consumeFromWhere
+        is_retry = pq.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        if where == "CONSUME_FROM_FIRST_OFFSET" or (where == "CONSUME_FROM_TIMESTAMP" and not is_retry):
+            return self._start(pq, 0, now)
+        if where in LAST_OFFSET_POLICIES and is_retry:
+            return self._start(pq, 0, now)
+        return self._max_offset(pq, now)
+
+    def _max_offset(self, pq: ProcessQueue, now: Now) -> list[Action]:
+        c, mq = self.c, pq.mq
+        addr = c.instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            return self._give_up(pq)
+        frame = request(GET_MAX_OFFSET, {"topic": mq.topic, "queueId": mq.queue_id})
+
+        def on_reply(resp, rnow: Now) -> list[Action]:
+            if resp is None:
+                return self._give_up(pq)
+            if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                return self._start(pq, 0, rnow)  # emulator gap: a broker without GET_MAX_OFFSET
+            if resp.code != ResponseCode.SUCCESS:
+                return self._give_up(pq)
+            return self._start(pq, int(resp.fields.get("offset", 0)), rnow)
+
+        return [Request(addr, frame, c.api_timeout_ms, on_reply)]
+
+    def _give_up(self, pq: ProcessQueue) -> list[Action]:
+        """nextOffset < 0: the queue is not added; the next rebalance tries again."""
+        if self.c.process_table.get(pq.mq) is pq:
+            del self.c.process_table[pq.mq]
+        return []
+
+    def _start(self, pq: ProcessQueue, offset: int, now: Now) -> list[Action]:
+        if pq.dropped or self.c.process_table.get(pq.mq) is not pq:
+            return []
+        pq.next_offset, pq.ready = offset, True
+        return self.c.puller.pull(pq.mq, now)

@@ -1,0 +1,203 @@
+"""Push consumer role driven with hand-built frames and a fake clock (facts 4)."""
+
+from emulator.protocol import RequestCode, ResponseCode
+from emulator.roles.base import Inbound, Oneway
+from emulator.protocol import oneway
+from emulator.roles.consumer import Consumer
+from emulator.roles.subscription import build_subscription_data, java_string_hash
+from tests.roles.fakes import Driver, response
+
+NS = ["127.0.0.1:9001"]
+ME = "127.0.0.1@cg-1-0"
+
+
+def route(*brokers, queues=4, masters=True):
+    return {
+        "orderTopicConf": None,
+        "queueDatas": [{"brokerName": b, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6,
+                        "topicSysFlag": 0} for b in brokers],
+        "brokerDatas": [{"cluster": "C", "brokerName": b,
+                         "brokerAddrs": ({"0": f"m-{b}"} if masters else {}) | {"1": f"s-{b}"}} for b in brokers],
+        "filterServerTable": {},
+    }
+
+
+def make(workload=None, config=None):
+    spec = {"name": "cg-1-0", "role": "consumer", "seed": 3, "scale": 0.01, "namesrv_addrs": NS,
+            "namesrv_names": ["namesrv-0"], "group": "cg-1", "config": config or {},
+            "workload": workload or {"subscribe": [{"topic": "T", "expression": "*"}], "allocate": "AVG"}}
+    d = Driver(Consumer.from_spec(spec, "127.0.0.1:7100", lambda p: None))
+    d.start()
+    return d
+
+
+def serve_routes(d, routes):
+    """Answer route requests (the start-up chain) until none is pending."""
+    while d.pending_to(code=RequestCode.GET_ROUTEINFO_BY_TOPIC):
+        req = d.pending_to(code=RequestCode.GET_ROUTEINFO_BY_TOPIC)[0]
+        body = routes.get(req.frame.fields["topic"])
+        d.answer(req, response(0, body=body) if body else response(ResponseCode.TOPIC_NOT_EXIST))
+
+
+def cid_list(d, cids):
+    for req in d.pending_to(code=RequestCode.GET_CONSUMER_LIST_BY_GROUP):
+        d.answer(req, response(0, body={"consumerIdList": cids}))
+
+
+def offsets(d, value=0):
+    for req in d.pending_to(code=RequestCode.QUERY_CONSUMER_OFFSET):
+        d.answer(req, response(0, fields={"offset": value}))
+
+
+def started(cids=(ME,), routes=None, **kw):
+    d = make(**kw)
+    serve_routes(d, routes or {"T": route("b1", "b2")})
+    cid_list(d, list(cids))
+    offsets(d)
+    return d
+
+
+def test_start_heartbeats_with_subscriptions_and_retry_topic():
+    d = make()
+    serve_routes(d, {"T": route("b1")})
+    hb = d.pending_to(code=RequestCode.HEART_BEAT)
+    assert sorted(r.addr for r in hb) == ["m-b1", "s-b1"]  # consumers heartbeat every address
+    cd = hb[0].frame.json_body()["consumerDataSet"][0]
+    assert cd["groupName"] == "cg-1" and cd["consumeType"] == "CONSUME_PASSIVELY"
+    assert {s["topic"] for s in cd["subscriptionDataSet"]} == {"T", "%RETRY%cg-1"}
+    assert all(s["subVersion"] == int(d.time.wall_ms) for s in cd["subscriptionDataSet"])
+    ev = d.events("client.route")[0]
+    assert ev["view"] == "subscribe" and ev["publish_queues"] == [["b1", i] for i in range(4)]
+
+
+def test_rebalance_event_and_pulls_for_allocated_queues():
+    d = started(cids=["127.0.0.1@cg-1-1", ME])
+    ev = d.events("rebalance")[-1]
+    assert ev["cids"] == ["127.0.0.1@cg-1-1", ME] and ev["strategy"] == "AVG" and ev["cid"] == ME
+    # sorted cids: ME is index 0 -> first 4 of 8 sorted queues
+    assert ev["allocated"] == [["b1", i] for i in range(4)]
+    pulls = d.pending_to(code=RequestCode.PULL_MESSAGE)
+    assert sorted((r.addr, r.frame.fields["queueId"]) for r in pulls) == [("m-b1", i) for i in range(4)]
+    f = pulls[0].frame.fields
+    assert f["suspendTimeoutMillis"] == 150 and pulls[0].timeout_ms == 300 and f["sysFlag"] & 2
+    assert f["subVersion"] == d.role.subscriptions["T"]["subVersion"]
+
+
+def test_allocation_change_bumps_subversion_and_heartbeats():
+    d = make()
+    serve_routes(d, {"T": route("b1")})
+    before = d.role.subscriptions["T"]["subVersion"]
+    d.time.mono_ms += 5
+    n = len(d.pending_to(code=RequestCode.HEART_BEAT))
+    cid_list(d, [ME])
+    assert d.role.subscriptions["T"]["subVersion"] == before + 5
+    assert len(d.pending_to(code=RequestCode.HEART_BEAT)) > n
+
+
+def test_notify_consumer_ids_changed_triggers_rebalance():
+    d = started()
+    m = d.mark()
+    d._take(d.role.on_message(Inbound("ch", "broker", oneway(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                             {"consumerGroup": "cg-1"})), d.time.now()))
+    assert [r for r in d.pending_to(code=RequestCode.GET_CONSUMER_LIST_BY_GROUP)]
+    cid_list(d, [ME, "127.0.0.1@cg-1-9"])
+    ev = d.events("rebalance", since=m)[-1]
+    assert ev["allocated"] == [["b1", i] for i in range(4)]
+    assert sorted(mq.pair() for mq in d.role.process_table if mq.topic == "T") == [["b1", i] for i in range(4)]
+
+
+def test_not_listed_consumer_gets_nothing():
+    d = started(cids=["127.0.0.1@other"])
+    ev = [e for e in d.events("rebalance") if e["topic"] == "T"][-1]
+    assert ev["allocated"] == [] and not d.pending_to(code=RequestCode.PULL_MESSAGE)
+
+
+def test_pull_found_gives_consume_event_and_commit_offset():
+    d = started()
+    req = [r for r in d.pending_to(code=RequestCode.PULL_MESSAGE) if r.frame.fields["queueId"] == 0
+           and r.addr == "m-b1"][0]
+    msgs = [{"msgId": f"x{i}", "topic": "T", "queueId": 0, "queueOffset": i, "body": "b",
+             "properties": {"UNIQ_KEY": f"u{i}"}, "bornTimestamp": 0, "storeTimestamp": 0, "reconsumeTimes": 0}
+            for i in range(3)]
+    d.answer(req, response(0, fields={"nextBeginOffset": 3, "minOffset": 0, "maxOffset": 3,
+                                      "suggestWhichBrokerId": 0}, body=msgs))
+    pull = [e for e in d.events("pull") if e["queue_id"] == 0][-1]
+    assert (pull["code"], pull["count"], pull["broker"]) == (0, 3, "b1")
+    cons = d.events("consume")[-1]
+    assert cons["msg_ids"] == ["u0", "u1", "u2"] and cons["queue_id"] == 0 and cons["group"] == "cg-1"
+    nxt = [r for r in d.pending_to(code=RequestCode.PULL_MESSAGE) if r.frame.fields["queueId"] == 0
+           and r.addr == "m-b1"][0]
+    assert nxt.frame.fields["queueOffset"] == 3 and nxt.frame.fields["commitOffset"] == 3
+    assert nxt.frame.fields["sysFlag"] & 1
+    d.timer("persistOffsets")
+    ups = [o for o in d.actions if isinstance(o, Oneway) and o.frame.code == RequestCode.UPDATE_CONSUMER_OFFSET]
+    assert any(o.frame.fields["commitOffset"] == 3 and o.addr == "m-b1" for o in ups)
+
+
+def test_pull_error_waits_exception_delay():
+    d = started()
+    req = d.pending_to(code=RequestCode.PULL_MESSAGE)[0]
+    d.answer(req, response(ResponseCode.SUBSCRIPTION_NOT_LATEST, remark="the consumer's subscription not latest"))
+    name = f"pull|T|{req.frame.fields and 'b1'}|{req.frame.fields['queueId']}"
+    assert d.timers[name].due == d.time.mono_ms + 30  # 3000 ms scaled
+    assert d.events("pull")[-1]["code"] == 25
+
+
+def test_pull_from_slave_when_master_missing():
+    d = started(routes={"T": route("b1")})
+    d.timer("pollNameServer")  # the master died: the namesrv now lists only the slave
+    serve_routes(d, {"T": route("b1", masters=False)})
+    assert d.role.instance.broker_addr_table["b1"] == {1: "s-b1"}
+    req = d.pending_to(code=RequestCode.PULL_MESSAGE)[0]
+    d.answer(req, response(ResponseCode.PULL_NOT_FOUND, fields={"nextBeginOffset": 0, "suggestWhichBrokerId": 0}))
+    nxt = d.pending_to(code=RequestCode.PULL_MESSAGE)[-1]
+    assert nxt.addr == "s-b1" and not (nxt.frame.fields["sysFlag"] & 1)
+    d.answer(nxt, response(0, fields={"nextBeginOffset": 0, "suggestWhichBrokerId": 0}, body=[]))
+    assert d.events("pull")[-1]["broker_id"] == 1
+
+
+def test_new_queue_without_master_is_not_added():
+    d = started(routes={"T": route("b1", masters=False)})  # QUERY_CONSUMER_OFFSET needs the master
+    assert not d.pending_to(code=RequestCode.PULL_MESSAGE) and not d.role.process_table
+
+
+def test_offset_query_not_found_uses_max_offset():
+    d = make()
+    serve_routes(d, {"T": route("b1")})
+    cid_list(d, [ME])
+    for req in d.pending_to(code=RequestCode.QUERY_CONSUMER_OFFSET):
+        d.answer(req, response(ResponseCode.QUERY_NOT_FOUND, remark="Not found"))
+    maxes = d.pending_to(code=30)
+    assert len(maxes) == 4
+    d.answer(maxes[0], response(0, fields={"offset": 42}))
+    assert d.pending_to(code=RequestCode.PULL_MESSAGE)[0].frame.fields["queueOffset"] == 42
+
+
+def test_failed_consume_sends_back():
+    d = started(workload={"subscribe": ["T"], "allocate": "AVG", "fail_rate": 1.0})
+    req = [r for r in d.pending_to(code=RequestCode.PULL_MESSAGE) if r.addr == "m-b1"][0]
+    m = {"msgId": "x", "topic": "T", "queueId": req.frame.fields["queueId"], "queueOffset": 0, "body": "b",
+         "properties": {"UNIQ_KEY": "u"}, "commitLogOffset": 77, "reconsumeTimes": 0}
+    d.answer(req, response(0, fields={"nextBeginOffset": 1, "suggestWhichBrokerId": 0}, body=[m]))
+    assert d.events("consume")[-1]["reconsume_later"] == ["u"]
+    back = d.pending_to(code=RequestCode.CONSUMER_SEND_MSG_BACK)[0]
+    f = back.frame.fields
+    assert (f["offset"], f["group"], f["delayLevel"], f["maxReconsumeTimes"], f["originTopic"]) == (77, "cg-1", 0, 16, "T")
+    d.answer(back, response(0))
+    mq = [mq for mq in d.role.process_table if mq.queue_id == m["queueId"] and mq.broker_name == "b1"][0]
+    assert d.role.offset_store.read_memory(mq) == 1
+
+
+def test_broadcasting_takes_all_queues_without_cid_list():
+    d = make(workload={"subscribe": ["T"], "allocate": "AVG", "messageModel": "BROADCASTING"})
+    serve_routes(d, {"T": route("b1", "b2")})
+    assert not d.pending_to(code=RequestCode.GET_CONSUMER_LIST_BY_GROUP)
+    assert len(d.events("rebalance")[-1]["allocated"]) == 8
+    assert "%RETRY%cg-1" not in d.role.subscriptions
+
+
+def test_subscription_data_tags():
+    s = build_subscription_data("T", "TagA || TagB", 5.0)
+    assert s["tagsSet"] == ["TagA", "TagB"] and s["subVersion"] == 5
+    assert s["codeSet"] == [java_string_hash("TagA"), java_string_hash("TagB")]
+    assert java_string_hash("hello") == 99162322 and java_string_hash("polygenelubricants") == -2147483648
