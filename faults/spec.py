@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 FAULT_KINDS: tuple[str, ...] = ("kill", "stop", "pause", "partition", "link", "clock")
 PARTITION_MODES: tuple[str, ...] = ("isolate", "halves", "majority", "majorities-ring", "bridge", "groups")
@@ -84,7 +84,13 @@ def parse_target_list(value: Any) -> list[str]:
     return out
 
 
-Targets = list[str]
+Targets = Annotated[list[str], WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                                               "description": "node name, role or selector, or a list of them"})]
+# What a user may write (the validators turn it into float seconds / a probability).
+Seconds = Annotated[float, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string"}],
+                                           "description": DURATION_HELP + " (cluster seconds)"})]
+Probability = Annotated[float, WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
+                                                         {"type": "string", "pattern": "%$"}]})]
 
 # Which optional keys each kind accepts; anything else set on an entry is an error.
 _ALLOWED: dict[str, set[str]] = {
@@ -104,7 +110,7 @@ class FaultSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    at: float = Field(description="start, cluster seconds from the start of the run")
+    at: Seconds = Field(description="start, cluster seconds from the start of the run")
     kill: Targets | None = Field(None, description="SIGKILL these nodes")
     stop: Targets | None = Field(None, description="SIGTERM these nodes (graceful shutdown)")
     pause: Targets | None = Field(None, description="SIGSTOP these nodes (SIGCONT at the end)")
@@ -116,14 +122,14 @@ class FaultSpec(BaseModel):
     to: Targets | None = Field(None, description="link: only links towards these nodes")
     oneway: bool = Field(False, description="partition: the first group cannot reach the second "
                                             "(not the reverse); link: only link -> to")
-    duration: float | None = Field(None, description="heal after this long (cluster seconds)")
-    restart_after: float | None = Field(None, description="kill/stop: restart after this long")
-    delay: float | None = None
-    jitter: float | None = None
-    loss: float | None = None
-    duplicate: float | None = None
-    offset: float | None = Field(None, description="clock bump: step; strobe: the second offset")
-    period: float | None = Field(None, description="clock strobe: switch every period")
+    duration: Seconds | None = Field(None, description="heal after this long (cluster seconds)")
+    restart_after: Seconds | None = Field(None, description="kill/stop: restart after this long")
+    delay: Seconds | None = None
+    jitter: Seconds | None = None
+    loss: Probability | None = None
+    duplicate: Probability | None = None
+    offset: Seconds | None = Field(None, description="clock bump: step; strobe: the second offset")
+    period: Seconds | None = Field(None, description="clock strobe: switch every period")
     ppm: float | None = Field(None, description="clock drift: parts per million")
 
     @field_validator("at", "duration", "restart_after", "delay", "jitter", "period", mode="before")

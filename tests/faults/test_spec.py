@@ -136,3 +136,10 @@ def test_model_is_frozen():
     spec = FaultSpec.model_validate({"at": 0, "pause": "a"})
     with pytest.raises(ValidationError):
         spec.at = 5  # type: ignore[misc]
+
+
+def test_json_schema_admits_what_users_write():
+    props = FaultSpec.model_json_schema()["properties"]
+    assert {"type": "string"} in props["at"]["anyOf"]
+    assert {"type": "string"} in props["kill"]["anyOf"]  # a single target, not only a list
+    assert any(alt.get("pattern") == "%$" for alt in props["loss"]["anyOf"])
