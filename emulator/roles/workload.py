@@ -83,7 +83,9 @@ class Pacer:
         self.issued = 0  # sent or skipped
 
     def due(self, mono_ms: float) -> int:
-        total = int((mono_ms - self.start_ms) / self.period_ms) + 1
+        if mono_ms < self.start_ms:
+            return 0
+        total = int((mono_ms - self.start_ms) // self.period_ms) + 1
         if self.limit is not None:
             total = min(total, self.limit)
         return max(total - self.issued, 0)
