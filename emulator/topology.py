@@ -10,10 +10,12 @@ config dataclasses of the roles, so a typo is an error, not a silently ignored k
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from emulator.roles.broker_config import broker_configs_from_dict, namesrv_configs_from_dict
+from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from faults.spec import FaultSpec, parse_duration
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (facts 3.5)
@@ -33,19 +35,11 @@ class Timing(Strict):
     scale: float = Field(0.01, gt=0, le=10, description="every RocketMQ interval is multiplied by this")
 
 
-def _check_extra_keys(model: BaseModel, config_cls_path: str) -> None:
-    """Check a model's extra (RocketMQ) keys against a role config dataclass, when it exists."""
+def _check_extra_keys(model: BaseModel, check: Callable[[dict[str, Any]], object]) -> None:
+    """Check a model's extra (RocketMQ) keys with the role's own config parser (raises ValueError)."""
     extra = model.model_extra or {}
-    if not extra:
-        return
-    module_name, cls_name = config_cls_path.rsplit(":", 1)
-    try:
-        module = __import__(module_name, fromlist=[cls_name])
-        config_cls = getattr(module, cls_name)
-        config_from_dict = getattr(module, "config_from_dict")
-    except (ImportError, AttributeError):  # the role's config is not there: accept as given
-        return
-    config_from_dict(config_cls, dict(extra))
+    if extra:
+        check(dict(extra))
 
 
 class BrokerEntry(BaseModel):
@@ -66,7 +60,7 @@ class BrokerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "BrokerEntry":
-        _check_extra_keys(self, "emulator.roles.broker_config:BrokerConfig")
+        _check_extra_keys(self, broker_configs_from_dict)
         return self
 
 
@@ -109,7 +103,7 @@ class ProducerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ProducerEntry":
-        _check_extra_keys(self, "emulator.roles.client_config:ProducerConfig")
+        _check_extra_keys(self, lambda d: config_from_dict(ProducerConfig, d))
         return self
 
 
@@ -133,7 +127,7 @@ class ConsumerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ConsumerEntry":
-        _check_extra_keys(self, "emulator.roles.client_config:ConsumerConfig")
+        _check_extra_keys(self, lambda d: config_from_dict(ConsumerConfig, d))
         return self
 
 
@@ -146,7 +140,7 @@ class NamesrvEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "NamesrvEntry":
-        _check_extra_keys(self, "emulator.roles.broker_config:NamesrvConfig")
+        _check_extra_keys(self, namesrv_configs_from_dict)
         return self
 
 
