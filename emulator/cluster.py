@@ -24,7 +24,8 @@ from emulator.run_dir import append_event, new_run_dir, prepare_run_dir, write_j
 from emulator.topology import Topology
 from emulator.topology_load import NodePlan, plan_nodes
 from emulator.transport.control import ControlServer, NodeGone, NodeReady
-from faults.errors import FaultError
+from faults.errors import FaultError, UnsafeSignal
+from faults.nodes import NodeInfo
 
 READY_TIMEOUT_S = 30.0
 
@@ -46,6 +47,7 @@ class Cluster:
         self.ports: dict[str, int] = {}
         self.links: dict[tuple[str, str], LinkRule] = {}
         self.clocks: dict[str, ClockSetting] = {}
+        self.stopped: set[str] = set()  # SIGSTOPped nodes: they cannot ack control commands
         self.died: list[str] = []
         self.started_ms = 0.0
         self.log = log or (lambda _msg: None)
@@ -103,6 +105,7 @@ class Cluster:
         for name in names:
             if name in self.clocks:
                 self.set_clock(name, self.clocks[name])
+            self.stopped.discard(name)
 
     def stop(self) -> None:
         """Graceful shutdown (brokers unregister), then SIGKILL for anything left."""
@@ -205,17 +208,28 @@ class Cluster:
 
     # ------------------------------------------------------------------ ClusterOps for faults/
 
-    def node_infos(self) -> dict[str, NodePlan]:
-        return dict(self.plans)
+    def node_infos(self) -> dict[str, NodeInfo]:
+        return {n: NodeInfo(n, p.role, p.broker, p.broker_id, p.group) for n, p in self.plans.items()}
 
     def host_ms(self) -> float:
         return host_ms()
 
     def signal(self, name: str, sig: int) -> None:
+        """Signal a node and return once it took effect (exited, stopped or running again)."""
+        if name not in self.procs:
+            raise UnsafeSignal(f"refusing to signal {name!r}: not a process this run spawned")
         proc = self.procs[name]
         if sig in (_signal.SIGKILL, _signal.SIGTERM):
             proc.expected_exit = True
         proc.send_signal(sig)
+        if sig in (_signal.SIGKILL, _signal.SIGTERM):
+            self.stopped.discard(name)
+            proc.popen.wait(timeout=60)
+        elif sig in (_signal.SIGSTOP, _signal.SIGCONT):
+            want_stopped = sig == _signal.SIGSTOP
+            self.wait_for(lambda: proc.is_stopped() == want_stopped or not proc.alive(), 30,
+                          f"{name} to be {'stopped' if want_stopped else 'running'}")
+            (self.stopped.add if want_stopped else self.stopped.discard)(name)
 
     def restart(self, name: str) -> None:
         old = self.procs.get(name)
@@ -231,23 +245,24 @@ class Cluster:
         self.push_links()
 
     def push_links(self) -> None:
+        """Send the full table to every running node (a stopped one gets it when resumed)."""
         args = {"rules": rules_to_wire(self.links), "peers": dict(self.addrs)}
         for name, proc in self.procs.items():
-            if proc.alive():
+            if proc.alive() and name not in self.stopped:
                 self.control.call(name, "set_links", args, 5000)
 
     def set_clock(self, name: str, setting: ClockSetting) -> None:
         self.clocks[name] = setting
+        if name in self.stopped or not self.procs[name].alive():
+            return  # applied when it resumes or restarts
         self.control.call(name, "set_clock", {"setting": setting.to_dict()}, 5000)
 
     def record(self, event: dict[str, Any]) -> None:
         append_event(self.run_dir / "faults.jsonl", {"ts": host_ms(), **event})
 
     def node_exited(self, name: str, sig: int) -> None:
+        """The injector killed ``name``: its ``node.exit`` is written now, once."""
         proc = self.procs[name]
         proc.expected_exit = True
-        try:
-            proc.popen.wait(timeout=5.0)
-        except Exception:
-            pass
+        proc.popen.wait(timeout=60)
         self._note_exit(proc)

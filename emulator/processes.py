@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from faults.errors import FaultError
 from faults.signals import SpawnedProcess
 
@@ -53,6 +55,13 @@ class NodeProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    def is_stopped(self) -> bool:
+        """True while the process is stopped by SIGSTOP (state T)."""
+        try:
+            return psutil.Process(self.pid).status() == psutil.STATUS_STOPPED
+        except psutil.NoSuchProcess:
+            return False
 
     def send_signal(self, sig: int) -> None:
         """Signal through the pidfd after checking pid and create_time (faults.signals)."""

@@ -1,0 +1,55 @@
+"""How ``rmqemu launch`` gets its fault plan and runs it against a live :class:`Cluster`.
+
+The plan comes from, in order of precedence, ``--replay RUN_DIR`` (that run's ``plan.json``),
+``--nemesis KINDS`` (a random plan that follows from the seed) or the topology's ``faults:`` list.
+It is written to ``plan.json`` before the first step runs. The interpreter runs in the launcher's
+thread: its ``sleep`` is the launcher's ``pump_for``, so control messages and node exits are
+handled while it waits, and it heals every fault at the end of the run or when interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from faults.injector import Injector
+from faults.interpreter import run_plan
+from faults.nemesis import random_plan
+from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, write_plan
+
+if TYPE_CHECKING:
+    from emulator.cluster import Cluster
+    from emulator.topology import Topology
+
+
+def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = "30s",
+               replay: Path | None = None) -> Plan:
+    """The run's fault plan, checked against the topology's nodes before anything is spawned."""
+    from emulator.topology_load import plan_nodes
+    from faults.nodes import NodeInfo
+
+    nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
+    scale = topo.timing.scale
+    if replay is not None:
+        plan = read_plan(replay)
+    elif nemesis:
+        plan = random_plan(nemesis, interval, topo.duration, nodes, topo.seed, scale)
+    else:
+        plan = plan_from_specs(topo.faults, nodes, topo.seed, scale, topo.duration)
+    check_plan(plan, nodes)
+    return plan
+
+
+def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None],
+               elapsed_ms: Callable[[], float], total_ms: float) -> None:
+    """Write ``plan.json``, run every step on time, heal everything at the end (or on error)."""
+    write_plan(plan, cluster.run_dir / "plan.json")
+    injector = Injector(cluster)
+    end_ms = total_ms
+
+    try:
+        run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for,
+                 should_stop=lambda: elapsed_ms() >= end_ms, wait_until_end=True, heal_at_end=True)
+    finally:
+        if injector.active():  # interrupted (Ctrl-C): nothing may stay paused or cut off
+            injector.heal_all()
