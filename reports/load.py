@@ -1,0 +1,219 @@
+"""Reading a run directory: manifest, event logs, broken-line accounting.
+
+A run directory holds ``manifest.json``, ``events/<node>.jsonl`` and ``faults.jsonl``
+(DESIGN section 1). Nodes flush one JSON line at a time, so a killed node leaves at most
+one truncated last line: such lines must not fail the job, they are counted per file
+(``bad_lines``) and dropped. Lines without ``ts`` are counted the same way, since no
+metric can place them in time.
+
+Everything that can be wrong with the input is reported as :class:`RunInputError` with
+the offending path, so the CLI can turn it into a one-line message and exit code 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, functions as F
+
+from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
+
+
+class RunInputError(Exception):
+    """The run directory cannot be analysed; the message names the file at fault."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The parts of ``manifest.json`` the report needs; unknown keys are kept in ``raw``."""
+
+    run: str
+    name: str
+    scale: float
+    seed: Any
+    started_ms: float | None
+    duration_s: float | None
+    nodes: dict[str, dict[str, Any]]
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class RunData:
+    """A loaded run: good events (cached), the node table and the run's time bounds.
+
+    ``run_start``/``run_end`` are the first and last ``ts`` of any good event: the
+    stretch of time the logs actually observed (the manifest's ``duration_s`` may be
+    longer than what was logged if the run was cut short).
+    """
+
+    manifest: Manifest
+    events: DataFrame
+    nodes: DataFrame
+    bad_lines: dict[str, int]
+    event_count: int
+    run_start: float
+    run_end: float
+
+
+def _is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def parse_manifest(text: str, path: str, default_run: str) -> Manifest:
+    """Validate the manifest JSON text; raise :class:`RunInputError` naming ``path``."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunInputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(raw, dict):
+        raise RunInputError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    scale = raw.get("scale")
+    if scale is None:
+        scale = ((raw.get("topology") or {}).get("timing") or {}).get("scale")
+    if scale is None:
+        raise RunInputError(f"{path}: missing 'scale' (timing.scale of the run)")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
+        raise RunInputError(f"{path}: 'scale' must be a number > 0, got {scale!r}")
+    nodes = raw.get("nodes", {})
+    if not isinstance(nodes, dict) or not all(isinstance(v, dict) for v in nodes.values()):
+        raise RunInputError(f"{path}: 'nodes' must map node names to objects")
+    for key in ("started_ms", "duration_s"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise RunInputError(f"{path}: '{key}' must be a number, got {value!r}")
+    return Manifest(
+        run=str(raw.get("run") or default_run),
+        name=str(raw.get("name") or ""),
+        scale=float(scale),
+        seed=raw.get("seed"),
+        started_ms=raw.get("started_ms"),
+        duration_s=raw.get("duration_s"),
+        nodes=nodes,
+        raw=raw,
+    )
+
+
+def read_manifest(spark: SparkSession | None, run_dir: str) -> Manifest:
+    """Read ``RUN_DIR/manifest.json`` (a local path, or any URI Spark reads)."""
+    path = run_dir.rstrip("/") + "/manifest.json"
+    default_run = os.path.basename(run_dir.rstrip("/"))
+    if _is_uri(run_dir) and not run_dir.startswith("file://"):
+        if spark is None:
+            raise RunInputError(f"{path}: a remote run dir needs a Spark session")
+        try:
+            rows = spark.read.text(path, wholetext=True).collect()
+        except Exception as exc:  # AnalysisException: path does not exist
+            raise RunInputError(f"{path}: cannot read ({type(exc).__name__})") from None
+        return parse_manifest(rows[0][0] if rows else "", path, default_run)
+    local = path[len("file://"):] if path.startswith("file://") else path
+    if not os.path.isdir(os.path.dirname(local)):
+        raise RunInputError(f"{os.path.dirname(local)}: run directory does not exist")
+    if not os.path.isfile(local):
+        raise RunInputError(f"{local}: missing (every run dir has a manifest.json)")
+    with open(local, encoding="utf-8") as fh:
+        return parse_manifest(fh.read(), local, default_run)
+
+
+def event_paths(run_dir: str) -> list[str]:
+    """The JSONL files of a local run: ``events/*.jsonl`` then ``faults.jsonl`` if present."""
+    root = run_dir[len("file://"):] if run_dir.startswith("file://") else run_dir
+    events_dir = os.path.join(root, "events")
+    files = sorted(
+        os.path.join(events_dir, name)
+        for name in (os.listdir(events_dir) if os.path.isdir(events_dir) else [])
+        if name.endswith(".jsonl")
+    )
+    if not files:
+        raise RunInputError(f"{events_dir}: no *.jsonl event files")
+    faults = os.path.join(root, "faults.jsonl")
+    if os.path.isfile(faults):
+        files.append(faults)
+    return files
+
+
+def read_events(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Parse JSON lines with the explicit schema; keep ``file`` and a read-order ``seq``.
+
+    ``seq`` only breaks ties between events of one node with the same ``ts`` (a file
+    is read in order), so "latest event at or before t" stays deterministic.
+    """
+    return (
+        spark.read.schema(EVENT_SCHEMA)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
+        .json(paths)
+        .select("*", F.col("_metadata.file_name").alias("file"))
+        .withColumn("seq", F.monotonically_increasing_id())
+    )
+
+
+def split_bad_lines(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(good events, bad-line counts per file). ``raw`` must be cached: Spark refuses
+    queries over the corrupt-record column of an uncached JSON scan."""
+    bad = F.col(CORRUPT_COLUMN).isNotNull() | F.col("ts").isNull()
+    good = raw.filter(~bad).drop(CORRUPT_COLUMN)
+    counts = raw.filter(bad).groupBy("file").agg(F.count(F.lit(1)).alias("lines"))
+    return good, counts
+
+
+def node_table(spark: SparkSession, manifest: Manifest, events: DataFrame) -> DataFrame:
+    """One row per node: role, broker name/id, client group, auto-create flag.
+
+    The manifest is the primary source; ``node.start`` events fill in nodes the manifest
+    lacks (or a manifest without ``nodes``), so hand-made logs need not repeat themselves.
+    """
+    rows = []
+    for name, info in manifest.nodes.items():
+        bid = info.get("broker_id")
+        auto = info.get("autoCreateTopicEnable")
+        rows.append((
+            name, info.get("role"), info.get("broker"),
+            int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
+            info.get("group"), auto if isinstance(auto, bool) else None,
+        ))
+    from_manifest = spark.createDataFrame(rows, NODE_SCHEMA)
+    from_events = (
+        events.filter(F.col("kind") == "node.start")
+        .groupBy("node")
+        .agg(F.first("role", ignorenulls=True).alias("role"),
+             F.first("broker", ignorenulls=True).alias("broker"),
+             F.first("broker_id", ignorenulls=True).alias("broker_id"),
+             F.first("group", ignorenulls=True).alias("group"))
+        .join(from_manifest.select("node"), "node", "left_anti")
+        .withColumn("auto_create", F.lit(None).cast("boolean"))
+    )
+    return from_manifest.unionByName(from_events)
+
+
+def load_run(spark: SparkSession, run_dir: str) -> RunData:
+    """Read a run directory; raise :class:`RunInputError` for anything unusable."""
+    manifest = read_manifest(spark, run_dir)
+    if _is_uri(run_dir) and not run_dir.startswith("file://"):
+        base = run_dir.rstrip("/")
+        paths = [base + "/events/*.jsonl", base + "/faults.jsonl"]
+        try:
+            raw = read_events(spark, paths)
+        except Exception:  # no faults.jsonl
+            raw = read_events(spark, paths[:1])
+    else:
+        raw = read_events(spark, event_paths(run_dir))
+    raw = raw.cache()
+    good, bad_counts = split_bad_lines(raw)
+    good = good.cache()
+    bounds = good.agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("lo"),
+                      F.max("ts").alias("hi")).collect()[0]
+    if not bounds["n"]:
+        raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
+    bad_lines = {r["file"]: int(r["lines"]) for r in bad_counts.collect()}
+    raw.unpersist()
+    return RunData(
+        manifest=manifest,
+        events=good,
+        nodes=node_table(spark, manifest, good).localCheckpoint(eager=True),
+        bad_lines=bad_lines,
+        event_count=int(bounds["n"]),
+        run_start=float(bounds["lo"]),
+        run_end=float(bounds["hi"]),
+    )

@@ -1,0 +1,118 @@
+"""Assemble ``report/metrics.json`` from an :class:`~reports.pipeline.Analysis`.
+
+The keys of DESIGN section 7 are all present with the same names; additions sit next to
+them. Every duration key ending in ``_ms`` gets a ``..._cluster_s`` twin
+(wall ms / 1000 / ``scale``), added by :func:`with_cluster_seconds` so no field can be
+forgotten. Absolute times are not durations: they are given as offsets from the run's
+first event (``start_offset_ms``), which are durations and get twins too.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pyspark.sql import DataFrame, functions as F
+
+from reports import clients, misrouted
+from reports.misrouted import REASONS
+from reports.pipeline import Analysis
+
+
+def with_cluster_seconds(obj: Any, scale: float) -> Any:
+    """Copy of ``obj`` where each numeric ``X_ms`` key gains ``X_cluster_s``."""
+    if isinstance(obj, list):
+        return [with_cluster_seconds(v, scale) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        out[key] = with_cluster_seconds(value, scale)
+        if key.endswith("_ms") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key[:-3] + "_cluster_s"] = value / 1000.0 / scale
+    return out
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe plain Python: NaN -> None, Rows -> dicts, numpy-free."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def rows(df: DataFrame, order: list[str] | None = None) -> list[dict[str, Any]]:
+    """Collect a small DataFrame as a list of plain dicts (sorted for stable JSON)."""
+    if order:
+        df = df.orderBy(*order)
+    return [_clean(r.asDict(recursive=True)) for r in df.collect()]
+
+
+def _staleness(a: Analysis) -> dict[str, Any]:
+    cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
+    cl = rows(a.client_staleness.select("client", *cols), ["client", "topic"])
+    ns = rows(a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"])
+    conv = rows(a.convergence.join(a.faults.select("fault_id", "targets"), "fault_id")
+                .select("fault_id", "fault", "targets",
+                        (F.col("start") - F.lit(a.run.run_start)).alias("start_offset_ms"),
+                        "converged_ms", "stale_views"), ["start_offset_ms", "fault_id"])
+    total = {
+        "stale_ms": sum(r["stale_ms"] for r in cl), "stale_over_ms": sum(r["stale_over_ms"] for r in cl),
+        "stale_under_ms": sum(r["stale_under_ms"] for r in cl), "intervals": sum(r["intervals"] for r in cl),
+        "max_ms": max([r["max_ms"] for r in cl], default=0.0),
+        "stale_views": sum(1 for r in cl if r["stale_ms"] > 0), "views": len(cl),
+        "max_converged_ms": max([f["converged_ms"] for f in conv], default=0.0),
+    }
+    return {"clients": cl, "namesrvs": ns, "faults": conv, "clients_total": total}
+
+
+def _misrouted(a: Analysis) -> dict[str, Any]:
+    got = rows(misrouted.misrouted_by_reason(a.classified))
+    by_reason = {r: 0 for r in REASONS}
+    by_outcome: dict[str, dict[str, int]] = {}
+    for r in got:
+        by_reason[r["reason"]] += r["sends"]
+        by_outcome.setdefault(r["reason"], {})[r["outcome"] or "null"] = r["sends"]
+    return {"total": sum(by_reason.values()), "by_reason": by_reason, "by_reason_outcome": by_outcome}
+
+
+def _sends(a: Analysis) -> dict[str, Any]:
+    out = rows(clients.send_outcomes(a.sends))[0]
+    out = {k: (v or 0) for k, v in out.items()}
+    lat = {r.pop("scope"): r for r in rows(clients.latency_percentiles(a.sends))}
+    out["latency"] = lat
+    errs = rows(clients.no_route_errors(a.sends), ["topic"])
+    out["no_route_errors"] = {"total": sum(r["errors"] for r in errs), "by_topic": errs}
+    return out
+
+
+def build_metrics(a: Analysis) -> dict[str, Any]:
+    """The whole ``metrics.json`` document (durations with cluster-second twins)."""
+    run, man = a.run, a.run.manifest
+    consumption = rows(clients.consumption(run.events, a.sends), ["topic"])
+    sne = rows(clients.subscription_not_exist(run.events), ["node", "topic"])
+    nsq = rows(clients.non_subscriber_queues(run.events), ["group", "topic"])
+    doc = {
+        "run": man.run, "name": man.name, "seed": man.seed, "scale": man.scale,
+        "duration_ms": run.run_end - run.run_start,
+        "events": run.event_count,
+        "bad_lines": {"total": sum(run.bad_lines.values()), "by_file": dict(sorted(run.bad_lines.items()))},
+        "staleness": _staleness(a),
+        "misrouted": _misrouted(a),
+        "sends": _sends(a),
+        "autocreate": rows(clients.autocreate_coverage(run.events, run.nodes, a.hosts, a.autocreate), ["topic"]),
+        "subscriptions": {
+            "subscription_not_exist": {"total": sum(r["pulls"] for r in sne), "by_consumer": sne},
+            "non_subscriber_queues": {"total": sum(r["unowned_queues"] for r in nsq), "by_group": nsq},
+        },
+        "consumption": {
+            "lost": sum(r["lost"] for r in consumption),
+            "duplicate_messages": sum(r["duplicate_messages"] for r in consumption),
+            "duplicate_deliveries": sum(r["duplicate_deliveries"] for r in consumption),
+            "consumed_unacked": sum(r["consumed_unacked"] for r in consumption),
+            "by_topic": consumption,
+        },
+    }
+    return with_cluster_seconds(doc, man.scale)
