@@ -108,18 +108,21 @@ class Cluster:
             self.stopped.discard(name)
 
     def stop(self) -> None:
-        """Graceful shutdown (brokers unregister), then SIGKILL for anything left."""
+        """Graceful shutdown in reverse start order (clients, then brokers, which unregister
+        from the namesrvs still running, then namesrvs), then SIGKILL for anything left."""
         live = [p for p in self.procs.values() if p.alive()]
-        for p in live:
-            p.expected_exit = True
-            try:
-                p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
-                self.control.command(p.name, "shutdown", {})
-            except (ControlError, FaultError, OSError):
-                pass
-        deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
-        while any(p.alive() for p in live) and time.monotonic() < deadline:
-            self.pump(50)
+        for roles in (("producer", "consumer"), ("broker",), ("namesrv",)):
+            group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
+            for p in group:
+                p.expected_exit = True
+                try:
+                    p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
+                    self.control.command(p.name, "shutdown", {})
+                except (ControlError, FaultError, OSError):
+                    pass
+            deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
+            while any(p.alive() for p in group) and time.monotonic() < deadline:
+                self.pump(20)
         kill_all(live)
         self.pump(0)
         for p in self.procs.values():

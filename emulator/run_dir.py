@@ -45,9 +45,11 @@ def new_run_dir(name: str, root: Path = DEFAULT_ROOT) -> Path:
 
 
 def prepare_run_dir(run: Path) -> Path:
-    """Use an explicit directory (tests give ``tmp_path``); it must be empty or not exist."""
-    if run.exists() and any(run.iterdir()):
-        raise RunDirError(f"{run}: run directory is not empty")
+    """Use an explicit directory (tests give ``tmp_path``). It must not hold a run already (a
+    ``manifest.json`` or event logs): two runs in one directory would mix their events. The
+    empty skeleton of :func:`new_run_dir` and a supervisor's log are fine."""
+    if (run / "manifest.json").exists() or any((run / "events").glob("*.jsonl")):
+        raise RunDirError(f"{run}: already holds a run (manifest.json or events/); use a new directory")
     for sub in ("specs", "events", "store", "logs"):
         (run / sub).mkdir(parents=True, exist_ok=True)
     (run / "faults.jsonl").touch()

@@ -1,0 +1,84 @@
+"""One node process: ``python -m emulator.node RUN_DIR NODE`` (the argv names the node in ``ps``).
+
+Reads ``specs/<node>.json`` (written by the launcher), binds its transport, builds its role,
+says ready on the control plane and runs the :class:`~emulator.runtime.Runtime` loop. SIGTERM and
+SIGINT ask for a graceful stop (a broker unregisters from every namesrv, as ``shutdown()`` does);
+the launcher's ``shutdown`` command does the same. Exit codes: 0 after a graceful stop, 2 for a
+bad spec, 3 when the launcher is gone, 4 when the role could not start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from emulator.clock import SkewableClock
+from emulator.node_io import EventLog, StoreDir
+from emulator.roles.registry import build_role
+from emulator.runtime import Runtime
+from emulator.transport.zmq_node import ZmqTransport
+
+NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (facts 1.5)
+CONNECT_TIMEOUT_MS = 3000  # NettyClientConfig.connectTimeoutMillis
+MIN_CONNECT_TIMEOUT_MS = 100.0  # a local connect + handshake under load; scaled 30 ms is too tight
+
+
+def build(spec: dict[str, Any]) -> Runtime:
+    """Transport, role and runtime for a node spec (see ``emulator.manifest.write_spec``)."""
+    name = spec["name"]
+    scale = float(spec.get("scale", 0.01))
+    config = spec.get("config") or {}
+    idle_ms = float(config.get("serverChannelMaxIdleTimeSeconds", NETTY_IDLE_S)) * 1000 * scale
+    transport = ZmqTransport(
+        name, int(spec.get("port") or 0), idle_ms=idle_ms, heartbeat_ms=NETTY_IDLE_S * 1000 * scale,
+        connect_timeout_ms=max(CONNECT_TIMEOUT_MS * scale, MIN_CONNECT_TIMEOUT_MS), seed=int(spec.get("seed", 0)),
+        control_endpoint=spec.get("control"), token=spec.get("token", ""),
+    )
+    clock = SkewableClock()
+    store = StoreDir(Path(spec["store_dir"]) if spec.get("store_dir") else None)
+    role = build_role(spec, transport.address, store.read)
+    events = EventLog(Path(spec["events"]) if spec.get("events") else None, name, clock.now_ms)
+    fields = {"pid": os.getpid(), "addr": transport.address}
+    for key in ("broker", "broker_id", "group"):
+        if spec.get(key) is not None:
+            fields[key] = spec[key]
+    return Runtime(role, transport, clock, events, store, start_fields=fields,
+                   stop_grace_ms=max(6000 * scale * 2, 500.0))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m emulator.node RUN_DIR NODE", file=sys.stderr)
+        return 2
+    run_dir, name = Path(argv[0]), argv[1]
+    try:
+        spec = json.loads((run_dir / "specs" / f"{name}.json").read_text())
+    except (OSError, ValueError) as exc:
+        print(f"{name}: cannot read its spec: {exc}", file=sys.stderr)
+        return 2
+    runtime = build(spec)
+    rfd, wfd = os.pipe()
+    os.set_blocking(rfd, False)
+    os.set_blocking(wfd, False)
+    signal.set_wakeup_fd(wfd)
+
+    def ask_stop(_sig: int, _frame: object) -> None:
+        runtime.stop_requested = True
+
+    signal.signal(signal.SIGTERM, ask_stop)
+    signal.signal(signal.SIGINT, ask_stop)
+    runtime.watch_wake_fd(rfd)
+    runtime.t.ready({"addr": runtime.t.address, "pid": os.getpid()})
+    try:
+        return runtime.run()
+    finally:
+        runtime.events.close()
+        runtime.t.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

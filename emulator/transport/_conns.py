@@ -1,0 +1,98 @@
+"""Inbound connection tracking for a ROUTER socket, from socket-monitor events and ``SRCFD``.
+
+The PyPI libzmq has no ``ROUTER_NOTIFY`` (draft API), so a ROUTER cannot tell us directly that a
+peer connected or went away. What it does give us: a socket monitor reports ``ACCEPTED`` and
+``DISCONNECTED`` with the connection's file descriptor, and every received message says which fd
+it came from (``zmq.SRCFD``). Joining the two gives "peer X's connection closed" within
+milliseconds of the peer's process dying. No zmq import here: this is plain bookkeeping.
+
+fds are reused by the kernel, so every accepted connection gets a generation number and the
+channel id ``"<identity>#<fd>#<gen>"``: a late close of an old connection can never be taken for
+the close of the connection that replaced it.
+
+The monitor is a separate socket, so its events and the data frames race. Two cases are handled:
+a frame read before its connection's ``ACCEPTED`` was drained (the connection is created from the
+frame and the late ``ACCEPTED`` is absorbed), and frames still queued from a connection whose
+``DISCONNECTED`` was already drained (they are attributed to the dead connection, whose channel
+is closed, rather than opening a phantom channel that would never see a close).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+
+@dataclass
+class Conn:
+    """One inbound connection whose peer identity is known (it has sent a frame)."""
+
+    channel: str
+    identity: bytes
+    peer: str
+    fd: int
+    gen: int
+    last_ms: float  # last application frame in or out (monotonic): Netty's all-idle clock
+    live: bool = True
+
+
+class ConnTracker:
+    """fd -> connection, fed by monitor events and by the SRCFD of received frames."""
+
+    def __init__(self) -> None:
+        self._gens = itertools.count(1)
+        self._gen: dict[int, int] = {}  # fd -> generation of its current connection
+        self._early: set[int] = set()  # fds whose connection was seen in a frame before ACCEPTED
+        self._by_fd: dict[int, Conn] = {}
+        self._dead: dict[int, Conn] = {}  # fd -> its last connection, until the fd is accepted again
+        self._by_channel: dict[str, Conn] = {}
+
+    def accepted(self, fd: int) -> None:
+        """EVENT_ACCEPTED: a new connection on ``fd``."""
+        if fd in self._early:  # its frames beat this event: the connection already exists
+            self._early.discard(fd)
+            return
+        self._dead.pop(fd, None)
+        self._gen[fd] = next(self._gens)
+
+    def disconnected(self, fd: int) -> Conn | None:
+        """EVENT_DISCONNECTED: the connection on ``fd`` closed; returns it if its peer was known."""
+        self._gen.pop(fd, None)
+        self._early.discard(fd)
+        conn = self._by_fd.pop(fd, None)
+        if conn is not None:
+            conn.live = False
+            self._by_channel.pop(conn.channel, None)
+            self._dead[fd] = conn
+        return conn
+
+    def on_frame(self, fd: int, identity: bytes, peer: str, now_ms: float, touch: bool = True) -> tuple[Conn, bool]:
+        """The connection a frame from ``fd`` arrived on and whether it is new to us. ``touch``
+        false: the frame was dropped by a link fault and does not count as activity."""
+        conn = self._by_fd.get(fd)
+        if conn is not None and conn.identity == identity:
+            if touch:
+                conn.last_ms = now_ms
+            return conn, False
+        dead = self._dead.get(fd)
+        if conn is None and fd not in self._gen and dead is not None and dead.identity == identity:
+            return dead, False  # trailing frames of a connection already reported closed
+        if conn is not None:  # same fd, other identity: the old connection must be over
+            self.disconnected(fd)
+        gen = self._gen.get(fd)
+        if gen is None:
+            gen = self._gen[fd] = next(self._gens)
+            self._early.add(fd)
+        conn = Conn(f"{peer}#{fd}#{gen}", identity, peer, fd, gen, now_ms)
+        self._by_fd[fd] = conn
+        self._by_channel[conn.channel] = conn
+        return conn, True
+
+    def live(self, channel: str) -> Conn | None:
+        return self._by_channel.get(channel)
+
+    def conns(self) -> list[Conn]:
+        return list(self._by_fd.values())
+
+    def channels(self) -> list[str]:
+        return sorted(self._by_channel)

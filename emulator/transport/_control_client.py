@@ -1,0 +1,99 @@
+"""A node's end of the control plane: say ready, receive commands, ack them, notice a lost launcher.
+
+"Lost" has two signs, either enough: the launcher process is gone (our parent pid changed: the
+kernel re-parents an orphan), or the control connection dropped and did not come back within
+:data:`RECONNECT_GRACE_MS` (a SIGSTOPped node's own heartbeat may time out when it resumes; the
+DEALER then reconnects at once, which is not a loss). ZMQ heartbeats on the connection catch a
+launcher that hangs without dying.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from emulator.transport.base import ControlCommand, ControlLost, ControlRefused, TransportEvent
+from emulator.transport.control import pack, unpack
+
+RECONNECT_GRACE_MS = 2000.0
+HEARTBEAT_IVL_MS = 1000
+HEARTBEAT_TIMEOUT_MS = 30000
+PPID_CHECK_MS = 200.0
+
+
+class ControlClient:
+    def __init__(self, ctx: zmq.Context, endpoint: str, token: str, name: str) -> None:
+        self.token = token
+        self.sock = ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.IDENTITY, name.encode())
+        self.sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
+        self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
+        self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        self.mon = self.sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+        self.sock.connect(endpoint)
+        self.ppid = os.getppid()
+        self.down_since: float | None = None
+        self.next_ppid_check = 0.0
+        self.lost = False
+
+    def send(self, msg: dict[str, Any]) -> None:
+        # Never blocks: before the handshake, zmq queues the message on the pipe (no IMMEDIATE).
+        self.sock.send(pack({**msg, "token": self.token}), zmq.NOBLOCK)
+
+    def ready(self, info: dict[str, Any]) -> None:
+        self.send({"t": "ready", "info": info})
+
+    def ack(self, cmd_id: str, ok: bool, result: dict[str, Any]) -> None:
+        try:
+            self.send({"t": "ack", "cmd_id": cmd_id, "ok": ok, "result": result})
+        except zmq.ZMQError:
+            pass  # the launcher is going away; its loss is noticed separately
+
+    def on_readable(self, out: list[TransportEvent]) -> None:
+        while True:
+            try:
+                data = self.sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            msg = unpack(data)
+            if msg is None or msg.get("token") != self.token:
+                out.append(ControlRefused("control message without the run's token"))
+            elif msg.get("t") == "cmd":
+                out.append(ControlCommand(str(msg.get("cmd_id")), str(msg.get("name")), dict(msg.get("args") or {})))
+
+    def on_monitor(self, now_ms: float) -> None:
+        while self.mon.poll(0):
+            ev = recv_monitor_message(self.mon, zmq.NOBLOCK)
+            if ev["event"] == zmq.EVENT_DISCONNECTED:
+                self.down_since = self.down_since if self.down_since is not None else now_ms
+            elif ev["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.down_since = None
+
+    def check(self, now_ms: float, out: list[TransportEvent]) -> None:
+        """Report the launcher's loss once."""
+        if self.lost:
+            return
+        reason = None
+        if now_ms >= self.next_ppid_check:
+            self.next_ppid_check = now_ms + PPID_CHECK_MS
+            if os.getppid() != self.ppid:
+                reason = "the launcher process exited"
+        if reason is None and self.down_since is not None and now_ms - self.down_since > RECONNECT_GRACE_MS:
+            reason = f"control connection down for more than {RECONNECT_GRACE_MS:.0f} ms"
+        if reason is not None:
+            self.lost = True
+            out.append(ControlLost(reason))
+
+    def next_due_ms(self, now_ms: float) -> float:
+        due = self.next_ppid_check
+        if self.down_since is not None:
+            due = min(due, self.down_since + RECONNECT_GRACE_MS + 1)
+        return max(due, now_ms)
+
+    def close(self) -> None:
+        self.mon.close()
+        self.sock.close()

@@ -1,0 +1,316 @@
+"""A node's data plane over ZeroMQ (DESIGN section 2): the only :class:`Transport` with sockets.
+
+- Inbound: one ROUTER bound on 127.0.0.1 (``ROUTER_HANDOVER`` so a restarted peer under the same
+  identity is accepted, ``ROUTER_MANDATORY`` so a reply to a vanished peer fails instead of
+  vanishing). Channels come from :mod:`._conns` (monitor + ``SRCFD``). Netty's
+  ``IdleStateHandler(0, 0, 120 s)`` is modelled at the application level: a channel with no frame
+  in or out for ``idle_ms`` is closed for real and reported ``idle`` (facts 1.5).
+- Outbound: one DEALER per peer address (:mod:`._outbound`), ZMQ heartbeats so a dead or frozen
+  peer's connection is noticed, ``disconnected`` reported to the role.
+- Closing a channel for real: libzmq cannot close one peer of a ROUTER, so we ``shutdown(2)``
+  the connection's socket through a duplicate of its fd; libzmq then sees EOF, the peer sees the
+  close, and our monitor reports ``DISCONNECTED`` like any other close.
+- Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)``, the receiver the
+  block of ``(src, self)`` (:mod:`emulator.links`). Delayed frames wait in a heap.
+- Control: :mod:`._control_client`, never faulted.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import os
+import random
+import socket
+from typing import Any
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from emulator.clock import mono_ms
+from emulator.links import LinkRule, LinkTable
+from emulator.protocol import BadFrame, Frame, decode, encode
+from emulator.roles.base import ChannelEvent
+from emulator.transport._conns import ConnTracker
+from emulator.transport._control_client import ControlClient
+from emulator.transport._outbound import Outbound
+from emulator.transport.base import (
+    OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
+)
+
+IDLE_CHECK_MS = 10.0
+
+
+class ZmqTransport:
+    """See the module docstring. ``idle_ms`` / ``heartbeat_ms`` are already scaled."""
+
+    def __init__(self, name: str, port: int = 0, *, idle_ms: float = 1200.0, heartbeat_ms: float = 1200.0,
+                 connect_timeout_ms: float = 3000.0, seed: int = 0,
+                 control_endpoint: str | None = None, token: str = "") -> None:
+        self.name = name
+        self.idle_ms = idle_ms
+        self.heartbeat_ms = max(int(heartbeat_ms), 20)
+        self.connect_timeout_ms = connect_timeout_ms
+        self.ctx = zmq.Context()
+        self.router = self.ctx.socket(zmq.ROUTER)
+        for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1)):
+            self.router.setsockopt(opt, val)
+        if port:
+            self.router.bind(f"tcp://127.0.0.1:{port}")
+        else:
+            self.router.bind("tcp://127.0.0.1:*")
+        self._address = endpoint_to_addr(self.router.getsockopt_string(zmq.LAST_ENDPOINT))
+        self.router_mon = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        self.conns = ConnTracker()
+        self.closing: dict[str, str] = {}  # channel -> event kind to report when its close shows up
+        self.outbound: dict[str, Outbound] = {}
+        self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
+        self.peers: dict[str, str] = {}  # node name -> addr
+        self.names: dict[str, str] = {}  # addr -> node name
+        self.delayed: list[tuple[float, int, str, Frame]] = []  # (due, seq, channel, frame)
+        self._seq = itertools.count()
+        self.poller = zmq.Poller()
+        for sock in (self.router, self.router_mon):
+            self.poller.register(sock, zmq.POLLIN)
+        self.control: ControlClient | None = None
+        if control_endpoint:
+            self.control = ControlClient(self.ctx, control_endpoint, token, name)
+            self.poller.register(self.control.sock, zmq.POLLIN)
+            self.poller.register(self.control.mon, zmq.POLLIN)
+        self.watched: set[int] = set()
+        self.next_idle_check = 0.0
+        self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
+                             send_failed=0, bad_frames=0, idle_closed=0)
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    # ------------------------------------------------------------------ sending
+
+    def send_to_addr(self, addr: str, frame: Frame) -> bool:
+        return self._send(out_channel(addr), frame)
+
+    def send_to_channel(self, channel: str, frame: Frame) -> bool:
+        return self._send(channel, frame)
+
+    def _send(self, channel: str, frame: Frame) -> bool:
+        """Apply the link rule of (self, destination), then deliver now, later, or twice."""
+        dst = self._peer_of(channel)
+        if dst is None:
+            return False
+        decision = self.links.on_send(self.name, dst)
+        if decision.dropped:
+            self.counters["dropped_out"] += 1
+            return self._reachable(channel)
+        if decision.copies > 1:
+            self.counters["duplicated"] += 1
+        if decision.delay_ms > 0:
+            self.counters["delayed"] += 1
+            for _ in range(decision.copies):
+                heapq.heappush(self.delayed, (mono_ms() + decision.delay_ms, next(self._seq), channel, frame))
+            return self._reachable(channel)
+        ok = True
+        for _ in range(decision.copies):
+            ok = self._deliver(channel, frame) and ok
+        return ok
+
+    def _peer_of(self, channel: str) -> str | None:
+        if channel.startswith(OUT_PREFIX):
+            addr = channel[len(OUT_PREFIX):]
+            return self.names.get(addr, addr)
+        conn = self.conns.live(channel)
+        return conn.peer if conn is not None else None
+
+    def _reachable(self, channel: str) -> bool:
+        if channel.startswith(OUT_PREFIX):
+            out = self.outbound.get(channel[len(OUT_PREFIX):])
+            return out is None or not out.refused
+        return self.conns.live(channel) is not None
+
+    def _deliver(self, channel: str, frame: Frame) -> bool:
+        now = mono_ms()
+        if channel.startswith(OUT_PREFIX):
+            addr = channel[len(OUT_PREFIX):]
+            out = self.outbound.get(addr)
+            if out is None:
+                out = self.outbound[addr] = Outbound(self.ctx, addr, self.name.encode(), self.heartbeat_ms // 4,
+                                                     self.heartbeat_ms)
+                self.poller.register(out.sock, zmq.POLLIN)
+                self.poller.register(out.mon, zmq.POLLIN)
+            ok = out.send(frame, now, self.connect_timeout_ms)
+        else:
+            conn = self.conns.live(channel)
+            if conn is None:
+                return False
+            try:
+                self.router.send_multipart([conn.identity, *encode(frame)], zmq.NOBLOCK)
+                conn.last_ms = now
+                ok = True
+            except zmq.ZMQError:  # EHOSTUNREACH (peer gone) or EAGAIN (its buffer is full)
+                ok = False
+        self.counters["sent" if ok else "send_failed"] += 1
+        return ok
+
+    def close_channel(self, channel: str, kind: str = "closed") -> None:
+        conn = self.conns.live(channel)
+        if conn is None or channel in self.closing:
+            return
+        self.closing[channel] = kind
+        _shutdown_fd(conn.fd)
+
+    # ------------------------------------------------------------------ receiving
+
+    def poll(self, timeout_ms: float) -> list[TransportEvent]:
+        now = mono_ms()
+        due = self._next_due(now)
+        wait = max(0.0, min(timeout_ms, due - now)) if due is not None else max(0.0, timeout_ms)
+        ready = dict(self.poller.poll(math.ceil(wait)))
+        out: list[TransportEvent] = []
+        now = mono_ms()
+        # Frames first, then connection events: frames sent before a close are handled before
+        # it (the tracker also copes with the other interleavings, see _conns).
+        if self.router in ready:
+            self._recv_router(now, out)
+        self._drain_router_monitor(out)
+        for addr, ob in list(self.outbound.items()):
+            ob.on_monitor(out)
+            if ob.sock in ready:
+                self._recv_outbound(ob, now, out)
+            ob.flush(now, out)
+        self._flush_delayed(now)
+        self._check_idle(now)
+        if self.control is not None:
+            if self.control.sock in ready:
+                self.control.on_readable(out)
+            self.control.on_monitor(now)
+            self.control.check(now, out)
+        for fd in self.watched:
+            if fd in ready:
+                out.append(Woken(fd))
+        self.counters["send_failed"] += sum(1 for e in out if isinstance(e, SendFailed))
+        return out
+
+    def _next_due(self, now: float) -> float | None:
+        dues = [self.delayed[0][0]] if self.delayed else []
+        dues += [d for ob in self.outbound.values() if (d := ob.next_due_ms(now)) is not None]
+        if self.conns.conns():
+            dues.append(self.next_idle_check)
+        if self.control is not None:
+            dues.append(self.control.next_due_ms(now))
+        return min(dues) if dues else None
+
+    def _drain_router_monitor(self, out: list[TransportEvent]) -> None:
+        while self.router_mon.poll(0):
+            ev = recv_monitor_message(self.router_mon, zmq.NOBLOCK)
+            fd = int(ev["value"])
+            if ev["event"] == zmq.EVENT_ACCEPTED:
+                self.conns.accepted(fd)
+            elif ev["event"] == zmq.EVENT_DISCONNECTED:
+                conn = self.conns.disconnected(fd)
+                if conn is not None:
+                    kind = self.closing.pop(conn.channel, "closed")
+                    out.append(ChannelEvent(kind=kind, channel=conn.channel, peer=conn.peer))  # type: ignore[arg-type]
+
+    def _recv_router(self, now: float, out: list[TransportEvent]) -> None:
+        while True:
+            try:
+                parts = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            identity = parts[0].bytes
+            peer = peer_label(identity)
+            blocked = self.links.on_receive(peer, self.name).dropped
+            conn, _new = self.conns.on_frame(parts[-1].get(zmq.SRCFD), identity, peer, now, touch=not blocked)
+            if blocked:
+                self.counters["dropped_in"] += 1
+                continue
+            self._decode(conn.channel, peer, [p.bytes for p in parts[1:]], out, outbound=False)
+
+    def _recv_outbound(self, ob: Outbound, now: float, out: list[TransportEvent]) -> None:
+        peer = self.names.get(ob.addr, ob.addr)
+        while True:
+            try:
+                parts = ob.sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if self.links.on_receive(peer, self.name).dropped:
+                self.counters["dropped_in"] += 1
+                continue
+            self._decode(out_channel(ob.addr), peer, parts, out, outbound=True, addr=ob.addr)
+
+    def _decode(self, channel: str, peer: str, parts: list[bytes], out: list[TransportEvent],
+                outbound: bool, addr: str | None = None) -> None:
+        try:
+            frame = decode(parts)
+        except BadFrame as exc:
+            self.counters["bad_frames"] += 1
+            out.append(BadInput(peer, str(exc), channel))
+            return
+        self.counters["received"] += 1
+        out.append(Received(channel, peer, frame, outbound, addr))
+
+    def _flush_delayed(self, now: float) -> None:
+        while self.delayed and self.delayed[0][0] <= now:
+            _due, _seq, channel, frame = heapq.heappop(self.delayed)
+            self._deliver(channel, frame)
+
+    def _check_idle(self, now: float) -> None:
+        """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel."""
+        if now < self.next_idle_check:
+            return
+        self.next_idle_check = now + IDLE_CHECK_MS
+        for conn in self.conns.conns():
+            if now - conn.last_ms > self.idle_ms and conn.channel not in self.closing:
+                self.counters["idle_closed"] += 1
+                self.close_channel(conn.channel, "idle")
+
+    # ------------------------------------------------------------------ configuration
+
+    def set_links(self, rules: dict[tuple[str, str], LinkRule], peers: dict[str, str]) -> None:
+        self.links.replace(rules)
+        self.peers = dict(peers)
+        self.names = {addr: name for name, addr in peers.items()}
+
+    def link_rules(self) -> dict[tuple[str, str], LinkRule]:
+        return dict(self.links.rules)
+
+    def watch_fd(self, fd: int) -> None:
+        self.watched.add(fd)
+        self.poller.register(fd, zmq.POLLIN)
+
+    def ready(self, info: dict[str, Any]) -> None:
+        if self.control is not None:
+            self.control.ready(info)
+
+    def ack(self, cmd_id: str, ok: bool, result: dict[str, Any]) -> None:
+        if self.control is not None:
+            self.control.ack(cmd_id, ok, result)
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counters, "channels": self.conns.channels(), "outbound": sorted(self.outbound),
+                "delayed_now": len(self.delayed), "blocked_links": self.links.blocked_links()}
+
+    def close(self) -> None:
+        for ob in self.outbound.values():
+            ob.close()
+        if self.control is not None:
+            self.control.close()
+        self.router_mon.close()
+        self.router.close()
+        self.ctx.term()
+
+
+def _shutdown_fd(fd: int) -> None:
+    """Shut a TCP connection down through a duplicate of libzmq's fd (the fd stays libzmq's)."""
+    try:
+        dup = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        dup.close()

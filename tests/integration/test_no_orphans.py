@@ -1,0 +1,122 @@
+"""No process outlives its run: after `down`, after Ctrl-C of `launch`, after SIGKILL of the launcher.
+
+Each test finds the run's node pids in its own manifest and checks them with psutil (pid plus
+create_time, so a reused pid is not mistaken for a survivor); whatever a failing test left alive
+is killed by pid in a finally block — never by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+TOPO = """
+name: orphans
+timing: {scale: 0.01}
+namesrvs: 1
+brokers:
+  - {name: broker-a, slaves: 1}
+duration: 100000s
+"""
+
+
+def node_procs(run_dir: Path) -> list[tuple[int, float]]:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return [(n["pid"], n["create_time"]) for n in manifest["nodes"].values() if n.get("pid")]
+
+
+def alive(pid: int, create_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - create_time) < 1e-3 and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until(cond, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def kill_survivors(procs: list[tuple[int, float]]) -> None:
+    for pid, ct in procs:
+        if alive(pid, ct):
+            os.kill(pid, signal.SIGKILL)
+
+
+def rmqemu(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from emulator.cli import main; main()", *args]
+
+
+def start_launch(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    topo = tmp_path / "t.yaml"
+    topo.write_text(TOPO)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(rmqemu("launch", str(topo), "--run-dir", str(run_dir), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    wait_until(lambda: (run_dir / "manifest.json").exists() and len(node_procs(run_dir)) == 3
+               and all("addr" in n for n in json.loads((run_dir / "manifest.json").read_text())["nodes"].values()),
+               60, "the cluster to start")
+    return proc, run_dir
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+def test_launcher_interrupted_or_killed_leaves_no_node(tmp_path: Path, how: str) -> None:
+    proc, run_dir = start_launch(tmp_path)
+    procs = node_procs(run_dir)
+    try:
+        assert all(alive(*p) for p in procs)
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        proc.wait(timeout=60)
+        wait_until(lambda: not any(alive(*p) for p in procs), 60, "every node to exit")
+        if how == "sigint":  # a graceful stop records every node's exit
+            exits = [json.loads(line) for f in (run_dir / "events").glob("*.jsonl")
+                     for line in f.read_text().splitlines() if '"node.exit"' in line]
+            assert len(exits) == 3
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_survivors(procs)
+
+
+def test_up_status_down_leaves_no_process(tmp_path: Path) -> None:
+    topo = tmp_path / "t.yaml"
+    topo.write_text(TOPO)
+    root = tmp_path / "runs"
+    procs: list[tuple[int, float]] = []
+    sup = None
+    try:
+        out = subprocess.run(rmqemu("up", str(topo), "--root", str(root)), capture_output=True, text=True,
+                             timeout=120, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        run_dir = root / "latest"
+        procs = node_procs(run_dir)
+        sup = json.loads((run_dir / "supervisor.json").read_text())["pid"]
+        status = subprocess.run(rmqemu("status", "--run", str(run_dir)), capture_output=True, text=True,
+                                timeout=60, cwd=tmp_path)
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.count(" up ") == 3
+        down = subprocess.run(rmqemu("down", "--run", str(run_dir)), capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+        assert down.returncode == 0, down.stderr
+        wait_until(lambda: not any(alive(*p) for p in procs) and not psutil.pid_exists(sup)
+                   or psutil.Process(sup).status() == psutil.STATUS_ZOMBIE, 60, "every process to exit")
+    finally:
+        kill_survivors(procs)
+        if sup and psutil.pid_exists(sup):
+            try:
+                os.kill(sup, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
