@@ -1,0 +1,122 @@
+"""An in-memory :class:`~emulator.transport.base.Transport` for testing the runtime without sockets.
+
+A test pushes events (:meth:`FakeTransport.push`, or the helpers :meth:`deliver`,
+:meth:`respond`, :meth:`command`) and reads what the runtime sent from :attr:`sent`. ``poll``
+hands back what was pushed; with nothing pushed it advances the test's clock by the timeout it was
+given (so timers and request deadlines come due without real waiting) and returns nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from emulator.clock import FakeClock
+from emulator.links import LinkRule
+from emulator.protocol import Flag, Frame
+from emulator.transport.base import ControlCommand, Received, TransportEvent, out_channel
+
+
+@dataclass
+class Sent:
+    """One frame the runtime sent: to an address (``addr``) or on a channel (``channel``)."""
+
+    frame: Frame
+    addr: str | None = None
+    channel: str | None = None
+
+
+@dataclass
+class FakeTransport:
+    name: str = "node"
+    addr: str = "127.0.0.1:10000"
+    clock: FakeClock | None = None
+    refuse: set[str] = field(default_factory=set)  # addresses whose connect "fails at once"
+    sent: list[Sent] = field(default_factory=list)
+    acks: list[tuple[str, bool, dict[str, Any]]] = field(default_factory=list)
+    closed: list[str] = field(default_factory=list)
+    ready_info: dict[str, Any] | None = None
+    rules: dict[tuple[str, str], LinkRule] = field(default_factory=dict)
+    peers: dict[str, str] = field(default_factory=dict)
+    watched: list[int] = field(default_factory=list)
+    inbox: deque = field(default_factory=deque)
+    on_send: Callable[[Sent], None] | None = None  # lets a test answer requests as they go out
+
+    @property
+    def address(self) -> str:
+        return self.addr
+
+    # ------------------------------------------------------------------ what a test pushes
+
+    def push(self, *events: TransportEvent) -> None:
+        self.inbox.extend(events)
+
+    def deliver(self, frame: Frame, channel: str = "ch-1", peer: str = "peer") -> None:
+        """An inbound request or oneway from ``peer``."""
+        self.push(Received(channel, peer, frame))
+
+    def respond(self, request: Sent, code: int = 0, **fields: Any) -> None:
+        """Answer a request the runtime sent, with its opaque id."""
+        assert request.addr is not None
+        frame = Frame(code=code, opaque=request.frame.opaque, flag=Flag.RESPONSE, fields=fields)
+        self.push(Received(out_channel(request.addr), request.addr, frame, outbound=True, addr=request.addr))
+
+    def command(self, name: str, cmd_id: str = "c1", **args: Any) -> None:
+        self.push(ControlCommand(cmd_id, name, args))
+
+    def requests(self, code: int | None = None) -> list[Sent]:
+        return [s for s in self.sent if s.addr is not None and s.frame.flag == Flag.REQUEST
+                and (code is None or s.frame.code == code)]
+
+    # ------------------------------------------------------------------ the Transport interface
+
+    def send_to_addr(self, addr: str, frame: Frame) -> bool:
+        if addr in self.refuse:
+            return False
+        self._record(Sent(frame, addr=addr))
+        return True
+
+    def send_to_channel(self, channel: str, frame: Frame) -> bool:
+        if channel in self.closed:
+            return False
+        self._record(Sent(frame, channel=channel))
+        return True
+
+    def _record(self, sent: Sent) -> None:
+        self.sent.append(sent)
+        if self.on_send is not None:
+            self.on_send(sent)
+
+    def close_channel(self, channel: str) -> None:
+        self.closed.append(channel)
+
+    def poll(self, timeout_ms: float) -> list[TransportEvent]:
+        if self.inbox:
+            out = list(self.inbox)
+            self.inbox.clear()
+            return out
+        if self.clock is not None:
+            self.clock.advance(timeout_ms)
+        return []
+
+    def set_links(self, rules: dict[tuple[str, str], LinkRule], peers: dict[str, str]) -> None:
+        self.rules, self.peers = dict(rules), dict(peers)
+
+    def link_rules(self) -> dict[tuple[str, str], LinkRule]:
+        return dict(self.rules)
+
+    def watch_fd(self, fd: int) -> None:
+        self.watched.append(fd)
+
+    def ready(self, info: dict[str, Any]) -> None:
+        self.ready_info = dict(info)
+
+    def ack(self, cmd_id: str, ok: bool, result: dict[str, Any]) -> None:
+        self.acks.append((cmd_id, ok, result))
+
+    def stats(self) -> dict[str, Any]:
+        return {"sent": len(self.sent)}
+
+    def close(self) -> None:
+        pass
