@@ -70,6 +70,7 @@ class Consumer(Role):
             self.offset_store.restore_local(read_store)
         self.rebalancer = Rebalancer(self)
         self.puller = Puller(self)
+        self.stopping = False  # shutdown began: late pull answers are not processed
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> "Consumer":
@@ -102,7 +103,15 @@ class Consumer(Role):
         return actions + self.instance.poll_all(now, lambda n: self.send_heartbeat() + self.rebalancer.do_rebalance(n))
 
     def stop(self, now: Now) -> list[Action]:
-        return self.puller.persist_all() + self.instance.unregister(None, self.group)
+        """``DefaultMQPushConsumerImpl.shutdown``: persist offsets, UNREGISTER_CLIENT, then
+        ``rebalanceImpl.destroy()`` drops every process queue. A long-polled pull still held by a
+        broker is answered after the unregister (the group is gone: SUBSCRIPTION_NOT_EXIST); in
+        RocketMQ the closed remoting client never sees that answer, so nothing is logged here."""
+        actions = self.puller.persist_all() + self.instance.unregister(None, self.group)
+        self.stopping = True
+        for pq in self.process_table.values():
+            pq.dropped = True
+        return actions
 
     def on_timer(self, name: str, now: Now) -> list[Action]:
         if name == "pollNameServer":

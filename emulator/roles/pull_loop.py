@@ -87,6 +87,8 @@ class Puller:
 
     def _on_pull(self, pq: ProcessQueue, addr: str, slave: bool, resp, now: Now) -> list[Action]:
         c, mq = self.c, pq.mq
+        if c.stopping:  # the client's channels are closed in RocketMQ: the answer is never seen
+            return []
         code = None if resp is None else resp.code
         msgs: list[dict[str, Any]] = []
         if code == ResponseCode.SUCCESS:

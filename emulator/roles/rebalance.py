@@ -78,6 +78,8 @@ class Rebalancer:
         frame = request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": c.group})
 
         def on_reply(resp, rnow: Now) -> list[Action]:
+            if c.stopping:
+                return []  # shut down meanwhile: rebalanceImpl.destroy() ran
             if resp is None or resp.code != ResponseCode.SUCCESS:
                 return []  # "no consumer for this group" or timeout: cidAll null, nothing done
             cids = list((resp.json_body() or {}).get("consumerIdList") or [])

@@ -201,3 +201,16 @@ def test_subscription_data_tags():
     assert s["tagsSet"] == ["TagA", "TagB"] and s["subVersion"] == 5
     assert s["codeSet"] == [java_string_hash("TagA"), java_string_hash("TagB")]
     assert java_string_hash("hello") == 99162322 and java_string_hash("polygenelubricants") == -2147483648
+
+
+def test_stop_persists_unregisters_and_ignores_late_pull_answers():
+    """shutdown: offsets persisted, UNREGISTER_CLIENT sent, queues dropped; a held pull answered
+    after the unregister (SUBSCRIPTION_NOT_EXIST, the group is gone) is not processed."""
+    d = started()
+    req = d.pending_to(code=RequestCode.PULL_MESSAGE)[0]
+    mark = d.mark()
+    d.stop()
+    assert d.pending_to(code=RequestCode.UNREGISTER_CLIENT)
+    assert all(pq.dropped for pq in d.role.process_table.values())
+    d.answer(req, response(ResponseCode.SUBSCRIPTION_NOT_EXIST, remark="the consumer's group info not exist"))
+    assert d.events("pull", since=mark) == [] and not d.timers.get(f"pull|T|b1|{req.frame.fields['queueId']}")
