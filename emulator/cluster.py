@@ -242,6 +242,7 @@ class Cluster:
             self._note_exit(old)
             old.close()
         self.spawn([name])
+        _manifest.write(self)  # the new pid/create_time: `rmqemu` verbs and orphan checks read it
 
     def set_links(self, rules: dict[tuple[str, str], LinkRule]) -> None:
         self.links = dict(rules)

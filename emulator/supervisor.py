@@ -50,20 +50,28 @@ class Supervisor:
             "down": self._down,
             "state": lambda a: cluster.state(a["node"]),
         }
+        self.hooks: Any = None  # the fault verbs' tick/close, when present
         try:
             from faults.supervisor_verbs import register_verbs  # the fault verbs, when present
         except ImportError:
             pass
         else:
-            register_verbs(self.commands, cluster)
+            self.hooks = register_verbs(self.commands, cluster)
 
     def _down(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.running = False
         return {"stopping": str(self.cluster.run_dir)}
 
+    def close(self) -> None:
+        """Heal every fault before the cluster stops (no node left paused or cut off)."""
+        if self.hooks is not None:
+            self.hooks.close()
+
     def serve(self, server: SupervisorServer) -> None:
         while self.running:
             self.cluster.pump(20)
+            if self.hooks is not None:
+                self.hooks.tick()  # timed fault ends (pause --duration, kill --restart-after)
             for reply_id, name, args in server.poll(20):
                 handler = self.commands.get(name)
                 try:
@@ -90,6 +98,8 @@ def main(argv: list[str]) -> int:
                 sup.serve(server)
             except KeyboardInterrupt:
                 pass
+            finally:
+                sup.close()
         server.close()
         write_json(state_path, {"state": "down", "pid": os.getpid()}, private=True)
         return 0

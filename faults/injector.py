@@ -101,12 +101,22 @@ class Injector:
             self._check_overlap(fault)
             if isinstance(fault, ClockFault) and fault.mode == "reset":
                 return self._reset_clocks(fault)
-            fault.start(self.ops, self.ops.host_ms())
+            # Active *before* its effect: a Ctrl-C while a SIGSTOP is being confirmed must still
+            # find the fault to heal; a refusal (FaultError) means nothing took effect.
             self._used_ids.add(fault.fault_id)
             self._active[fault.fault_id] = fault
             try:
+                fault.start(self.ops, self.ops.host_ms())
+            except FaultError:
+                del self._active[fault.fault_id]
+                self._used_ids.discard(fault.fault_id)
+                raise
+            except BaseException as err:  # interrupted mid-effect: heal_all must end it
+                self._record("fault.start", fault, error=f"{type(err).__name__}: {err}")
+                raise
+            try:
                 self._sync(touched=set(fault.targets))
-            except Exception as err:  # still active, so heal_all cleans it up; record it anyway
+            except BaseException as err:  # still active, so heal_all cleans it up; record it anyway
                 self._record("fault.start", fault, error=str(err))
                 raise
             self._record("fault.start", fault)

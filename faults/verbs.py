@@ -124,3 +124,37 @@ def one_fault_plan(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo]
     plan = Plan(seed, scale, steps, None, {"source": "interactive"})
     check_plan(plan, nodes)
     return plan
+
+
+VERB_KINDS = ("kill", "stop", "pause", "partition", "link", "skew")
+
+
+def _strs(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def spec_from_args(verb: str, args: Mapping[str, Any]) -> FaultSpec:
+    """The :class:`FaultSpec` of one fault-starting verb from its JSON-able arguments, as the CLI
+    sends them to the supervisor: the CLI calls it first (a bad duration is a usage error, exit
+    2, before any cluster is asked) and the supervisor again (the RPC trusts no caller)."""
+    targets = _strs(args.get("targets"))
+    if verb in ("kill", "stop", "pause"):
+        if not targets:
+            raise SpecError(f"{verb}: name the node(s), e.g. rmqemu {verb} broker-a-0")
+        return process_spec(verb, targets, restart_after=args.get("restart_after"), duration=args.get("duration"))
+    if verb == "partition":
+        return partition_spec(targets, from_=_strs(args.get("from")) or None, mode=args.get("mode"),
+                              oneway=bool(args.get("oneway")), duration=args.get("duration"))
+    if verb == "link":
+        if not targets:
+            raise SpecError("link: name the source node(s), e.g. rmqemu link pg-1-0 --to broker-a-0 --delay 2s")
+        return link_spec(targets, to=_strs(args.get("to")) or None, delay=args.get("delay"),
+                         jitter=args.get("jitter"), loss=args.get("loss"), duplicate=args.get("duplicate"),
+                         oneway=bool(args.get("oneway")), duration=args.get("duration"))
+    if verb == "skew":
+        if not targets or args.get("value") in (None, ""):
+            raise SpecError("skew: name the node(s) and the offset, e.g. rmqemu skew namesrv-1 +130s")
+        return skew_spec(targets, str(args["value"]), period=args.get("period"), duration=args.get("duration"))
+    raise SpecError(f"unknown fault verb {verb!r}; expected one of {', '.join(VERB_KINDS)}")

@@ -298,3 +298,15 @@ def test_a_failing_push_still_records_the_end(ops, inj):
     ops.set_links = real
     assert ops.events[-1]["kind"] == "fault.end" and ops.events[-1]["error"] == "node namesrv-0 did not ack"
     assert inj.active() == []
+
+
+def test_an_interrupt_while_a_pause_takes_effect_is_still_healed(ops, inj):
+    ops.fail[("signal", "namesrv-1")] = KeyboardInterrupt()  # Ctrl-C while the 2nd SIGSTOP is confirmed
+    with pytest.raises(KeyboardInterrupt):
+        inj.start(PauseFault("f1", ("namesrv-0", "namesrv-1")))
+    assert ops.state["namesrv-0"] == "paused"
+    assert [f.fault_id for f in inj.active()] == ["f1"]
+    assert "KeyboardInterrupt" in ops.events[-1]["error"]
+    assert inj.heal_all() == ["f1"]
+    assert ops.state["namesrv-0"] == ops.state["namesrv-1"] == "running"
+    assert [e["kind"] for e in ops.events] == ["fault.start", "fault.end"]
