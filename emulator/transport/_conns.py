@@ -10,11 +10,12 @@ fds are reused by the kernel, so every accepted connection gets a generation num
 channel id ``"<identity>#<fd>#<gen>"``: a late close of an old connection can never be taken for
 the close of the connection that replaced it.
 
-The monitor is a separate socket, so its events and the data frames race. Two cases are handled:
-a frame read before its connection's ``ACCEPTED`` was drained (the connection is created from the
-frame and the late ``ACCEPTED`` is absorbed), and frames still queued from a connection whose
-``DISCONNECTED`` was already drained (they are attributed to the dead connection, whose channel
-is closed, rather than opening a phantom channel that would never see a close).
+The monitor is a separate socket, so its events and the data frames race. The transport reads
+in this order: monitor events first (so a connection's ``ACCEPTED`` is known before its frames),
+and before applying a ``DISCONNECTED`` it reads every frame already queued (libzmq queues all of
+a connection's frames before it reports the close, and they stay readable after it). What is left
+is a frame read before its ``ACCEPTED`` was drained: the connection is created from the frame and
+the late ``ACCEPTED`` is absorbed.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ class ConnTracker:
         self._gen: dict[int, int] = {}  # fd -> generation of its current connection
         self._early: set[int] = set()  # fds whose connection was seen in a frame before ACCEPTED
         self._by_fd: dict[int, Conn] = {}
-        self._dead: dict[int, Conn] = {}  # fd -> its last connection, until the fd is accepted again
         self._by_channel: dict[str, Conn] = {}
 
     def accepted(self, fd: int) -> None:
@@ -52,7 +52,6 @@ class ConnTracker:
         if fd in self._early:  # its frames beat this event: the connection already exists
             self._early.discard(fd)
             return
-        self._dead.pop(fd, None)
         self._gen[fd] = next(self._gens)
 
     def disconnected(self, fd: int) -> Conn | None:
@@ -63,7 +62,6 @@ class ConnTracker:
         if conn is not None:
             conn.live = False
             self._by_channel.pop(conn.channel, None)
-            self._dead[fd] = conn
         return conn
 
     def on_frame(self, fd: int, identity: bytes, peer: str, now_ms: float, touch: bool = True) -> tuple[Conn, bool]:
@@ -74,9 +72,6 @@ class ConnTracker:
             if touch:
                 conn.last_ms = now_ms
             return conn, False
-        dead = self._dead.get(fd)
-        if conn is None and fd not in self._gen and dead is not None and dead.identity == identity:
-            return dead, False  # trailing frames of a connection already reported closed
         if conn is not None:  # same fd, other identity: the old connection must be over
             self.disconnected(fd)
         gen = self._gen.get(fd)

@@ -169,11 +169,8 @@ class ZmqTransport:
         ready = dict(self.poller.poll(math.ceil(wait)))
         out: list[TransportEvent] = []
         now = mono_ms()
-        # Frames first, then connection events: frames sent before a close are handled before
-        # it (the tracker also copes with the other interleavings, see _conns).
-        if self.router in ready:
-            self._recv_router(now, out)
-        self._drain_router_monitor(out)
+        self._drain_router_monitor(now, out)  # reads the frames queued before each close first
+        self._recv_router(now, out)
         for addr, ob in list(self.outbound.items()):
             ob.on_monitor(out)
             if ob.sock in ready:
@@ -201,13 +198,16 @@ class ZmqTransport:
             dues.append(self.control.next_due_ms(now))
         return min(dues) if dues else None
 
-    def _drain_router_monitor(self, out: list[TransportEvent]) -> None:
+    def _drain_router_monitor(self, now: float, out: list[TransportEvent]) -> None:
+        """Connection events in order; a close is applied only after the frames the peer sent
+        before it have been read (see ``_conns``)."""
         while self.router_mon.poll(0):
             ev = recv_monitor_message(self.router_mon, zmq.NOBLOCK)
             fd = int(ev["value"])
             if ev["event"] == zmq.EVENT_ACCEPTED:
                 self.conns.accepted(fd)
             elif ev["event"] == zmq.EVENT_DISCONNECTED:
+                self._recv_router(now, out)
                 conn = self.conns.disconnected(fd)
                 if conn is not None:
                     kind = self.closing.pop(conn.channel, "closed")

@@ -1,0 +1,39 @@
+"""Channel bookkeeping of the ROUTER side (monitor events + SRCFD), without sockets."""
+
+from __future__ import annotations
+
+from emulator.transport._conns import ConnTracker
+
+
+def test_a_connection_gets_a_channel_and_its_close_names_it() -> None:
+    t = ConnTracker()
+    t.accepted(7)
+    conn, new = t.on_frame(7, b"broker-a-0", "broker-a-0", 1.0)
+    assert new and conn.channel == "broker-a-0#7#1" and t.live(conn.channel) is conn
+    assert t.on_frame(7, b"broker-a-0", "broker-a-0", 2.0) == (conn, False) and conn.last_ms == 2.0
+    assert t.disconnected(7) is conn and not conn.live and t.live(conn.channel) is None
+
+
+def test_a_reused_fd_is_a_new_channel() -> None:
+    t = ConnTracker()
+    t.accepted(7)
+    old, _ = t.on_frame(7, b"broker-a-0", "broker-a-0", 1.0)
+    t.disconnected(7)
+    t.accepted(7)
+    new, is_new = t.on_frame(7, b"broker-a-0", "broker-a-0", 2.0)
+    assert is_new and new.channel != old.channel and t.channels() == [new.channel]
+
+
+def test_a_frame_before_its_accepted_event_and_dropped_frames() -> None:
+    t = ConnTracker()
+    conn, _ = t.on_frame(9, b"pg-1-0", "pg-1-0", 1.0)  # the monitor lagged
+    t.accepted(9)  # absorbed: the same connection
+    assert t.on_frame(9, b"pg-1-0", "pg-1-0", 5.0, touch=False) == (conn, False)
+    assert conn.last_ms == 1.0  # a frame dropped by a link fault is not activity
+    assert t.disconnected(9) is conn and t.disconnected(9) is None
+
+
+def test_a_close_of_an_unknown_connection_is_nothing() -> None:
+    t = ConnTracker()
+    t.accepted(3)
+    assert t.disconnected(3) is None  # it never sent a frame: no role knew it
