@@ -39,7 +39,7 @@ from emulator.transport.base import (
     OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
 )
 
-IDLE_CHECK_MS = 10.0
+IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
 
 
 class ZmqTransport:
@@ -260,7 +260,7 @@ class ZmqTransport:
         """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel."""
         if now < self.next_idle_check:
             return
-        self.next_idle_check = now + IDLE_CHECK_MS
+        self.next_idle_check = now + min(max(self.idle_ms / IDLE_CHECK_FRACTION, 10.0), 1000.0)
         for conn in self.conns.conns():
             if now - conn.last_ms > self.idle_ms and conn.channel not in self.closing:
                 self.counters["idle_closed"] += 1

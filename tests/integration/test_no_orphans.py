@@ -120,3 +120,28 @@ def test_up_status_down_leaves_no_process(tmp_path: Path) -> None:
                 os.kill(sup, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_launch_exits_non_zero_when_a_node_dies_without_a_fault(tmp_path: Path) -> None:
+    topo = tmp_path / "t.yaml"
+    topo.write_text(TOPO.replace("duration: 100000s", "duration: 600s"))
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(rmqemu("launch", str(topo), "--run-dir", str(run_dir), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    procs: list[tuple[int, float]] = []
+    try:
+        wait_until(lambda: (run_dir / "manifest.json").exists() and len(node_procs(run_dir)) == 3, 60, "start")
+        procs = node_procs(run_dir)
+        slave = json.loads((run_dir / "manifest.json").read_text())["nodes"]["broker-a-1"]
+        os.kill(slave["pid"], signal.SIGKILL)  # not through the injector: an unexplained death
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1
+        assert "died without a fault: broker-a-1" in err and "seed" in err
+        exit_ev = [json.loads(x) for x in (run_dir / "events" / "broker-a-1.jsonl").read_text().splitlines()
+                   if '"node.exit"' in x]
+        assert exit_ev and exit_ev[0]["signal"] == signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_survivors(procs)
