@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
+from emulator.transport._monitor import recv_monitor_message
 
 from emulator.transport.base import ControlCommand, ControlLost, ControlRefused, TransportEvent
 from emulator.transport.control import pack, unpack

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
+from emulator.transport._monitor import recv_monitor_message
 
 from emulator.protocol import Frame, encode
 from emulator.roles.base import ChannelEvent

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
+from emulator.transport._monitor import recv_monitor_message
 
 from emulator.errors import ControlError
 from emulator.transport._conns import ConnTracker

@@ -12,7 +12,7 @@ import os
 import time
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
+from emulator.transport._monitor import recv_monitor_message
 
 from emulator.protocol import BadFrame, Frame, decode, encode
 from emulator.transport.base import addr_to_endpoint

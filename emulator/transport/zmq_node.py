@@ -26,7 +26,7 @@ import socket
 from typing import Any
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
+from emulator.transport._monitor import recv_monitor_message
 
 from emulator.clock import mono_ms
 from emulator.links import LinkRule, LinkTable
