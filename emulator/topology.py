@@ -35,11 +35,23 @@ class Timing(Strict):
     scale: float = Field(0.01, gt=0, le=10, description="every RocketMQ interval is multiplied by this")
 
 
+def extra_key_problems(extra: dict[str, Any], check: Callable[[dict[str, Any]], object]) -> list[str]:
+    """``"key: message"`` for every RocketMQ key the role's own config parser rejects (one key at
+    a time, so a file with three bad keys gets three messages)."""
+    problems = []
+    for key, value in extra.items():
+        try:
+            check({key: value})
+        except ValueError as exc:
+            problems.append(str(exc) if str(exc).startswith(f"{key}: ") else f"{key}: {exc}")
+    return problems
+
+
 def _check_extra_keys(model: BaseModel, check: Callable[[dict[str, Any]], object]) -> None:
-    """Check a model's extra (RocketMQ) keys with the role's own config parser (raises ValueError)."""
-    extra = model.model_extra or {}
-    if extra:
-        check(dict(extra))
+    """Check a model's extra (RocketMQ) keys; raises one ValueError listing every bad key."""
+    problems = extra_key_problems(dict(model.model_extra or {}), check)
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 class BrokerEntry(BaseModel):
@@ -142,6 +154,13 @@ class NamesrvEntry(BaseModel):
     def _rocketmq_keys(self) -> "NamesrvEntry":
         _check_extra_keys(self, namesrv_configs_from_dict)
         return self
+
+
+EXTRA_KEY_CHECKS: dict[str, tuple[type[BaseModel], Callable[[dict[str, Any]], object]]] = {
+    "brokers": (BrokerEntry, broker_configs_from_dict),
+    "producers": (ProducerEntry, lambda d: config_from_dict(ProducerConfig, d)),
+    "consumers": (ConsumerEntry, lambda d: config_from_dict(ConsumerConfig, d)),
+}
 
 
 class Topology(Strict):

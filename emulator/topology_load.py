@@ -6,6 +6,7 @@ Validation happens before anything is spawned (DESIGN section 5): a bad file rai
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from emulator.errors import TopologyError
-from emulator.topology import Topology
+from emulator.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -58,9 +59,39 @@ def _messages(exc: ValidationError) -> list[str]:
         for piece in msg.split("; ") if ";" in msg and err["type"] == "value_error" else [msg]:
             if ": " in piece and not loc:
                 problems.append(piece)
+            elif loc and loc[0] in _KEYED_SECTIONS and err["type"] == "value_error" and _KEY_PIECE.match(piece):
+                key, rest = piece.split(": ", 1)  # a RocketMQ key's problem: path it to the key
+                problems.append(f"{format_loc(loc)}.{key}: {rest}")
             else:
                 problems.append(f"{format_loc(loc)}: {piece}")
-    return sorted(dict.fromkeys(problems), key=problems.index)
+    return list(dict.fromkeys(problems))
+
+
+_KEY_PIECE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*: ")
+_KEYED_SECTIONS = ("brokers", "producers", "consumers", "namesrvs")  # entries taking RocketMQ keys
+
+
+def _independent_problems(data: dict[str, Any]) -> list[str]:
+    """Checks pydantic skips once a field of the same entry is bad (its after-validators do not
+    run): unknown or mistyped RocketMQ keys and references to unknown brokers. Run on the raw
+    data so that a file with several kinds of mistakes gets all of them in one pass."""
+    problems = []
+    for section, (model, check) in EXTRA_KEY_CHECKS.items():
+        entries = data.get(section)
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(entry, dict):
+                extra = {k: v for k, v in entry.items() if k not in model.model_fields}
+                problems += [f"{section}[{i}].{p}" for p in extra_key_problems(extra, check)]
+    brokers, topics = data.get("brokers"), data.get("topics")
+    if isinstance(brokers, list) and isinstance(topics, list):
+        names = [b.get("name") for b in brokers if isinstance(b, dict)]
+        for i, topic in enumerate(topics):
+            refs = topic.get("brokers") if isinstance(topic, dict) else None
+            for j, b in enumerate(refs if isinstance(refs, list) else []):
+                if isinstance(b, str) and b not in names:
+                    problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: "
+                                    f"{', '.join(str(n) for n in names)})")
+    return problems
 
 
 def parse_topology(data: Any, source: str = "<topology>") -> Topology:
@@ -69,7 +100,8 @@ def parse_topology(data: Any, source: str = "<topology>") -> Topology:
     try:
         return Topology.model_validate(data)
     except ValidationError as exc:
-        raise TopologyError(source, _messages(exc)) from None
+        problems = _messages(exc) + _independent_problems(data)
+        raise TopologyError(source, list(dict.fromkeys(problems))) from None
 
 
 def load_topology(path: str | Path) -> Topology:

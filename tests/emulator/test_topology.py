@@ -104,3 +104,20 @@ def test_schema_is_json_schema_with_all_sections() -> None:
     assert result.exit_code == 0
     schema = json.loads(result.output)
     assert {"name", "brokers", "namesrvs", "faults", "duration", "timing"} <= set(schema["properties"])
+
+
+def test_all_kinds_of_mistakes_are_reported_in_one_pass() -> None:
+    """Field errors, RocketMQ key errors of the same entry and unknown brokers, all at once
+    (pydantic alone would stop at the field errors and hide the rest until they are fixed)."""
+    got = problems({"name": "t", "brokers": [{"name": "broker-a", "slaves": -1, "autoCreateTopicEnable": "maybe",
+                                              "bogusKey": 1}],
+                    "topics": [{"name": "T", "brokers": ["broker-z"]}],
+                    "producers": [{"group": "pg", "topics": ["T"], "rate": -1, "sendMsgTimeout": "abc"}]})
+    assert got == [
+        "brokers[0].slaves: must be >= 0, got -1",
+        "producers[0].rate: must be >= 0, got -1",
+        "brokers[0].autoCreateTopicEnable: must be bool, got str 'maybe'",
+        "brokers[0].bogusKey: unknown broker config key",
+        "producers[0].sendMsgTimeout: must be int, got str 'abc'",
+        "topics[0].brokers[0]: unknown broker 'broker-z' (known: broker-a)",
+    ]
