@@ -128,8 +128,14 @@ def event_paths(run_dir: str) -> list[str]:
     if not files:
         raise RunInputError(f"{events_dir}: no *.jsonl event files")
     faults = os.path.join(root, "faults.jsonl")
-    if os.path.isfile(faults):
+    if os.path.exists(faults):
         files.append(faults)
+    for path in files:  # Spark's own error for an unreadable file is a page of JVM trace
+        try:
+            with open(path, "rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            raise RunInputError(f"{path}: cannot read ({exc.strerror})") from None
     return files
 
 

@@ -54,9 +54,10 @@ def _staleness(a: Analysis) -> dict[str, Any]:
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
     cl = rows(a.client_staleness.select("client", *cols), ["client", "topic"])
     ns = rows(a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"])
-    conv = rows(a.convergence.join(a.faults.select("fault_id", "targets"), "fault_id")
+    conv = rows(a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
                 .select("fault_id", "fault", "targets",
                         (F.col("start") - F.lit(a.run.run_start)).alias("start_offset_ms"),
+                        (F.col("end") - F.lit(a.run.run_start)).alias("end_offset_ms"), "has_end",
                         "converged_ms", "stale_views"), ["start_offset_ms", "fault_id"])
     total = {
         "stale_ms": sum(r["stale_ms"] for r in cl), "stale_over_ms": sum(r["stale_over_ms"] for r in cl),

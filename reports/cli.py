@@ -1,0 +1,176 @@
+"""``rmqemu report``: the entry point, and the only place a SparkSession is built.
+
+    rmqemu report RUN_DIR [--master URL] [--out DIR]
+    rmqemu report --compare RUN_A RUN_B ... [--out FILE.csv|FILE.html] [--recompute]
+
+Bad input (missing run dir or manifest, unreadable or empty logs) prints one line naming
+the file and exits 2; a failure of the job itself exits 1 (``RMQEMU_DEBUG=1`` shows the
+traceback). Stages are announced on stderr because Spark start-up alone takes seconds.
+
+Callers that already hold a session (tests, notebooks) pass it as ``obj={"spark": s}``
+to click: it is used as is and not stopped.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reports.load import RunInputError
+
+
+#: Below this many bytes of logs a run counts as small (about 100k events).
+SMALL_INPUT_BYTES = 20 * 1024 * 1024
+
+
+def build_session(master: str | None = None, small_input: bool = False) -> Any:
+    """A SparkSession for the report: ``local[*]`` by default, UI off, few shuffle
+    partitions, driver on the loopback interface (a local job needs no other address,
+    and a laptop's firewall or VPN then cannot get in the way). With a real cluster
+    (``--master spark://...``) the driver must be reachable, so no loopback binding.
+
+    ``small_input``: a hand-sized run spends its time compiling generated code and
+    warming up the JIT, not computing; interpreted execution and the C1 compiler make
+    such a report several times faster (and would slow a million-event run down)."""
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    master = master or "local[*]"
+    local = master.startswith("local")
+    if local:
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # read when the JVM starts
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master(master).appName("rmqemu-report")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.log.level", "ERROR")
+         .config("spark.sql.session.timeZone", "UTC"))
+    if local:
+        b = (b.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.memory", "2g"))
+        if small_input:  # one partition per shuffle: each stage is one task, not 2 x cores
+            b = (b.config("spark.sql.shuffle.partitions", "1")
+                 .config("spark.sql.codegen.wholeStage", "false")
+                 .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+                 .config("spark.sql.adaptive.enabled", "false")
+                 .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class _Progress:
+    """``[report 3.2s] stage...`` lines on stderr."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        click.echo(f"[report {time.perf_counter() - self.t0:5.1f}s] {message}", err=True)
+
+
+class _Sessions:
+    """The session given by the caller, or one built on first use and stopped at the end."""
+
+    def __init__(self, given: Any, master: str | None, progress: _Progress) -> None:
+        self.given, self.master, self.progress, self.built = given, master, progress, None
+
+    def get(self, small_input: bool = False) -> Any:
+        if self.given is not None:
+            return self.given
+        if self.built is None:
+            self.progress(f"starting Spark ({self.master or 'local[*]'})")
+            self.built = build_session(self.master, small_input)
+        return self.built
+
+    def close(self) -> None:
+        if self.built is not None:
+            self.built.stop()
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+@click.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, metavar="RUN_DIR...")
+@click.option("--master", default=None, help="Spark master URL (default local[*]; e.g. spark://host:7077).")
+@click.option("--out", default=None, help="Report directory (default RUN_DIR/report); "
+              "with --compare a .csv or .html file for the table.")
+@click.option("--compare", is_flag=True, help="Show the headline metrics of several runs side by side.")
+@click.option("--recompute", is_flag=True, help="With --compare: recompute metrics even where "
+              "report/metrics.json exists.")
+@click.option("--parquet/--no-parquet", default=True, show_default=True,
+              help="Write the derived tables as Parquet under OUT/parquet.")
+@click.pass_context
+def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | None, out: str | None,
+                   compare: bool, recompute: bool, parquet: bool) -> None:
+    """Analyse a run with Spark: metrics.json, report.html, PNG plots, Parquet tables.
+
+    Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
+    path Spark reads; a remote one needs --out).
+    """
+    given = (ctx.obj or {}).get("spark") if isinstance(ctx.obj, dict) else None
+    progress = _Progress()
+    sessions = _Sessions(given, master, progress)
+    try:
+        if compare:
+            _compare(list(run_dirs), out, recompute, sessions, progress)
+        else:
+            if len(run_dirs) != 1:
+                raise click.UsageError("give one RUN_DIR (or --compare with several)")
+            _report(run_dirs[0], out, parquet, sessions, progress)
+    except RunInputError as exc:
+        _fail(str(exc), 2)
+    except (click.exceptions.Exit, click.ClickException):
+        raise
+    except Exception as exc:  # a Spark or plotting failure: one line unless debugging
+        if os.environ.get("RMQEMU_DEBUG"):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        _fail(f"report failed: {type(exc).__name__}: {first} (RMQEMU_DEBUG=1 for the traceback)", 1)
+    finally:
+        sessions.close()
+
+
+def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress) -> None:
+    from reports.job import default_out, run_report
+    from reports.load import event_paths, read_manifest
+
+    out_dir = Path(out) if out else default_out(run_dir)
+    small = False
+    if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
+        read_manifest(None, run_dir)
+        small = sum(os.path.getsize(p) for p in event_paths(run_dir)) < SMALL_INPUT_BYTES
+    res = run_report(sessions.get(small), run_dir, out_dir, progress=progress, parquet=parquet)
+    m = res.metrics
+    tot, mis = m["staleness"]["clients_total"], m["misrouted"]
+    progress(f"done: clients stale {tot['stale_ms']:,.0f} wall ms in {tot['intervals']} interval(s); "
+             f"{mis['total']} misrouted send(s); {m['consumption']['lost']} lost message(s)")
+    click.echo(str(res.out_dir / "report.html"))
+
+
+def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _Sessions,
+             progress: _Progress) -> None:
+    from reports import compare
+
+    if len(run_dirs) < 2:
+        raise click.UsageError("--compare needs at least two run directories")
+
+    def compute(run_dir: str) -> dict[str, Any]:
+        from reports.job import compute as compute_metrics
+
+        return compute_metrics(sessions.get(), run_dir, progress)[1]
+
+    runs = compare.gather(run_dirs, compute, recompute)
+    headers, rows = compare.compare_table(runs)
+    click.echo(compare.as_text(headers, rows))
+    if out:
+        compare.write(Path(out), headers, rows)
+        progress(f"wrote {out}")
+

@@ -1,0 +1,220 @@
+"""PNG plots of a run (matplotlib, Agg backend: no display needed).
+
+Every time plot shades each fault's window in its own colour and labels it with its id,
+as Jepsen does, so a reader can line a spike up with its cause; the legend under the plot
+spells each fault out. The bottom x axis is wall seconds since the run's first event, the
+top one the same instants in cluster seconds (wall / ``timing.scale``).
+
+Input is :class:`reports.plotdata.PlotData` (pandas): nothing here touches Spark.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.transforms import blended_transform_factory  # noqa: E402
+
+from reports.misrouted import REASONS  # noqa: E402
+from reports.plotdata import PlotData  # noqa: E402
+
+FAULT_COLOURS = ["#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bcbd22", "#17becf", "#8c564b",
+                 "#e377c2", "#7f7f7f"]
+STATE_COLOURS = {"fresh": "#cfe8cf", "over": "#f28e2b", "under": "#4e79a7", "both": "#7b3294"}
+STATE_LABELS = {"fresh": "view = truth", "over": "over (view has a broker truth has not)",
+                "under": "under (view misses a broker)", "both": "over and under"}
+REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#1f77b4", "#2ca02c"]))
+DPI = 100
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A written plot: file name (relative to the report dir), title, one-line caption."""
+
+    file: str
+    title: str
+    caption: str
+
+
+def fault_colour(i: int) -> str:
+    """Colour of the ``i``-th fault (in start order); the HTML fault table uses it too."""
+    return FAULT_COLOURS[i % len(FAULT_COLOURS)]
+
+
+def _shade_faults(ax: plt.Axes, faults: pd.DataFrame) -> list[Patch]:
+    """Shade each fault window, label it at the top; return legend handles."""
+    trans = blended_transform_factory(ax.transData, ax.transAxes)
+    handles = []
+    for i, f in faults.iterrows():
+        colour = fault_colour(int(i))
+        if f.end_s > f.start_s:
+            ax.axvspan(f.start_s, f.end_s, color=colour, alpha=0.18, lw=0, zorder=0)
+        ax.axvline(f.start_s, color=colour, lw=1.4, zorder=3)
+        ax.text(f.start_s, 0.995, f" {f.fault_id}", transform=trans, va="top", ha="left", fontsize=8,
+                color="black", zorder=4, clip_on=True,
+                bbox={"facecolor": colour, "alpha": 0.55, "lw": 0, "pad": 1})
+        span = f"{f.start_s:.2f}-{f.end_s:.2f} s" if f.end_s > f.start_s else f"at {f.start_s:.2f} s"
+        handles.append(Patch(color=colour, alpha=0.6, label=f"{f.fault_id}: {f.fault} {f.targets} ({span})"))
+    return handles
+
+
+def _axes(fig_h: float, data: PlotData) -> tuple[plt.Figure, plt.Axes]:
+    fig, ax = plt.subplots(figsize=(12, fig_h), dpi=DPI)
+    ax.set_xlim(0, max(data.duration_s, 1e-3))
+    ax.set_xlabel("wall seconds since the first event")
+    top = ax.secondary_xaxis("top", functions=(lambda x: x / data.scale, lambda x: x * data.scale))
+    top.set_xlabel(f"cluster seconds (wall / timing.scale {data.scale:g})")
+    return fig, ax
+
+
+def _finish(fig: plt.Figure, handles: list[Patch], path: Path, ncol: int = 3, right: float = 0.98) -> None:
+    """Legend under the axes (one row per ``ncol`` items), margins computed in inches so
+    the plot keeps its size whatever the number of faults."""
+    h = fig.get_figheight()
+    rows = (len(handles) + ncol - 1) // ncol
+    if handles:
+        fig.legend(handles=handles, loc="lower left", ncol=ncol, fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.01, 0.01))
+    fig.subplots_adjust(left=0.14, right=right, top=1 - 0.85 / h, bottom=(0.7 + 0.19 * rows) / h)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def _fig_height(lanes: int, legend_items: int) -> float:
+    return 1.9 + 0.32 * lanes + 0.19 * ((legend_items + 2) // 3)
+
+
+def plot_routes(data: PlotData, topic: str, path: Path) -> None:
+    """Lanes: truth (labelled with its broker set), each namesrv's and client's view state."""
+    df = data.lanes[data.lanes.topic == topic]
+    order = (list(dict.fromkeys(df[df.kind == "truth"].lane)) + sorted(set(df[df.kind == "namesrv"].lane))
+             + sorted(set(df[df.kind == "client"].lane)))
+    handles_n = len(data.faults) + len(STATE_COLOURS)
+    fig, ax = _axes(_fig_height(len(order), handles_n), data)
+    ypos = {lane: len(order) - 1 - i for i, lane in enumerate(order)}
+    for lane, grp in df.groupby("lane"):
+        y = ypos[lane]
+        if lane == "truth":
+            for j, seg in enumerate(grp.sort_values("start_s").itertuples()):
+                ax.broken_barh([(seg.start_s, seg.end_s - seg.start_s)], (y - 0.3, 0.6),
+                               facecolors="#bdbdbd" if j % 2 else "#e0e0e0", edgecolor="white", zorder=2)
+                if seg.end_s - seg.start_s > 0.06 * data.duration_s:
+                    ax.text((seg.start_s + seg.end_s) / 2, y, seg.label or "(none)", ha="center", va="center",
+                            fontsize=7, zorder=3, clip_on=True)
+            continue
+        for state, part in grp.groupby("state"):
+            ax.broken_barh(list(zip(part.start_s, part.end_s - part.start_s)), (y - 0.3, 0.6),
+                           facecolors=STATE_COLOURS[state], zorder=2)
+    ax.set_yticks(list(ypos.values()), [f"{lane}" for lane in ypos])
+    ax.set_ylim(-0.7, len(order) - 0.3)
+    ax.set_title(f"Route view vs truth: {topic}", fontsize=11, loc="left")
+    handles = [Patch(color=c, label=STATE_LABELS[s]) for s, c in STATE_COLOURS.items()]
+    _finish(fig, handles + _shade_faults(ax, data.faults), path)
+
+
+def plot_misrouted(data: PlotData, path: Path) -> None:
+    """Stacked bars of misrouted sends per time bin, one colour per reason."""
+    fig, ax = _axes(_fig_height(8, len(data.faults) + len(REASONS)), data)
+    handles = []
+    if len(data.misrouted):
+        pivot = data.misrouted.pivot_table(index="t_s", columns="reason", values="sends", aggfunc="sum", fill_value=0)
+        bottom = np.zeros(len(pivot))
+        for reason in REASONS:
+            if reason in pivot:
+                ax.bar(pivot.index, pivot[reason], width=data.bin_s, bottom=bottom, color=REASON_COLOURS[reason],
+                       zorder=2, align="center")
+                bottom += pivot[reason].to_numpy()
+                handles.append(Patch(color=REASON_COLOURS[reason], label=f"{reason}: {int(pivot[reason].sum()):,}"))
+        ax.set_ylim(0, max(1.0, float(bottom.max())) * 1.15)
+    else:
+        ax.text(0.5, 0.5, "no misrouted sends", transform=ax.transAxes, ha="center", va="center", fontsize=12)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(f"misrouted sends per {data.bin_s * 1000:.0f} ms bin")
+    ax.set_title("Misrouted sends over time, by reason", fontsize=11, loc="left")
+    _finish(fig, handles + _shade_faults(ax, data.faults), path)
+
+
+def plot_latency(data: PlotData, path: Path) -> None:
+    """p50 / p99 / max send latency per time bin (log y), timeouts as bars on a twin axis."""
+    fig, ax = _axes(_fig_height(8, len(data.faults) + 4), data)
+    lat = data.latency
+    handles = []
+    if len(lat):
+        tw = ax.twinx()
+        tw.bar(lat.t_s, lat.timeouts, width=data.bin_s, color="#d62728", alpha=0.25, zorder=1)
+        tw.set_ylabel("timeouts per bin")
+        tw.set_ylim(0, max(1, lat.timeouts.max()) * 3)
+        tw.yaxis.set_major_locator(MaxNLocator(integer=True))
+        for col, colour, label in (("p50_ms", "#4e79a7", "p50"), ("p99_ms", "#f28e2b", "p99"),
+                                   ("max_ms", "#555555", "max")):
+            ax.plot(lat.t_s, lat[col].clip(lower=0.01), color=colour, lw=1.4, marker=".", ms=3, zorder=3)
+            handles.append(Patch(color=colour, label=f"{label} latency"))
+        handles.append(Patch(color="#d62728", alpha=0.25, label=f"timeouts: {int(lat.timeouts.sum()):,}"))
+        ax.set_yscale("log")
+    else:
+        ax.text(0.5, 0.5, "no sends with a latency", transform=ax.transAxes, ha="center", va="center", fontsize=12)
+    ax.set_ylabel(f"send latency, wall ms\n(1 wall ms = {1 / data.scale / 1000:g} cluster s)")
+    ax.set_title("Send latency over time", fontsize=11, loc="left")
+    _finish(fig, handles + _shade_faults(ax, data.faults), path, right=0.93)
+
+
+def plot_staleness(data: PlotData, path: Path) -> None:
+    """Histogram (log-spaced bins) of client stale interval durations."""
+    d = data.stale_durations.duration_ms.to_numpy() if len(data.stale_durations) else np.array([])
+    d = d[d > 0]
+    fig, ax = plt.subplots(figsize=(12, 3.8), dpi=DPI)
+    if len(d):
+        lo, hi = np.log10(d.min()), np.log10(d.max())
+        bins = np.logspace(lo - 0.05, hi + 0.05, max(10, min(40, int((hi - lo) * 10) + 2)))
+        ax.hist(d, bins=bins, color="#f28e2b", edgecolor="white")
+        ax.set_xscale("log")
+        for q, style in ((50, "--"), (99, ":")):
+            v = float(np.percentile(d, q))
+            ax.axvline(v, color="black", ls=style, lw=1)
+            ax.text(v, 0.97, f" p{q} {v:,.0f} ms", transform=blended_transform_factory(ax.transData, ax.transAxes),
+                    va="top", fontsize=8)
+        top = ax.secondary_xaxis("top", functions=(lambda x: x / 1000 / data.scale, lambda x: x * 1000 * data.scale))
+        top.set_xlabel("cluster seconds")
+    else:
+        ax.text(0.5, 0.5, "no client was ever stale", transform=ax.transAxes, ha="center", va="center", fontsize=12)
+    ax.set_xlabel("duration of a client stale interval, wall ms")
+    ax.set_ylabel("stale intervals")
+    ax.set_title(f"Staleness distribution ({len(d):,} client stale intervals)", fontsize=11, loc="left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80]
+
+
+def render_all(data: PlotData, out_dir: Path) -> list[Figure]:
+    """Write every plot as PNG into ``out_dir``; return them in report order."""
+    figs: list[Figure] = []
+    for topic in data.topics:
+        name = f"routes-{_safe(topic)}.png"
+        plot_routes(data, topic, out_dir / name)
+        figs.append(Figure(name, f"Route view vs truth: {topic}",
+                           "Top lane: truth (brokers whose master is alive, not paused and hosts the topic). "
+                           "Other lanes: each namesrv's and client's view, coloured by how it differs from truth."))
+    plot_misrouted(data, out_dir / "misrouted.png")
+    figs.append(Figure("misrouted.png", "Misrouted sends over time",
+                       "Send attempts whose target was dead, paused, partitioned, a slave, without the topic, "
+                       "or given a bad queue id (first matching reason)."))
+    plot_latency(data, out_dir / "latency.png")
+    figs.append(Figure("latency.png", "Send latency over time",
+                       "Per time bin: median, 99th percentile and maximum latency of send attempts; "
+                       "red bars count timeouts."))
+    plot_staleness(data, out_dir / "staleness.png")
+    figs.append(Figure("staleness.png", "Staleness distribution",
+                       "How long each client stale interval (view != truth, maximal) lasted."))
+    return figs

@@ -1,0 +1,136 @@
+"""The headline numbers of a run, read from a ``metrics.json`` document.
+
+One list serves the report's summary table and ``rmqemu report --compare``, so the two
+never disagree about what a user first asks: how long were clients stale, how many sends
+went astray and why, what was lost. Pure Python over the metrics dict: ``--compare`` can
+work from existing ``metrics.json`` files without starting Spark.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from reports.misrouted import REASONS
+
+Metrics = dict[str, Any]
+
+#: Kinds of headline values: a duration in wall ms (shown with its cluster seconds too),
+#: a count, or a plain number.
+MS, COUNT = "ms", "count"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One row of the summary: ``get`` returns the value (wall ms for ``MS`` rows)."""
+
+    section: str
+    label: str
+    get: Callable[[Metrics], float | int | None]
+    kind: str = COUNT
+
+
+def _path(*keys: str) -> Callable[[Metrics], Any]:
+    def get(m: Metrics) -> Any:
+        cur: Any = m
+        for k in keys:
+            if not isinstance(cur, dict) or k not in cur:
+                return None
+            cur = cur[k]
+        return cur
+    return get
+
+
+def _namesrv_total(m: Metrics) -> float:
+    return float(sum(r.get("stale_ms") or 0.0 for r in m.get("staleness", {}).get("namesrvs", [])))
+
+
+def _imbalanced_topics(m: Metrics) -> int:
+    """Auto-created topics hosted by fewer masters than have auto-create on (TBW102)."""
+    return sum(1 for r in m.get("autocreate", []) if r.get("of_auto_masters", 0) < len(r.get("auto_masters") or []))
+
+
+def _latency(scope: str, key: str) -> Callable[[Metrics], Any]:
+    return lambda m: ((m.get("sends", {}).get("latency") or {}).get(scope) or {}).get(key)
+
+
+_S, _M, _L = "Route staleness", "Sends", "Loss and consumption"
+HEADLINES: list[Headline] = [
+    Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
+    Headline("Run", "Events read", _path("events")),
+    Headline("Run", "Broken lines skipped", _path("bad_lines", "total")),
+    Headline(_S, "Client stale time, total over (client, topic)", _path("staleness", "clients_total", "stale_ms"), MS),
+    Headline(_S, "... over: view lists a broker truth has not", _path("staleness", "clients_total", "stale_over_ms"), MS),
+    Headline(_S, "... under: view misses a broker truth has", _path("staleness", "clients_total", "stale_under_ms"), MS),
+    Headline(_S, "Longest client stale interval", _path("staleness", "clients_total", "max_ms"), MS),
+    Headline(_S, "Client stale intervals", _path("staleness", "clients_total", "intervals")),
+    Headline(_S, "(client, topic) views ever stale", _path("staleness", "clients_total", "stale_views")),
+    Headline(_S, "(client, topic) views measured", _path("staleness", "clients_total", "views")),
+    Headline(_S, "Slowest convergence after a fault", _path("staleness", "clients_total", "max_converged_ms"), MS),
+    Headline(_S, "Namesrv stale time, total over (namesrv, topic)", _namesrv_total, MS),
+    Headline(_M, "Send attempts", _path("sends", "attempts")),
+    Headline(_M, "... ok", _path("sends", "ok")),
+    Headline(_M, "... failed (timeout or error)", _path("sends", "failed")),
+    Headline(_M, "... no route (never reached a broker)", _path("sends", "no_route")),
+    Headline(_M, "Send latency p50 (all attempts)", _latency("all", "p50_ms"), MS),
+    Headline(_M, "Send latency p99 (all attempts)", _latency("all", "p99_ms"), MS),
+    Headline(_M, "Misrouted sends, total", _path("misrouted", "total")),
+    *[Headline(_M, f"... {r}", _path("misrouted", "by_reason", r)) for r in REASONS],
+    Headline(_M, '"No route info of this topic" errors', _path("sends", "no_route_errors", "total")),
+    Headline(_L, "Messages acked", _path("sends", "acked")),
+    Headline(_L, "Acked but never consumed (lost)", _path("consumption", "lost")),
+    Headline(_L, "Messages consumed twice by one group", _path("consumption", "duplicate_messages")),
+    Headline(_L, "SUBSCRIPTION_NOT_EXIST pulls", _path("subscriptions", "subscription_not_exist", "total")),
+    Headline(_L, "Queues allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
+    Headline(_L, "Auto-created topics missing on some auto-create master", _imbalanced_topics),
+]
+
+
+def cluster_s(ms: float, scale: float) -> float:
+    """Wall ms -> cluster seconds (DESIGN section 3)."""
+    return ms / 1000.0 / scale
+
+
+def fmt_ms(ms: float | None, scale: float) -> str:
+    """``"1,234 ms (123.4 cluster s)"``: every duration in both units."""
+    if ms is None:
+        return "n/a"
+    return f"{fmt_num(ms)} ms ({fmt_num(cluster_s(ms, scale))} cluster s)"
+
+
+def fmt_num(value: float | int | None) -> str:
+    """Counts with thousands separators; fractions with at most 3 significant decimals."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{int(value):,}"
+    if abs(value) >= 100:
+        return f"{value:,.1f}"
+    return f"{value:.3g}"
+
+
+def headline_rows(m: Metrics) -> list[tuple[str, str, str]]:
+    """``(section, label, formatted value)`` for the report's summary table."""
+    scale = float(m.get("scale") or 1.0)
+    out = []
+    for h in HEADLINES:
+        v = h.get(m)
+        out.append((h.section, h.label, fmt_ms(v, scale) if h.kind == MS else fmt_num(v)))
+    return out
+
+
+def headline_values(m: Metrics) -> list[tuple[str, float | int | None]]:
+    """Flat ``(label, value)`` pairs for comparing runs: an ``MS`` row becomes two rows,
+    ``[wall ms]`` and ``[cluster s]`` (runs of different scales compare in cluster s)."""
+    scale = float(m.get("scale") or 1.0)
+    out: list[tuple[str, float | int | None]] = [("timing.scale", m.get("scale"))]
+    for h in HEADLINES:
+        v = h.get(m)
+        if h.kind == MS:
+            out.append((f"{h.label} [wall ms]", v))
+            out.append((f"{h.label} [cluster s]", None if v is None else cluster_s(v, scale)))
+        else:
+            out.append((h.label, v))
+    return out
