@@ -42,14 +42,19 @@ def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = 
 
 def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None],
                elapsed_ms: Callable[[], float], total_ms: float) -> None:
-    """Write ``plan.json``, run every step on time, heal everything at the end (or on error)."""
+    """Write ``plan.json``, run every step on time, heal everything at the end (or on error).
+
+    Every step runs, even late: effects that wait for the cluster (a restart waits for the new
+    process to say ready, about a second of Python start-up) delay the steps after them, and a
+    plan cut short by the clock would make a ``--replay`` run different faults than the run it
+    replays. So the run lasts until its duration or its last step, whichever comes later; faults
+    without an end last until then and are healed with the rest.
+    """
     write_plan(plan, cluster.run_dir / "plan.json")
     injector = Injector(cluster)
-    end_ms = total_ms
-
     try:
-        run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for,
-                 should_stop=lambda: elapsed_ms() >= end_ms, wait_until_end=True, heal_at_end=True)
+        run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for, wait_until_end=False, heal_at_end=False)
+        pump_for(total_ms - elapsed_ms())
     finally:
-        if injector.active():  # interrupted (Ctrl-C): nothing may stay paused or cut off
+        if injector.active():  # end of run, or interrupted (Ctrl-C): nothing may stay paused or cut off
             injector.heal_all()

@@ -1,0 +1,127 @@
+"""Helpers for the multiprocess fault tests (tests/integration/test_faults_*.py).
+
+Faults are started the way a topology's ``faults:`` list starts them (a :class:`FaultSpec`
+resolved into a plan step, built, started by an :class:`Injector` on the real :class:`Cluster`),
+and their effects are read back from the nodes' own events or state, never from the injector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import psutil
+import pytest
+
+from emulator.cluster import Cluster
+from emulator.testing import read_events
+from faults.injector import Injector
+from faults.kinds import Fault, build_fault
+from faults.spec import FaultSpec
+from faults.verbs import one_fault_plan
+
+SCALE = 0.01
+EXPIRY_MS = 120_000 * SCALE  # BROKER_CHANNEL_EXPIRED_TIME, scaled
+IDLE_SLACK_MS = 25.0  # a frame is received a few ms before the namesrv stamps it (handler time)
+
+
+def start_fault(inj: Injector, c: Cluster, fault_id: str, **entry: Any) -> Fault:
+    """Start one fault written as a topology entry (``pause="broker-a-0"``), now."""
+    spec = FaultSpec.model_validate({"at": 0, **entry})
+    step = one_fault_plan(spec, fault_id, c.node_infos(), random.Random(0), c.scale).steps[0]
+    return inj.start(build_fault(step.kind, fault_id, step.targets, step.params))
+
+
+def fault_events(c: Cluster, fault_id: str, kind: str = "fault.start") -> list[dict[str, Any]]:
+    return read_events(c.run_dir, kind, where=lambda e: e.get("fault_id") == fault_id)
+
+
+def ns_broker(c: Cluster, broker_node: str, change: str | Iterable[str], ns: str | None = None,
+              after: float = 0.0) -> list[dict[str, Any]]:
+    """The namesrvs' ``ns.broker`` events about one broker node (``change`` one or several)."""
+    changes = {change} if isinstance(change, str) else set(change)
+    addr = c.addrs[broker_node]
+    return read_events(c.run_dir, "ns.broker", node=ns, where=lambda e: e.get("change") in changes
+                       and e.get("broker_addr") == addr and e["ts"] > after)
+
+
+def dropped(c: Cluster, broker_node: str, ns: str | None = None, after: float = 0.0) -> list[dict[str, Any]]:
+    """RocketMQ drops a silent broker by the 120 s scan (``expired``) or by the 120 s idle close of
+    its channel (``channel_destroy``): both are faithful, whichever fires first."""
+    return ns_broker(c, broker_node, ("expired", "channel_destroy"), ns, after)
+
+
+def live_stamp(c: Cluster, ns: str, broker_node: str) -> float | None:
+    """The namesrv's ``lastUpdateTimestamp`` of a broker (its clock, ms), None if not live."""
+    entry = c.state(ns).get("brokerLiveTable", {}).get(c.addrs[broker_node])
+    return None if entry is None else float(entry["lastUpdateTimestamp"])
+
+
+def sends(c: Cluster, producer: str, outcome: str | None = None, after: float = 0.0,
+          before: float = float("inf")) -> list[dict[str, Any]]:
+    """``send`` events of a producer whose *attempt started* in [after, before) (ts - latency)."""
+    return read_events(c.run_dir, "send", node=producer, where=lambda e: (outcome is None or e["outcome"] == outcome)
+                       and after <= e["ts"] - e["latency_ms"] < before)
+
+
+def median_latency(events: list[dict[str, Any]]) -> float:
+    return statistics.median(e["latency_ms"] for e in events)
+
+
+# -- processes of a run, for subprocess tests (launch, up) ------------------------------------
+
+def rmqemu(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from emulator.cli import main; main()", *args]
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(rmqemu(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def manifest_procs(run_dir: Path) -> list[tuple[int, float]]:
+    """(pid, create_time) of every node the manifest lists (the current incarnation)."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return [(n["pid"], n["create_time"]) for n in manifest["nodes"].values() if n.get("pid")]
+
+
+def alive(pid: int, create_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - create_time) < 1e-3 and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def stopped(pid: int, create_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - create_time) < 1e-3 and p.status() == psutil.STATUS_STOPPED
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until(cond: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
+    """SIGKILL (by pid, after checking create_time) whatever a failed test left alive."""
+    for pid, ct in procs:
+        if alive(pid, ct):
+            try:
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

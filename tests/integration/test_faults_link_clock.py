@@ -1,0 +1,105 @@
+"""Link faults and clock faults on a real cluster, seen in the producer's send latencies, the
+namesrv's expiries and the nodes' ``node.clock`` events."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from emulator.cluster import Cluster
+from emulator.testing import read_events
+from faults.injector import Injector
+from tests.faults.live import (
+    EXPIRY_MS, SCALE, fault_events, median_latency, ns_broker, sends, start_fault,
+)
+
+PRODUCER = {"name": "faults-link", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
+            "brokers": [{"name": "broker-a"}],
+            "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 2}],
+            # 3 s wall of send timeout (300 000 ms scaled): room for the injected delay
+            "producers": [{"group": "pg-1", "topics": ["T"], "rate": 0.2, "mode": "sync",
+                           "sendMsgTimeout": 300_000}]}
+TWO_BROKERS = {"name": "faults-clock", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
+               "brokers": [{"name": "broker-a"}, {"name": "broker-b"}]}
+SAMPLES = 10
+
+
+@pytest.fixture
+def live(start_cluster) -> Iterator:
+    holder: list[Injector] = []
+
+    def make(topo: dict) -> tuple[Cluster, Injector]:
+        c = start_cluster(topo)
+        holder.append(Injector(c))
+        return c, holder[-1]
+
+    yield make
+    for inj in holder:
+        if inj.active():
+            inj.heal_all()
+
+
+def test_link_delay_raises_send_latency_by_the_injected_amount(live) -> None:
+    c, inj = live(PRODUCER)
+    c.wait_for(lambda: len(sends(c, "pg-1-0", "ok")) >= SAMPLES, 60, f"{SAMPLES} ok sends")
+    delay_ms, jitter_ms = 20_000 * SCALE, 5_000 * SCALE  # 20 s +/- 5 s cluster time
+    start_fault(inj, c, "l1", link="pg-1-0", to="broker-a-0", oneway=True, delay="20s", jitter="5s")
+    started = fault_events(c, "l1")[0]
+    assert started["params"]["links"] == [["pg-1-0", "broker-a-0"]]
+    assert started["params"]["delay_ms"] == pytest.approx(delay_ms)
+    before = sends(c, "pg-1-0", "ok", before=started["ts"])
+    c.wait_for(lambda: len(sends(c, "pg-1-0", "ok", after=started["ts"])) >= SAMPLES, 60,
+               f"{SAMPLES} ok sends under the delay")
+    during = sends(c, "pg-1-0", "ok", after=started["ts"])
+    # every request waited at least delay - jitter before it left the producer
+    assert min(e["latency_ms"] for e in during) >= delay_ms - jitter_ms
+    increase = median_latency(during) - median_latency(before)
+    assert delay_ms - jitter_ms <= increase <= delay_ms + jitter_ms + 50, (increase, before[:3], during[:3])
+    inj.stop("l1")
+    healed = fault_events(c, "l1", "fault.end")[0]["ts"]
+    c.wait_for(lambda: len(sends(c, "pg-1-0", "ok", after=healed)) >= 3, 60, "sends after the heal")
+    assert min(e["latency_ms"] for e in sends(c, "pg-1-0", "ok", after=healed)) < delay_ms - jitter_ms
+
+
+def test_link_loss_on_every_frame_makes_sends_time_out(live) -> None:
+    c, inj = live({**PRODUCER, "producers": [{**PRODUCER["producers"][0], "sendMsgTimeout": 3000}]})
+    c.wait_for(lambda: sends(c, "pg-1-0", "ok"), 60, "a first ok send")
+    start_fault(inj, c, "l1", link="broker-a-0", to="pg-1-0", oneway=True, loss="100%")
+    started = fault_events(c, "l1")[0]["ts"]
+    c.wait_for(lambda: len(sends(c, "pg-1-0", "timeout", after=started)) >= 3, 60, "sends timing out")
+    assert not sends(c, "pg-1-0", "ok", after=started)  # every reply was lost
+
+
+def test_strobing_namesrv_clock_expires_brokers_again_and_again(live) -> None:
+    """The namesrv's clock flips between the host clock and +240 s (scaled) every 100 s (scaled):
+    at each jump forward, the brokers stamped before it look 240 s silent and expire at the next
+    scan (unless one re-registered between the jump and the scan: it is stamped with the jumped
+    clock and survives that round, as in RocketMQ). Repeated: a broker expires more than once."""
+    c, inj = live(TWO_BROKERS)
+    start_fault(inj, c, "c1", clock="strobe", targets=["namesrv-0"], offset="240s", period="100s")
+    started = fault_events(c, "c1")[0]
+    assert started["params"]["strobe_delta_ms"] == pytest.approx(2 * EXPIRY_MS)
+    brokers = ["broker-a-0", "broker-b-0"]
+    expiries = lambda b: ns_broker(c, b, "expired", after=started["ts"])
+    c.wait_for(lambda: any(len(expiries(b)) >= 2 for b in brokers), 60, "a broker expiring twice")
+    clock = read_events(c.run_dir, "node.clock", node="namesrv-0")[-1]
+    assert clock["setting"]["strobe_period_ms"] == pytest.approx(1000.0)
+    inj.stop("c1")
+    healed = fault_events(c, "c1", "fault.end")[0]["ts"]
+    assert read_events(c.run_dir, "node.clock", node="namesrv-0")[-1]["offset_ms"] == pytest.approx(0.0, abs=1.0)
+    for b in brokers:  # back after the heal: registered and not dropped again
+        c.wait_for(lambda b=b: c.addrs[b] in c.state("namesrv-0")["brokerLiveTable"], 60, f"{b} live again")
+    assert healed > started["ts"]
+
+
+def test_clock_bump_then_reset_on_a_broker_is_applied_and_undone(live) -> None:
+    c, inj = live(TWO_BROKERS)
+    start_fault(inj, c, "c1", clock="bump", targets=["broker-a-0"], offset="-130s")
+    bumped = read_events(c.run_dir, "node.clock", node="broker-a-0")[-1]
+    assert bumped["offset_ms"] == pytest.approx(-1300.0, abs=1.0)
+    assert bumped["local_ms"] == pytest.approx(bumped["ts"] - 1300.0, abs=1.0)
+    start_fault(inj, c, "c2", clock="reset", targets=["broker-a-0"])
+    assert read_events(c.run_dir, "node.clock", node="broker-a-0")[-1]["offset_ms"] == pytest.approx(0.0, abs=1.0)
+    assert [(e["kind"], e["fault_id"]) for e in read_events(c.run_dir) if e["kind"].startswith("fault.")] == [
+        ("fault.start", "c1"), ("fault.end", "c1"), ("fault.start", "c2"), ("fault.end", "c2")]

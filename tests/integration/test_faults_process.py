@@ -1,0 +1,128 @@
+"""Process faults (pause, stop, kill + restart) on real processes, and signal safety.
+
+Effects are read from the nodes' events: the producer's ``send`` outcomes, the namesrv's
+``ns.broker`` changes, the broker's ``broker.topic`` on restart, ``node.exit`` / ``node.start``.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import Iterator
+
+import psutil
+import pytest
+
+from emulator.clock import mono_ms
+from emulator.cluster import Cluster
+from emulator.testing import read_events
+from faults.errors import ProcessGone, UnsafeSignal
+from faults.injector import Injector
+from faults.interpreter import run_plan
+from faults.kinds import PauseFault
+from faults.schedule import plan_from_specs
+from faults.signals import SpawnedProcess
+from faults.spec import FaultSpec
+from tests.faults.live import SCALE, alive, fault_events, manifest_procs, ns_broker, sends, start_fault
+
+BASE = {"name": "faults-process", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
+        "brokers": [{"name": "broker-a"}, {"name": "broker-b"}]}
+WITH_PRODUCER = {**BASE, "brokers": [{"name": "broker-a"}],
+                 "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 2}],
+                 "producers": [{"group": "pg-1", "topics": ["T"], "rate": 0.5, "mode": "sync"}]}
+
+
+@pytest.fixture
+def live(start_cluster) -> Iterator:
+    holder: list[Injector] = []
+
+    def make(topo: dict) -> tuple[Cluster, Injector]:
+        c = start_cluster(topo)
+        holder.append(Injector(c))
+        return c, holder[-1]
+
+    yield make
+    for inj in holder:
+        if inj.active():
+            inj.heal_all()
+
+
+def test_paused_broker_makes_sends_time_out_and_resume_brings_them_back(live) -> None:
+    c, inj = live(WITH_PRODUCER)
+    c.wait_for(lambda: sends(c, "pg-1-0", "ok"), 60, "a first ok send")
+    start_fault(inj, c, "z1", pause="broker-a-0")
+    paused = fault_events(c, "z1")[0]["ts"]
+    assert psutil.Process(c.procs["broker-a-0"].pid).status() == psutil.STATUS_STOPPED
+    c.wait_for(lambda: sends(c, "pg-1-0", "timeout", after=paused), 60, "a send to the paused broker to time out")
+    timeouts = sends(c, "pg-1-0", "timeout", after=paused)
+    assert {e["broker"] for e in timeouts} == {"broker-a"}
+    assert not sends(c, "pg-1-0", "ok", after=paused)  # a frozen broker answers nothing
+    inj.stop("z1")
+    resumed = fault_events(c, "z1", "fault.end")[0]["ts"]
+    c.wait_for(lambda: sends(c, "pg-1-0", "ok", after=resumed), 60, "ok sends after the resume")
+
+
+def test_stop_makes_the_broker_unregister_and_restart_after_brings_it_back(live) -> None:
+    c, inj = live(BASE)
+    start_fault(inj, c, "s1", stop="broker-b-0", restart_after="10s")
+    stopped_at = fault_events(c, "s1")[0]["ts"]
+    unregister = ns_broker(c, "broker-b-0", "unregister")
+    assert unregister and unregister[0]["ts"] <= stopped_at  # sent during the graceful shutdown
+    assert not ns_broker(c, "broker-b-0", ("expired", "channel_destroy"))
+    c.wait_for(lambda: read_events(c.run_dir, "node.exit", node="broker-b-0"), 30, "broker-b-0's node.exit")
+    assert read_events(c.run_dir, "node.exit", node="broker-b-0")[0].get("code") == 0  # graceful
+    inj.stop("s1")
+    restarted = fault_events(c, "s1", "fault.end")[0]
+    assert restarted["restarted"] is True
+    c.wait_for(lambda: ns_broker(c, "broker-b-0", "register", after=stopped_at), 30, "broker-b-0 registered again")
+    assert not c.died
+
+
+def test_scheduled_kill_with_restart_after_restores_topics_from_the_store(live) -> None:
+    c, inj = live({**BASE, "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 3}]})
+    old_pid = c.procs["broker-a-0"].pid
+    plan = plan_from_specs([FaultSpec.model_validate({"at": 0, "kill": "broker-a-0", "restart_after": "50s"})],
+                           c.node_infos(), seed=1, scale=SCALE)
+    run = run_plan(plan, inj, clock=mono_ms, sleep=c.pump, wait_until_end=False, heal_at_end=True)
+    assert run.done == ["start f1 (kill broker-a-0) at 0 ms", "stop f1 (kill broker-a-0) at 500 ms"]
+    killed = fault_events(c, "f1")[0]["ts"]
+    exits = read_events(c.run_dir, "node.exit", node="broker-a-0")
+    assert exits[0]["signal"] == signal.SIGKILL and exits[0]["pid"] == old_pid and exits[0]["ts"] <= killed
+    assert ns_broker(c, "broker-a-0", "channel_destroy")  # a dead process's channel closes at once
+    restore = lambda: read_events(c.run_dir, "broker.topic", node="broker-a-0",
+                                  where=lambda e: e["how"] == "restore" and e["topic"] == "T" and e["ts"] > killed)
+    c.wait_for(restore, 30, "topic T restored from topics.json")
+    assert restore()[0]["write_queues"] == 3
+    starts = read_events(c.run_dir, "node.start", node="broker-a-0")
+    assert len(starts) == 2 and starts[1]["pid"] == c.procs["broker-a-0"].pid != old_pid
+    assert (c.procs["broker-a-0"].pid, c.procs["broker-a-0"].create_time) in manifest_procs(c.run_dir)
+    c.wait_for(lambda: ns_broker(c, "broker-a-0", "register", after=killed), 30, "broker-a-0 registered again")
+    assert [e["fault_id"] for e in read_events(c.run_dir, "fault.end")] == ["f1", "f1.restart"]
+
+
+def test_a_pid_the_run_did_not_spawn_is_never_signalled(live) -> None:
+    c, inj = live(BASE)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        with pytest.raises(UnsafeSignal, match="not a process this run spawned"):
+            c.signal("pg-9-0", signal.SIGSTOP)
+        # broker-b-0 dies; then its pid is "reused" by a stranger: only the pid matches the record
+        start_fault(inj, c, "k1", kill="broker-b-0")
+        record = c.procs["broker-b-0"].ident
+        with pytest.raises(ProcessGone):  # the pidfd of a reaped process reaches nobody
+            record.send(signal.SIGSTOP)
+        c.procs["broker-b-0"].ident = SpawnedProcess(stranger.pid, record.create_time, "broker-b-0", None)
+        with pytest.raises(UnsafeSignal, match="pid reused"):
+            c.signal("broker-b-0", signal.SIGSTOP)
+        with pytest.raises(UnsafeSignal, match="pid reused"):
+            SpawnedProcess.from_manifest("broker-b-0", stranger.pid, record.create_time)
+        inj.stop("k1", restart=False)
+        with pytest.raises(UnsafeSignal):
+            inj.start(PauseFault("z1", ("broker-b-0",)))
+        assert inj.active() == []
+        assert psutil.Process(stranger.pid).status() != psutil.STATUS_STOPPED
+        assert alive(stranger.pid, psutil.Process(stranger.pid).create_time())
+    finally:
+        stranger.kill()
+        stranger.wait()
