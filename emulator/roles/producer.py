@@ -14,7 +14,7 @@ import random
 from typing import Any, Callable
 
 from emulator.roles.base import Action, ChannelEvent, Emit, Every, Now, Role
-from emulator.roles.client_config import ProducerConfig, config_from_dict
+from emulator.roles.client_config import ProducerConfig, config_from_dict, send_timeout_wall_ms
 from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
 from emulator.roles.fault_strategy import MQFaultStrategy
 from emulator.roles.route_cache import Route, TopicPublishInfo, to_publish_info
@@ -97,7 +97,7 @@ class Producer(Role):
         """``send(msg)`` / ``send(msg, callback)`` / ``sendOneway(msg)``; a list is a batch."""
         batch = msgs if isinstance(msgs, list) else [msgs]
         total = 1 + self.cfg.retryTimesWhenSendFailed if mode == "sync" else 1
-        job = SendJob(batch, mode, now.mono_ms, self.cfg.sendMsgTimeout * self.scale, total)
+        job = SendJob(batch, mode, now.mono_ms, send_timeout_wall_ms(self.cfg, self.scale), total)
         if mode == "sync":
             self.sync_in_flight = True
         job.on_done = lambda ok: self._finished(job, ok)

@@ -26,58 +26,66 @@ QUEUES = {(b, q) for b in ("broker-a", "broker-b") for q in range(4)}
 
 def test_inconsistent_subscriptions_in_one_group(start_cluster) -> None:
     c = start_cluster(topology("seed-subscription-inconsistent"))
-    rd = c.run_dir
     own = {"cg-1-0": "TopicA", "cg-1-1": "TopicB"}
     queues = {"TopicA": {("broker-a", q) for q in range(8)}, "TopicB": {("broker-b", q) for q in range(8)}}
 
-    def both_joined() -> dict[str, float]:
-        """node -> ts of its first rebalance of its own topic that listed both clients."""
-        out = {}
-        for node, topic in own.items():
-            evs = [e for e in rebalances(rd, node, topic=topic) if len(e["cids"]) == 2]
-            if evs:
-                out[node] = evs[0]["ts"]
-        return out
-
-    def orphan_acks(t0: float) -> dict[str, list[dict]]:
-        """Per topic: messages acked after t0 on queues the topic's subscriber leaves to the other."""
-        out: dict[str, list[dict]] = {}
-        for node, topic in own.items():
-            mine = {tuple(q) for q in rebalances(rd, node, topic=topic)[-1]["allocated"]}
-            out[topic] = [e for mid, e in acked(rd).items() if e["topic"] == topic and e["ts"] > t0
-                          and (e["broker"], e["queue_id"]) not in mine]
-        return out
+    def analyse() -> dict | None:
+        """One snapshot of the run. t0: from then on every rebalance of each client listed both
+        clients (a broker that has not yet seen one of them lists one, and the lone client then
+        takes every queue). Orphans: queues of a topic that no rebalance after t0 gave to its
+        subscriber."""
+        evs = read_events(c.run_dir)
+        reb = {n: [e for e in evs if e["kind"] == "rebalance" and e["node"] == n and e["topic"] == t]
+               for n, t in own.items()}
+        starts = []
+        for n in own:
+            single = [e["ts"] for e in reb[n] if len(e["cids"]) < 2]
+            after = [e["ts"] for e in reb[n] if len(e["cids"]) == 2 and e["ts"] > max(single, default=0)]
+            if not after:
+                return None
+            starts.append(after[0])
+        t0 = max(starts)
+        snap: dict = {"t0": t0, "events": evs, "orphans": {}, "orphan_acks": {}}
+        for n, topic in own.items():
+            held = {tuple(q) for e in reb[n] if e["ts"] >= t0 for q in e["allocated"]}
+            snap["orphans"][topic] = queues[topic] - held
+            snap["orphan_acks"][topic] = [
+                e for e in evs if e["kind"] == "send" and e["outcome"] == "ok" and e["topic"] == topic
+                and e["ts"] > t0 and (e["broker"], e["queue_id"]) in snap["orphans"][topic]]
+        return snap
 
     def ready() -> bool:
-        joined = both_joined()
-        if len(joined) < 2 or not all(pulls(rd, n, code=SUBSCRIPTION_NOT_EXIST) for n in own):
-            return False
-        return all(len(v) >= 5 for v in orphan_acks(max(joined.values())).values())
+        snap = analyse()
+        return snap is not None and all(len(v) >= 5 for v in snap["orphan_acks"].values()) and all(
+            pulls(c.run_dir, n, code=SUBSCRIPTION_NOT_EXIST) for n in own)
 
     c.wait_for(ready, WAIT_S, "SUBSCRIPTION_NOT_EXIST pulls and acked messages on orphan queues")
-    t0 = max(both_joined().values())
-    group_consumed = consumed(rd, "cg-1")
+    snap = analyse()
+    assert snap is not None
+    evs, t0 = snap["events"], snap["t0"]
+    group_consumed = Counter(m for e in evs if e["kind"] == "consume" for m in e["msg_ids"])
     for node, topic in own.items():
         # the broker's table flipped to the other client's topics: pulls failed with code 24
-        assert pulls(rd, node, topic=topic, code=SUBSCRIPTION_NOT_EXIST)
+        assert [e for e in evs if e["kind"] == "pull" and e["node"] == node and e["topic"] == topic
+                and e["code"] == SUBSCRIPTION_NOT_EXIST]
         # rebalance over both client ids: half of the topic's queues, the rest left to a client
         # that does not subscribe the topic (facts 4.3)
-        latest = rebalances(rd, node, topic=topic)[-1]
+        latest = [e for e in evs if e["kind"] == "rebalance" and e["node"] == node and e["topic"] == topic][-1]
         assert sorted(latest["cids"]) == ["127.0.0.1@cg-1-0", "127.0.0.1@cg-1-1"]
-        mine = {tuple(q) for q in latest["allocated"]}
-        assert len(mine) == 4 and mine < queues[topic]
+        assert len(latest["allocated"]) == 4 and {tuple(q) for q in latest["allocated"]} < queues[topic]
         other = ({"cg-1-0", "cg-1-1"} - {node}).pop()
-        assert not rebalances(rd, other, topic=topic)  # the other client never looks at it
-        orphans = queues[topic] - mine
+        assert not [e for e in evs if e["kind"] == "rebalance" and e["node"] == other and e["topic"] == topic]
+        orphans = snap["orphans"][topic]
+        assert len(orphans) == 4
         # nobody pulls the orphan queues: at most the answer to a pull sent before t0 shows up
-        late = Counter((e["node"], e["broker"], e["queue_id"]) for e in pulls(rd, topic=topic)
-                       if e["ts"] > t0 and (e["broker"], e["queue_id"]) in orphans)
+        late = Counter((e["node"], e["broker"], e["queue_id"]) for e in evs if e["kind"] == "pull"
+                       and e["topic"] == topic and e["ts"] > t0 and (e["broker"], e["queue_id"]) in orphans)
         assert all(n == 1 for n in late.values()), late
-        assert not [e for e in read_events(rd, "consume") if e["ts"] > t0 and e["topic"] == topic
+        assert not [e for e in evs if e["kind"] == "consume" and e["ts"] > t0 and e["topic"] == topic
                     and (e["broker"], e["queue_id"]) in orphans]
-        # some of the topic is consumed (by its subscriber), the orphan queues' messages never
-        assert any(e["topic"] == topic for e in read_events(rd, "consume"))
-    for topic, msgs in orphan_acks(t0).items():
+        # the subscriber does consume its own half; the orphans' acked messages are never consumed
+        assert any(e["kind"] == "consume" and e["topic"] == topic for e in evs)
+        msgs = snap["orphan_acks"][topic]
         assert msgs and not [e["msg_id"] for e in msgs if e["msg_id"] in group_consumed], topic
 
 

@@ -65,7 +65,7 @@ def test_topic_route_then_send_ok_event():
     f = s.frame.fields
     assert (f["defaultTopic"], f["defaultTopicQueueNums"], f["producerGroup"]) == ("TBW102", 4, "pg-1")
     assert f["properties"]["UNIQ_KEY"] == "m1" and s.addr.startswith("addr-b")
-    assert s.timeout_ms == 30.0
+    assert s.timeout_ms == 200.0  # 3000 ms x 0.01 = 30, raised to the 200 ms wall floor
     d.time.mono_ms += 2
     d.answer(s, response(0, fields={"msgId": "m1", "queueId": f["queueId"], "queueOffset": 0}))
     ev = d.events("send")[-1]
@@ -270,3 +270,14 @@ def test_latency_fault_avoids_isolated_broker():
         req = d.pending_to(code=RequestCode.SEND_MESSAGE_V2)[0]
         assert req.addr != bad
         d.answer(req, response(0))
+
+
+def test_send_timeout_is_scaled_with_a_wall_floor():
+    from emulator.roles.client_config import ProducerConfig, send_timeout_wall_ms
+
+    assert send_timeout_wall_ms(ProducerConfig(), 1.0) == 3000.0
+    assert send_timeout_wall_ms(ProducerConfig(), 0.1) == 300.0  # above the floor
+    assert send_timeout_wall_ms(ProducerConfig(), 0.01) == 200.0  # floor
+    assert send_timeout_wall_ms(ProducerConfig(minSendTimeoutWallMs=0), 0.01) == 30.0
+    d = make(config={"minSendTimeoutWallMs": 0, "sendMsgTimeout": 5000})
+    assert d.role.flow is not None and send_timeout_wall_ms(d.role.cfg, d.role.scale) == 50.0
