@@ -11,6 +11,10 @@ Layers, from pure to effectful:
 - :mod:`faults.ops` — ``ClusterOps``, what the launcher implements; :mod:`faults.signals` — the
   pidfd / create_time safety the launcher uses to signal only its own processes;
 - :mod:`faults.verbs` — argument helpers for the interactive CLI verbs;
+  :mod:`faults.supervisor_verbs` — their server side in an ``rmqemu up`` supervisor (one
+  injector per cluster); :mod:`faults.cli` — the ``rmqemu kill|stop|pause|resume|partition|
+  link|skew|heal|faults`` commands;
+- :mod:`faults.launch_glue` — the plan of ``rmqemu launch`` (topology, ``--nemesis``, ``--replay``);
 - :mod:`faults.testing` — ``FakeOps`` for tests.
 """
 

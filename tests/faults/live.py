@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import psutil
 import pytest
@@ -125,3 +125,23 @@ def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.fixture
+def live(start_cluster: Any) -> Iterator[Callable[[dict[str, Any]], tuple[Cluster, Injector]]]:
+    """``live(topology) -> (cluster, injector)``; every fault is healed before the cluster stops,
+    even when the test failed (a healing error there must not hide the test's own failure)."""
+    made: list[Injector] = []
+
+    def make(topo: dict[str, Any]) -> tuple[Cluster, Injector]:
+        c = start_cluster(topo)
+        made.append(Injector(c))
+        return c, made[-1]
+
+    yield make
+    for inj in made:
+        if inj.active():
+            try:
+                inj.heal_all()
+            except Exception as err:  # noqa: BLE001 - Cluster.stop still resumes and stops every node
+                print(f"healing at teardown failed: {err}")

@@ -3,15 +3,12 @@ namesrv's expiries and the nodes' ``node.clock`` events."""
 
 from __future__ import annotations
 
-from typing import Iterator
 
 import pytest
 
-from emulator.cluster import Cluster
 from emulator.testing import read_events
-from faults.injector import Injector
-from tests.faults.live import (
-    EXPIRY_MS, SCALE, fault_events, median_latency, ns_broker, sends, start_fault,
+from tests.faults.live import (  # noqa: F401 - live is a fixture
+    EXPIRY_MS, SCALE, fault_events, live, median_latency, ns_broker, sends, start_fault,
 )
 
 PRODUCER = {"name": "faults-link", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
@@ -23,21 +20,6 @@ PRODUCER = {"name": "faults-link", "timing": {"scale": SCALE}, "namesrvs": 1, "d
 TWO_BROKERS = {"name": "faults-clock", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
                "brokers": [{"name": "broker-a"}, {"name": "broker-b"}]}
 SAMPLES = 10
-
-
-@pytest.fixture
-def live(start_cluster) -> Iterator:
-    holder: list[Injector] = []
-
-    def make(topo: dict) -> tuple[Cluster, Injector]:
-        c = start_cluster(topo)
-        holder.append(Injector(c))
-        return c, holder[-1]
-
-    yield make
-    for inj in holder:
-        if inj.active():
-            inj.heal_all()
 
 
 def test_link_delay_raises_send_latency_by_the_injected_amount(live) -> None:
@@ -103,3 +85,33 @@ def test_clock_bump_then_reset_on_a_broker_is_applied_and_undone(live) -> None:
     assert read_events(c.run_dir, "node.clock", node="broker-a-0")[-1]["offset_ms"] == pytest.approx(0.0, abs=1.0)
     assert [(e["kind"], e["fault_id"]) for e in read_events(c.run_dir) if e["kind"].startswith("fault.")] == [
         ("fault.start", "c1"), ("fault.end", "c1"), ("fault.start", "c2"), ("fault.end", "c2")]
+
+
+def test_link_duplication_stores_each_message_twice_and_the_consumer_sees_both(live) -> None:
+    topo = {**PRODUCER, "consumers": [{"group": "cg-1", "subscribe": ["T"]}]}
+    c, inj = live(topo)
+    consumed = lambda after=0.0: [m for e in read_events(c.run_dir, "consume", node="cg-1-0", where=lambda e: e["ts"] > after)
+                                  for m in e["msg_ids"]]
+    c.wait_for(lambda: consumed(), 60, "a first consumed message")
+    assert max(consumed().count(m) for m in consumed()) == 1  # no duplicates without the fault
+    start_fault(inj, c, "l1", link="pg-1-0", to="broker-a-0", oneway=True, duplicate="100%")
+    started = fault_events(c, "l1")[0]["ts"]
+    sent = lambda: {e["msg_id"] for e in sends(c, "pg-1-0", "ok", after=started)}
+    twice = lambda: [m for m in sent() if consumed().count(m) >= 2]
+    c.wait_for(lambda: len(twice()) >= 3, 60, "messages sent under the fault consumed twice")
+
+
+def test_clock_drift_makes_the_producers_clock_run_fast(live) -> None:
+    c, inj = live(PRODUCER)
+    c.wait_for(lambda: sends(c, "pg-1-0"), 60, "a first send")
+    start_fault(inj, c, "c1", clock="drift", targets=["pg-1-0"], ppm=100_000)  # 10 % fast
+    since = fault_events(c, "c1")[0]["params"]["since_ms"]
+    late = lambda: [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] - since > 500]
+    c.wait_for(lambda: len(late()) >= 3, 60, "sends half a second into the drift")
+    for e in late():  # the node's own clock: host time + 10 % of the time since the drift began
+        assert e["local_ms"] - e["ts"] == pytest.approx(0.1 * (e["ts"] - since), abs=2.0)
+    inj.stop("c1")
+    healed = fault_events(c, "c1", "fault.end")[0]["ts"]
+    c.wait_for(lambda: [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] > healed], 60, "a send after")
+    after = [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] > healed]
+    assert abs(after[-1]["local_ms"] - after[-1]["ts"]) < 2.0

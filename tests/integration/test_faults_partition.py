@@ -8,14 +8,8 @@ the namesrv's own liveness stamp of the broker, frozen once the cut took effect;
 
 from __future__ import annotations
 
-from typing import Iterator
-
-import pytest
-
-from emulator.cluster import Cluster
-from faults.injector import Injector
-from tests.faults.live import (
-    EXPIRY_MS, IDLE_SLACK_MS, SCALE, dropped, fault_events, live_stamp, ns_broker, start_fault,
+from tests.faults.live import (  # noqa: F401 - live is a fixture
+    EXPIRY_MS, IDLE_SLACK_MS, SCALE, dropped, fault_events, live, live_stamp, ns_broker, start_fault,
 )
 
 
@@ -24,25 +18,10 @@ def topology(namesrvs: int) -> dict:
             "brokers": [{"name": "broker-a"}, {"name": "broker-b"}], "duration": "100000s"}
 
 
-@pytest.fixture
-def live(start_cluster) -> Iterator[tuple[Cluster, Injector]]:
-    holder: list[Injector] = []
-
-    def make(namesrvs: int) -> tuple[Cluster, Injector]:
-        c = start_cluster(topology(namesrvs))
-        holder.append(Injector(c))
-        return c, holder[-1]
-
-    yield make
-    for inj in holder:  # before the cluster stops: leave nothing cut off
-        if inj.active():
-            inj.heal_all()
-
-
 def test_oneway_namesrv_to_broker_cut_keeps_the_broker_registered(live) -> None:
     """The namesrv cannot reach the broker, the broker still reaches the namesrv: its
     registrations keep arriving (their replies are lost), so it is never dropped."""
-    c, inj = live(1)
+    c, inj = live(topology(1))
     start_fault(inj, c, "p1", partition="groups", groups=[["namesrv-0"], ["broker-a-0"]], oneway=True)
     started = fault_events(c, "p1")[0]
     assert started["params"]["links"] == [["namesrv-0", "broker-a-0"]]
@@ -56,7 +35,7 @@ def test_oneway_namesrv_to_broker_cut_keeps_the_broker_registered(live) -> None:
 
 
 def test_oneway_broker_to_namesrv_cut_drops_the_broker_after_the_scaled_120s(live) -> None:
-    c, inj = live(1)
+    c, inj = live(topology(1))
     start_fault(inj, c, "p1", partition="groups", groups=[["broker-a-0"], ["namesrv-0"]], oneway=True)
     started = fault_events(c, "p1")[0]
     assert started["params"]["links"] == [["broker-a-0", "namesrv-0"]]
@@ -72,7 +51,7 @@ def test_oneway_broker_to_namesrv_cut_drops_the_broker_after_the_scaled_120s(liv
 
 
 def test_broker_partitioned_from_every_namesrv_is_dropped_by_each_after_the_scaled_120s(live) -> None:
-    c, inj = live(2)
+    c, inj = live(topology(2))
     start_fault(inj, c, "p1", partition="groups", groups=[["broker-a-0"], ["namesrv"]])
     started = fault_events(c, "p1")[0]
     assert sorted(map(tuple, started["params"]["links"])) == sorted(

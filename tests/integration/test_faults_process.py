@@ -9,43 +9,27 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from typing import Iterator
 
 import psutil
 import pytest
 
 from emulator.clock import mono_ms
-from emulator.cluster import Cluster
 from emulator.testing import read_events
 from faults.errors import ProcessGone, UnsafeSignal
-from faults.injector import Injector
 from faults.interpreter import run_plan
 from faults.kinds import PauseFault
 from faults.schedule import plan_from_specs
 from faults.signals import SpawnedProcess
 from faults.spec import FaultSpec
-from tests.faults.live import SCALE, alive, fault_events, manifest_procs, ns_broker, sends, start_fault
+from tests.faults.live import (  # noqa: F401 - live is a fixture
+    SCALE, alive, fault_events, live, manifest_procs, ns_broker, sends, start_fault,
+)
 
 BASE = {"name": "faults-process", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
         "brokers": [{"name": "broker-a"}, {"name": "broker-b"}]}
 WITH_PRODUCER = {**BASE, "brokers": [{"name": "broker-a"}],
                  "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 2}],
                  "producers": [{"group": "pg-1", "topics": ["T"], "rate": 0.5, "mode": "sync"}]}
-
-
-@pytest.fixture
-def live(start_cluster) -> Iterator:
-    holder: list[Injector] = []
-
-    def make(topo: dict) -> tuple[Cluster, Injector]:
-        c = start_cluster(topo)
-        holder.append(Injector(c))
-        return c, holder[-1]
-
-    yield make
-    for inj in holder:
-        if inj.active():
-            inj.heal_all()
 
 
 def test_paused_broker_makes_sends_time_out_and_resume_brings_them_back(live) -> None:
@@ -64,11 +48,13 @@ def test_paused_broker_makes_sends_time_out_and_resume_brings_them_back(live) ->
 
 
 def test_stop_makes_the_broker_unregister_and_restart_after_brings_it_back(live) -> None:
-    c, inj = live(BASE)
-    start_fault(inj, c, "s1", stop="broker-b-0", restart_after="10s")
+    # scale 0.1: the broker waits for the namesrv's answer to UNREGISTER_BROKER for 3000 ms
+    # scaled before it exits; 30 ms (scale 0.01) is short on a loaded machine
+    c, inj = live({**BASE, "timing": {"scale": 0.1}})
+    start_fault(inj, c, "s1", stop="broker-b-0", restart_after="1s")
     stopped_at = fault_events(c, "s1")[0]["ts"]
-    unregister = ns_broker(c, "broker-b-0", "unregister")
-    assert unregister and unregister[0]["ts"] <= stopped_at  # sent during the graceful shutdown
+    c.wait_for(lambda: ns_broker(c, "broker-b-0", "unregister"), 30, "UNREGISTER_BROKER on the namesrv")
+    assert ns_broker(c, "broker-b-0", "unregister")[0]["ts"] <= stopped_at  # during the graceful stop
     assert not ns_broker(c, "broker-b-0", ("expired", "channel_destroy"))
     c.wait_for(lambda: read_events(c.run_dir, "node.exit", node="broker-b-0"), 30, "broker-b-0's node.exit")
     assert read_events(c.run_dir, "node.exit", node="broker-b-0")[0].get("code") == 0  # graceful
