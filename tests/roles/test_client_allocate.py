@@ -114,3 +114,26 @@ def test_machine_room():
 def test_unknown_strategy_named():
     with pytest.raises(ValueError, match="BOGUS"):
         strategy_from_spec("BOGUS")
+
+
+@pytest.mark.parametrize("strategy", [allocate_averagely, allocate_averagely_by_circle, make_consistent_hash()])
+def test_every_queue_goes_to_exactly_one_consumer(strategy):
+    """With every client agreeing on mqAll and cidAll, the strategies partition the queues:
+    nothing unconsumed, nothing twice (what breaks when subscriptions differ, seed 002)."""
+    for n in range(1, 13):
+        mqs = [MessageQueue("T", f"b{i % 3}", i) for i in range(n)]
+        mqs.sort()
+        for c in range(1, 6):
+            cids = [f"127.0.0.1@c-{k}" for k in range(c)]
+            got = [mq for cid in cids for mq in strategy("g", cid, mqs, cids)]
+            assert sorted(got) == mqs, (strategy, n, c)
+
+
+def test_avg_hand_worked_10_over_4():
+    # n=10, c=4, mod=2: c0 -> 0..2, c1 -> 3..5, c2 -> 6..7, c3 -> 8..9
+    mqs = [MessageQueue("T", "b", i) for i in range(10)]
+    cids = ["c0", "c1", "c2", "c3"]
+    assert [[m.queue_id for m in allocate_averagely("g", c, mqs, cids)] for c in cids] == [
+        [0, 1, 2], [3, 4, 5], [6, 7], [8, 9]]
+    assert [[m.queue_id for m in allocate_averagely_by_circle("g", c, mqs, cids)] for c in cids] == [
+        [0, 4, 8], [1, 5, 9], [2, 6], [3, 7]]
