@@ -6,6 +6,7 @@ These are the launcher's and the CLI's view of the data plane: single blocking r
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -14,13 +15,14 @@ from emulator.protocol import Frame, RequestCode, ResponseCode, request
 from emulator.topology import TopicEntry
 
 ADMIN_TIMEOUT_MS = 3000.0
+_calls = itertools.count(1)  # one identity per call: a new connection is never taken for an old one
 
 
 def _call(addr: str, frame: Frame, timeout_ms: float) -> Frame:
     from emulator.transport.oneshot import request_once
 
     try:
-        return request_once(addr, frame, timeout_ms, identity=f"admin-{os.getpid()}")
+        return request_once(addr, frame, timeout_ms, identity=f"admin-{os.getpid()}-{next(_calls)}")
     except Exception as exc:  # the transport's timeout/connect errors, said plainly
         raise ControlError(f"{addr}: no answer to {RequestCode(frame.code).name} ({exc})") from None
 

@@ -45,6 +45,8 @@ class ConnTracker:
         self._gen: dict[int, int] = {}  # fd -> generation of its current connection
         self._early: set[int] = set()  # fds whose connection was seen in a frame before ACCEPTED
         self._by_fd: dict[int, Conn] = {}
+        self._close_seen: set[int] = set()  # fds whose close was inferred from a new identity
+        self.implicit_closes: list[Conn] = []  # such closes, for the transport to report
         self._by_channel: dict[str, Conn] = {}
 
     def accepted(self, fd: int) -> None:
@@ -56,6 +58,9 @@ class ConnTracker:
 
     def disconnected(self, fd: int) -> Conn | None:
         """EVENT_DISCONNECTED: the connection on ``fd`` closed; returns it if its peer was known."""
+        if fd in self._close_seen:  # already applied when another peer's frame showed up
+            self._close_seen.discard(fd)
+            return None
         self._gen.pop(fd, None)
         self._early.discard(fd)
         conn = self._by_fd.pop(fd, None)
@@ -72,8 +77,10 @@ class ConnTracker:
             if touch:
                 conn.last_ms = now_ms
             return conn, False
-        if conn is not None:  # same fd, other identity: the old connection must be over
+        if conn is not None:  # same fd, other peer: the old connection is over, its close late
             self.disconnected(fd)
+            self._close_seen.add(fd)
+            self.implicit_closes.append(conn)
         gen = self._gen.get(fd)
         if gen is None:
             gen = self._gen[fd] = next(self._gens)

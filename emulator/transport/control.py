@@ -111,6 +111,8 @@ class ControlServer:
                 break
             identity = parts[0].bytes
             self.conns.on_frame(parts[-1].get(zmq.SRCFD), identity, peer_label(identity), 0.0)
+            self._backlog += [NodeGone(c.peer) for c in self.conns.implicit_closes]
+            self.conns.implicit_closes.clear()
             msg = unpack(parts[-1].bytes) if len(parts) == 2 else None
             if msg is None or msg.get("token") != self.token:
                 self.refused += 1

@@ -199,19 +199,24 @@ class ZmqTransport:
         return min(dues) if dues else None
 
     def _drain_router_monitor(self, now: float, out: list[TransportEvent]) -> None:
-        """Connection events in order; a close is applied only after the frames the peer sent
-        before it have been read (see ``_conns``)."""
+        """Connection events in order. Before a close is applied, the frames its peer sent are
+        read (they stay queued after the close) — unless the same batch also holds a new
+        connection on the same fd: then queued frames may be the new one's, and attributing them
+        to the closed channel would lose the answers; the close goes first (see ``_conns``)."""
+        batch = []
         while self.router_mon.poll(0):
             ev = recv_monitor_message(self.router_mon, zmq.NOBLOCK)
-            fd = int(ev["value"])
-            if ev["event"] == zmq.EVENT_ACCEPTED:
+            batch.append((ev["event"], int(ev["value"])))
+        for i, (kind, fd) in enumerate(batch):
+            if kind == zmq.EVENT_ACCEPTED:
                 self.conns.accepted(fd)
-            elif ev["event"] == zmq.EVENT_DISCONNECTED:
-                self._recv_router(now, out)
+            elif kind == zmq.EVENT_DISCONNECTED:
+                if (zmq.EVENT_ACCEPTED, fd) not in batch[i + 1:]:
+                    self._recv_router(now, out)
                 conn = self.conns.disconnected(fd)
                 if conn is not None:
-                    kind = self.closing.pop(conn.channel, "closed")
-                    out.append(ChannelEvent(kind=kind, channel=conn.channel, peer=conn.peer))  # type: ignore[arg-type]
+                    kind_ = self.closing.pop(conn.channel, "closed")
+                    out.append(ChannelEvent(kind=kind_, channel=conn.channel, peer=conn.peer))  # type: ignore[arg-type]
 
     def _recv_router(self, now: float, out: list[TransportEvent]) -> None:
         while True:
@@ -223,6 +228,10 @@ class ZmqTransport:
             peer = peer_label(identity)
             blocked = self.links.on_receive(peer, self.name).dropped
             conn, _new = self.conns.on_frame(parts[-1].get(zmq.SRCFD), identity, peer, now, touch=not blocked)
+            while self.conns.implicit_closes:
+                old = self.conns.implicit_closes.pop(0)
+                out.append(ChannelEvent(kind=self.closing.pop(old.channel, "closed"), channel=old.channel,  # type: ignore[arg-type]
+                                        peer=old.peer))
             if blocked:
                 self.counters["dropped_in"] += 1
                 continue

@@ -37,3 +37,14 @@ def test_a_close_of_an_unknown_connection_is_nothing() -> None:
     t = ConnTracker()
     t.accepted(3)
     assert t.disconnected(3) is None  # it never sent a frame: no role knew it
+
+
+def test_another_peer_on_the_fd_closes_the_old_connection_once() -> None:
+    t = ConnTracker()
+    t.accepted(4)
+    old, _ = t.on_frame(4, b"admin-1", "admin-1", 1.0)
+    new, is_new = t.on_frame(4, b"admin-2", "admin-2", 2.0)  # its close and accept not drained yet
+    assert is_new and t.implicit_closes == [old] and not old.live
+    assert t.disconnected(4) is None  # the late close of the old one: already applied
+    t.accepted(4)  # the late accept of the new one: absorbed
+    assert t.live(new.channel) is new and t.on_frame(4, b"admin-2", "admin-2", 3.0) == (new, False)

@@ -269,3 +269,31 @@ def test_oneshot_request_and_refused(net: Net) -> None:
     with pytest.raises(RequestFailed):
         request_once(addr, Frame(code=106), 10_000)
     assert time.monotonic() - t0 < 10  # refused, not timed out
+
+
+def test_back_to_back_connections_on_a_reused_fd_all_get_answers(net: Net) -> None:
+    """Each one-shot request is a new connection that the kernel usually puts on the fd of the
+    one that just closed; a late close of the old one must not take the new one's channel."""
+    broker = net.add("broker-a-0")
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            for e in broker.poll(5):
+                if isinstance(e, Received) and not e.frame.is_response:
+                    broker.send_to_channel(e.channel, e.frame.response())
+
+    th = threading.Thread(target=serve)
+    th.start()
+    failures = []
+    try:
+        for i in range(60):
+            try:
+                request_once(broker.address, request(17, {"topic": f"T{i}"}), 10_000,
+                             identity="admin-1" if i % 2 else f"admin-{i}")
+            except RequestFailed as exc:
+                failures.append((i, str(exc)))
+    finally:
+        stop.set()
+        th.join()
+    assert failures == []
