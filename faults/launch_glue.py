@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from emulator.errors import RmqemuError
+from faults.errors import FaultError, PlanError, PlanFailed
 from faults.injector import Injector
 from faults.interpreter import run_plan
 from faults.nemesis import random_plan
@@ -30,13 +32,16 @@ def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = 
 
     nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
     scale = topo.timing.scale
-    if replay is not None:
-        plan = read_plan(replay)
-    elif nemesis:
-        plan = random_plan(nemesis, interval, topo.duration, nodes, topo.seed, scale)
-    else:
-        plan = plan_from_specs(topo.faults, nodes, topo.seed, scale, topo.duration)
-    check_plan(plan, nodes)
+    try:
+        if replay is not None:
+            plan = read_plan(replay)
+        elif nemesis:
+            plan = random_plan(nemesis, interval, topo.duration, nodes, topo.seed, scale)
+        else:
+            plan = plan_from_specs(topo.faults, nodes, topo.seed, scale, topo.duration)
+        check_plan(plan, nodes)
+    except PlanError as err:  # a nemesis plan depends on the seed: say which one
+        raise PlanError(f"{err} [seed {topo.seed}]") from None
     return plan
 
 
@@ -52,8 +57,16 @@ def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None]
     """
     write_plan(plan, cluster.run_dir / "plan.json")
     injector = Injector(cluster)
+    replay = f"rmqemu launch --replay {cluster.run_dir}"
     try:
-        run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for, wait_until_end=False, heal_at_end=False)
+        try:
+            run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for, wait_until_end=False, heal_at_end=False)
+        except PlanFailed as err:
+            raise PlanFailed(str(err).replace("rmqemu launch --replay RUN_DIR", replay),
+                             seed=err.seed, step=err.step) from err.__cause__
+        except (FaultError, RmqemuError) as err:  # a push that timed out, a restart that failed
+            raise PlanFailed(f"fault plan failed: {err} [seed {plan.seed}; replay with: {replay}]",
+                             seed=plan.seed) from err
         pump_for(total_ms - elapsed_ms())
     finally:
         if injector.active():  # end of run, or interrupted (Ctrl-C): nothing may stay paused or cut off
