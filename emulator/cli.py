@@ -107,7 +107,13 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     from emulator.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
-    result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
+    try:
+        result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
+    except KeyboardInterrupt:  # run_topology healed every fault and stopped every node on the way out
+        where = run_dir or (root / "latest").resolve()
+        click.echo(f"\ninterrupted: faults healed, nodes stopped; the partial run is in {where} "
+                   f"(seed {topo.seed}; `rmqemu launch --replay {where}` runs its plan again)", err=True)
+        sys.exit(130)
     click.echo(str(result.run_dir))
     if report:
         from reports.cli import report_command

@@ -80,7 +80,10 @@ def test_launcher_interrupted_or_killed_leaves_no_node(tmp_path: Path, how: str)
         proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
         proc.wait(timeout=60)
         wait_until(lambda: not any(alive(*p) for p in procs), 60, "every node to exit")
-        if how == "sigint":  # a graceful stop records every node's exit
+        if how == "sigint":  # a graceful stop records every node's exit and says how to replay
+            assert proc.returncode == 130
+            err = proc.stderr.read().decode()
+            assert "interrupted" in err and "seed 42" in err and f"--replay {run_dir}" in err
             exits = [json.loads(line) for f in (run_dir / "events").glob("*.jsonl")
                      for line in f.read_text().splitlines() if '"node.exit"' in line]
             assert len(exits) == 3
