@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 from matplotlib.transforms import blended_transform_factory  # noqa: E402
 
 from reports.misrouted import REASONS  # noqa: E402
@@ -64,6 +65,13 @@ def _shade_faults(ax: plt.Axes, faults: pd.DataFrame) -> list[Patch]:
         span = f"{f.start_s:.2f}-{f.end_s:.2f} s" if f.end_s > f.start_s else f"at {f.start_s:.2f} s"
         handles.append(Patch(color=colour, alpha=0.6, label=f"{f.fault_id}: {f.fault} {f.targets} ({span})"))
     return handles
+
+
+def _plain(axis: Any) -> None:
+    """Log axes labelled 2, 30, 1,000 rather than 2x10^0, 3x10^1, 10^3."""
+    fmt = FuncFormatter(lambda v, _: f"{v:,.4g}")
+    axis.set_major_formatter(fmt)
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}" if str(f"{v:.4g}")[0] in "25" else ""))
 
 
 def _axes(fig_h: float, data: PlotData) -> tuple[plt.Figure, plt.Axes]:
@@ -159,6 +167,7 @@ def plot_latency(data: PlotData, path: Path) -> None:
             handles.append(Patch(color=colour, label=f"{label} latency"))
         handles.append(Patch(color="#d62728", alpha=0.25, label=f"timeouts: {int(lat.timeouts.sum()):,}"))
         ax.set_yscale("log")
+        _plain(ax.yaxis)
     else:
         ax.text(0.5, 0.5, "no sends with a latency", transform=ax.transAxes, ha="center", va="center", fontsize=12)
     ax.set_ylabel(f"send latency, wall ms\n(1 wall ms = {1 / data.scale / 1000:g} cluster s)")
@@ -176,13 +185,16 @@ def plot_staleness(data: PlotData, path: Path) -> None:
         bins = np.logspace(lo - 0.05, hi + 0.05, max(10, min(40, int((hi - lo) * 10) + 2)))
         ax.hist(d, bins=bins, color="#f28e2b", edgecolor="white")
         ax.set_xscale("log")
+        _plain(ax.xaxis)
         for q, style in ((50, "--"), (99, ":")):
             v = float(np.percentile(d, q))
             ax.axvline(v, color="black", ls=style, lw=1)
-            ax.text(v, 0.97, f" p{q} {v:,.0f} ms", transform=blended_transform_factory(ax.transData, ax.transAxes),
+            ax.text(v, 0.97, f" p{q} {v:,.0f} ms\n ({v / 1000 / data.scale:,.4g} cluster s)", transform=blended_transform_factory(ax.transData, ax.transAxes),
                     va="top", fontsize=8)
         top = ax.secondary_xaxis("top", functions=(lambda x: x / 1000 / data.scale, lambda x: x * 1000 * data.scale))
         top.set_xlabel("cluster seconds")
+        _plain(top.xaxis)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         ax.text(0.5, 0.5, "no client was ever stale", transform=ax.transAxes, ha="center", va="center", fontsize=12)
     ax.set_xlabel("duration of a client stale interval, wall ms")
