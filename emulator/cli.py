@@ -21,20 +21,31 @@ from emulator.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
 from emulator.topology_load import load_topology, parse_topology
 
 
+def _one_line(text: str) -> str:
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Bad input (a topology, a fault verb's arguments) exits 2, anything a run or a cluster
+    refuses exits 1; each as clear lines on stderr, no traceback unless RMQEMU_DEBUG=1. Shared
+    by every command group (admin, fault verbs)."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from faults.errors import FaultError
+        from faults.errors import FaultError, SpecError
 
         try:
             return fn(*args, **kwargs)
-        except TopologyError as exc:
+        except TopologyError as exc:  # one line per problem, by design
             click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except SpecError as exc:
+            click.echo(f"error: {_one_line(str(exc))}", err=True)
             sys.exit(2)
         except (RmqemuError, FaultError) as exc:
             if os.environ.get("RMQEMU_DEBUG"):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {_one_line(str(exc))}", err=True)
             sys.exit(1)
 
     return wrapper

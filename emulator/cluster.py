@@ -20,7 +20,7 @@ from emulator.clock import ClockSetting, host_ms
 from emulator.errors import ClusterError, ControlError, LaunchError
 from emulator.links import LinkRule, rules_to_wire
 from emulator.processes import NodeProcess, kill_all, spawn_node
-from emulator.run_dir import append_event, new_run_dir, prepare_run_dir, write_json
+from emulator.run_dir import append_event, new_run_dir, prepare_run_dir
 from emulator.topology import Topology
 from emulator.topology_load import NodePlan, plan_nodes
 from emulator.transport.control import ControlServer, NodeGone, NodeReady

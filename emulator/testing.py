@@ -13,9 +13,12 @@ rmqemu::
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
+import psutil
 import pytest
 
 from emulator.topology_load import load_topology, parse_topology
@@ -41,6 +44,49 @@ def read_events(run_dir: Path, kind: str | None = None, node: str | None = None,
                     and (where is None or where(ev)):
                 out.append(ev)
     return sorted(out, key=lambda e: e.get("ts", 0.0))
+
+
+def run_processes(run_dir: Path) -> list[tuple[int, float]]:
+    """``(pid, create_time)`` of every node process the run's manifest lists (the latest
+    incarnation of a restarted node): what a "no process left behind" check looks at."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return [(n["pid"], n["create_time"]) for n in manifest["nodes"].values() if n.get("pid")]
+
+
+def _same_process(pid: int, create_time: float) -> psutil.Process | None:
+    try:
+        p = psutil.Process(pid)
+        return p if abs(p.create_time() - create_time) < 1e-3 else None  # not a reused pid
+    except psutil.NoSuchProcess:
+        return None
+
+
+def process_alive(pid: int, create_time: float) -> bool:
+    p = _same_process(pid, create_time)
+    try:
+        return p is not None and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def process_stopped(pid: int, create_time: float) -> bool:
+    """True while that very process is stopped by SIGSTOP."""
+    p = _same_process(pid, create_time)
+    try:
+        return p is not None and p.status() == psutil.STATUS_STOPPED
+    except psutil.NoSuchProcess:
+        return False
+
+
+def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
+    """SIGKILL, by pid after checking create_time, whatever a failed test left alive."""
+    for pid, ct in procs:
+        if process_alive(pid, ct):
+            try:
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.fixture

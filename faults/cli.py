@@ -12,15 +12,11 @@ Every duration and offset is in **cluster seconds**, as in a topology file (``sk
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
-from faults.errors import FaultError, SpecError
 from faults.verbs import spec_from_args
 
 RUN = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
@@ -28,28 +24,11 @@ RUN = click.option("--run", "run", type=click.Path(path_type=Path), default=None
 DURATION = click.option("--duration", help="heal after this long (cluster seconds: 30s, 2m)")
 
 
-def _one_line(text: str) -> str:
-    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
-
-
 def fault_verb(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Bad arguments exit 2, anything the cluster refuses exits 1; one line each, no traceback."""
-    from emulator.errors import RmqemuError
+    from emulator.cli import handle_errors  # imported late: emulator.cli registers these verbs
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except SpecError as exc:
-            click.echo(f"error: {_one_line(str(exc))}", err=True)
-            sys.exit(2)
-        except (RmqemuError, FaultError) as exc:
-            if os.environ.get("RMQEMU_DEBUG"):
-                raise
-            click.echo(f"error: {_one_line(str(exc))}", err=True)
-            sys.exit(1)
-
-    return wrapper
+    return handle_errors(fn)
 
 
 def _call(run: Path | None, verb: str, args: dict[str, Any]) -> tuple[dict[str, Any], float]:

@@ -7,10 +7,7 @@ and their effects are read back from the nodes' own events or state, never from 
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -18,11 +15,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import psutil
 import pytest
 
 from emulator.cluster import Cluster
-from emulator.testing import read_events
+from emulator.testing import kill_survivors, process_alive, process_stopped, read_events, run_processes  # noqa: F401
 from faults.injector import Injector
 from faults.kinds import Fault, build_fault
 from faults.spec import FaultSpec
@@ -86,26 +82,9 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Completed
     return subprocess.run(rmqemu(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
-def manifest_procs(run_dir: Path) -> list[tuple[int, float]]:
-    """(pid, create_time) of every node the manifest lists (the current incarnation)."""
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    return [(n["pid"], n["create_time"]) for n in manifest["nodes"].values() if n.get("pid")]
-
-
-def alive(pid: int, create_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return abs(p.create_time() - create_time) < 1e-3 and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def stopped(pid: int, create_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return abs(p.create_time() - create_time) < 1e-3 and p.status() == psutil.STATUS_STOPPED
-    except psutil.NoSuchProcess:
-        return False
+manifest_procs = run_processes  # the names these tests grew up with
+alive = process_alive
+stopped = process_stopped
 
 
 def wait_until(cond: Any, timeout_s: float, what: str) -> None:
@@ -114,17 +93,6 @@ def wait_until(cond: Any, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.05)
-
-
-def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
-    """SIGKILL (by pid, after checking create_time) whatever a failed test left alive."""
-    for pid, ct in procs:
-        if alive(pid, ct):
-            try:
-                os.kill(pid, signal.SIGCONT)
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 @pytest.fixture

@@ -18,6 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from emulator.testing import kill_survivors, run_processes as node_procs
+from emulator.testing import process_alive as alive
+
 TOPO = """
 name: orphans
 timing: {scale: 0.01}
@@ -28,31 +31,12 @@ duration: 100000s
 """
 
 
-def node_procs(run_dir: Path) -> list[tuple[int, float]]:
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    return [(n["pid"], n["create_time"]) for n in manifest["nodes"].values() if n.get("pid")]
-
-
-def alive(pid: int, create_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return abs(p.create_time() - create_time) < 1e-3 and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def wait_until(cond, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not cond():
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def kill_survivors(procs: list[tuple[int, float]]) -> None:
-    for pid, ct in procs:
-        if alive(pid, ct):
-            os.kill(pid, signal.SIGKILL)
 
 
 def rmqemu(*args: str) -> list[str]:
