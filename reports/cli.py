@@ -114,6 +114,9 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
 
     Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
     path Spark reads; a remote one needs --out).
+
+    With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,
+    from each run's report/metrics.json (computed where missing).
     """
     given = (ctx.obj or {}).get("spark") if isinstance(ctx.obj, dict) else None
     progress = _Progress()

@@ -170,3 +170,13 @@ def test_bad_input_exits_2_naming_the_file(spark, tmp_path, case):
     assert result.stderr.startswith("error: ") and str(named) in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (run / "report").exists()
+
+
+def test_compare_names_a_corrupt_metrics_file(spark, reported, tmp_path):
+    run_a, _ = reported
+    run_b = tmp_path / "run-b"
+    (run_b / "report").mkdir(parents=True)
+    (run_b / "report" / "metrics.json").write_text('{"run": "r2", "scale"')
+    result = invoke(spark, "--compare", str(run_a), str(run_b))
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {run_b / 'report' / 'metrics.json'}: not valid JSON (Expecting ':' delimiter at line 1)\n"
