@@ -129,7 +129,10 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     if report:
         from reports.cli import report_command
 
-        report_command.main([str(result.run_dir)], standalone_mode=False)
+        # non-standalone click returns an Exit's code; the report already said why on stderr
+        code = report_command.main([str(result.run_dir)], standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     if not result.ok:
         click.echo(f"error: node(s) died without a fault: {', '.join(result.died)} (seed {topo.seed}; "
                    f"logs in {result.run_dir}/logs)", err=True)
