@@ -8,11 +8,12 @@ heartbeatBrokerInterval, after cleanOfflineBroker), ``rebalance`` (every 20 s, a
 NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s, persistConsumerOffsetInterval) and the
 per-queue ``pull|...`` / ``reconsume|...`` / ``offsetMoved|...`` one-shots.
 
-``client.route`` events for a consumer carry the **subscribe** view (every readable queue, no
-master needed: what the consumer rebalances over) under ``publish_queues``, with
-``view: "subscribe"``; a producer's carry ``view: "publish"``. Reports computing producer route
-staleness should keep ``view == "publish"``: a consumer legitimately keeps a broker whose master
-is gone (it pulls from the slave), so its view is not comparable with the publish truth.
+``client.route`` events of a consumer carry what its ``MQClientInstance`` computes from the route
+for both sides (facts 3.6): ``publish_queues`` is the publish view (writable queue data whose
+broker has a master), the same as a producer's, so DESIGN section 7's route staleness means the
+same thing for every client; ``subscribe_queues`` is the subscribe view (every readable queue, no
+master needed: what the consumer rebalances over, and why it keeps a broker whose master is gone
+and pulls from the slave).
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ from emulator.roles.client_instance import ClientInstance, client_id_for, heartb
 from emulator.roles.offset_store import OffsetStore
 from emulator.roles.pull_loop import Puller, parse_timer
 from emulator.roles.rebalance import ProcessQueue, Rebalancer
-from emulator.roles.route_cache import MessageQueue, Route, to_subscribe_info
+from emulator.roles.route_cache import MessageQueue, Route, to_publish_info, to_subscribe_info
 from emulator.roles.subscription import build_subscription_data, retry_topic
 from emulator.roles.workload import ConsumerWorkload
 
 REBALANCE_WAIT_INTERVAL_MS = 20000  # rocketmq.client.rebalance.waitInterval
 PERSIST_OFFSET_INITIAL_MS = 10000
 INNER_PRODUCER_CREATE_TOPIC_KEY = "TBW102"  # CLIENT_INNER_PRODUCER polls it too (facts 3.1)
+
+
+_NO_RNG = random.Random(0)  # to_publish_info's queue index is unused here; keep self.rng's draws
 
 
 class Consumer(Role):
@@ -175,8 +179,9 @@ class Consumer(Role):
         self.subscribe_table[topic] = mqs
         queues = [mq.pair() for mq in mqs]
         changed = old is None or [mq.pair() for mq in old] != queues
-        return [Emit("client.route", {"topic": topic, "source": source, "publish_queues": queues,
-                                      "changed": changed, "view": "subscribe", "group": self.group})]
+        publish = [mq.pair() for mq in to_publish_info(topic, route, _NO_RNG).message_queues]
+        return [Emit("client.route", {"topic": topic, "source": source, "publish_queues": publish,
+                                      "subscribe_queues": queues, "changed": changed, "group": self.group})]
 
     def state(self) -> dict[str, Any]:
         return {

@@ -67,7 +67,15 @@ def test_start_heartbeats_with_subscriptions_and_retry_topic():
     assert {s["topic"] for s in cd["subscriptionDataSet"]} == {"T", "%RETRY%cg-1"}
     assert all(s["subVersion"] == int(d.time.wall_ms) for s in cd["subscriptionDataSet"])
     ev = d.events("client.route")[0]
-    assert ev["view"] == "subscribe" and ev["publish_queues"] == [["b1", i] for i in range(4)]
+    assert ev["publish_queues"] == ev["subscribe_queues"] == [["b1", i] for i in range(4)]
+
+
+def test_route_event_without_a_master_keeps_the_subscribe_view_only():
+    """Facts 3.6: publish info needs a master, subscribe info does not (the slave serves pulls)."""
+    d = make()
+    serve_routes(d, {"T": route("b1", masters=False)})
+    ev = [e for e in d.events("client.route") if e["topic"] == "T"][0]
+    assert ev["publish_queues"] == [] and ev["subscribe_queues"] == [["b1", i] for i in range(4)]
 
 
 def test_rebalance_event_and_pulls_for_allocated_queues():
