@@ -8,11 +8,20 @@ reads those files back at start (queues of the topics the restored topic table l
 
 ``get`` implements ``DefaultMessageStore.getMessage``'s status decisions, including
 ``nextOffsetCorrection`` (a slave without ``offsetCheckInSlave`` never moves a consumer's offset).
+
+Commit-log view for HA replication (emulator/roles/ha.py): every record keeps its place in one
+virtual commit log -- ``commitLogOffset`` plus ``storeSize``, the length of its JSON line -- so
+``transfer_from`` can hand a slave "everything from offset X" as the very lines the master wrote,
+and ``append_replicated`` stores them on the slave unchanged (same topics, queue ids, queue
+offsets, msgIds and commit-log offsets, as RocketMQ's byte-for-byte copy gives). ``storeSize`` is
+not in the line; ``restore`` recomputes it from the line's length, so master and slave agree on
+every offset after restarts too.
 """
 
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
@@ -55,6 +64,22 @@ def queue_file(topic: str, queue_id: int) -> str:
     return f"store/commitlog/{topic}/{queue_id}.jsonl"
 
 
+def record_line(record: dict[str, Any]) -> str:
+    """The stored line of a record: its JSON without ``storeSize`` (which is this line's length)."""
+    return json.dumps({k: v for k, v in record.items() if k != "storeSize"}, separators=(",", ":"))
+
+
+@dataclass
+class ReplicaBatch:
+    """What :meth:`MessageStore.append_replicated` did with one HA transfer."""
+
+    appends: list[Append]
+    queues: set[tuple[str, int]]
+    accepted: int = 0
+    skipped: int = 0  # already held (a repeated transfer)
+    rejected: int = 0  # unreadable, or a queue offset that does not follow ours (diverged logs)
+
+
 class MessageStore:
     def __init__(self, store_host: str, is_slave: bool = False, offset_check_in_slave: bool = False) -> None:
         self.store_host = store_host
@@ -63,6 +88,9 @@ class MessageStore:
         self.queues: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.by_commit_offset: dict[int, dict[str, Any]] = {}
         self.next_commit_offset = 0
+        # the commit log in offset order (records and their offsets, for bisect)
+        self.log: list[dict[str, Any]] = []
+        self.log_offsets: list[int] = []
 
     # ------------------------------------------------------------------ writes
 
@@ -88,10 +116,12 @@ class MessageStore:
         q = self.queues.setdefault((record["topic"], record["queueId"]), [])
         if record["queueOffset"] != len(q):
             return  # a torn or duplicated line; RocketMQ's recovery truncates likewise
-        record.setdefault("storeSize", 1)
+        record.setdefault("storeSize", len(record_line(record)))
         q.append(record)
         self.by_commit_offset[record["commitLogOffset"]] = record
         self.next_commit_offset = max(self.next_commit_offset, record["commitLogOffset"] + record["storeSize"])
+        self.log.append(record)
+        self.log_offsets.append(record["commitLogOffset"])
 
     def delete_topic(self, topic: str) -> list[Persist]:
         """``cleanUnusedTopic``: drop its queues; the returned Persists empty their files."""
@@ -99,6 +129,9 @@ class MessageStore:
         for k in gone:
             for r in self.queues.pop(k):
                 self.by_commit_offset.pop(r["commitLogOffset"], None)
+        if gone:
+            self.log = [r for r in self.log if r["topic"] != topic]
+            self.log_offsets = [r["commitLogOffset"] for r in self.log]
         return [Persist(queue_file(t, q), "") for t, q in gone]
 
     def restore(self, read_store: Callable[[str], str | None], queues: Iterable[tuple[str, int]]) -> int:
@@ -111,10 +144,70 @@ class MessageStore:
                     record = json.loads(line)
                 except ValueError:
                     continue  # a torn last line from a killed broker
+                if not isinstance(record, dict):
+                    continue
+                record["storeSize"] = len(line)
                 before = len(self.queues.get((topic, qid), []))
                 self._index(record)
                 n += len(self.queues[(topic, qid)]) - before
+        order = sorted(range(len(self.log)), key=lambda i: self.log_offsets[i])  # files are per queue
+        self.log = [self.log[i] for i in order]
+        self.log_offsets = [self.log_offsets[i] for i in order]
         return n
+
+    # ------------------------------------------------------------------ HA (commit-log view)
+
+    def max_phy_offset(self) -> int:
+        """``getMaxPhyOffset``: where the next commit-log write goes; what a slave reports."""
+        return self.next_commit_offset
+
+    def transfer_from(self, offset: int, max_bytes: int) -> tuple[list[str], int]:
+        """The lines of the records at commit-log ``offset`` and after, up to ``max_bytes``
+        (``haTransferBatchSize``; at least one record, never a partial one -- RocketMQ cuts raw
+        bytes anywhere), and the offset that follows the last one (``offset`` if none)."""
+        i = bisect_left(self.log_offsets, offset)
+        lines: list[str] = []
+        size, nxt = 0, offset
+        while i < len(self.log):
+            r = self.log[i]
+            if lines and size + r["storeSize"] > max_bytes:
+                break
+            lines.append(record_line(r))
+            size += r["storeSize"]
+            nxt = r["commitLogOffset"] + r["storeSize"]
+            i += 1
+        return lines, nxt
+
+    def append_replicated(self, lines: list[str]) -> ReplicaBatch:
+        """A slave stores what its master transferred (``HAClient.dispatchReadRequest`` then
+        ``appendToCommitLog``; the reput builds the consume queues): each line goes unchanged to
+        its queue file. A record below our max offset is one we have; one whose queue offset does
+        not follow ours is refused (logs that diverged, e.g. a master that lost its last write
+        in a kill), but still moves our offset so the same record is not asked for again."""
+        batch = ReplicaBatch([], set())
+        by_file: dict[str, list[str]] = {}
+        for line in lines:
+            try:
+                record = json.loads(line)
+                offset, topic, qid = int(record["commitLogOffset"]), str(record["topic"]), int(record["queueId"])
+            except (ValueError, TypeError, KeyError):
+                batch.rejected += 1
+                continue
+            if offset < self.next_commit_offset:
+                batch.skipped += 1
+                continue
+            record["storeSize"] = len(line)
+            before = self.max_offset(topic, qid)
+            self._index(record)
+            if self.max_offset(topic, qid) > before:
+                batch.accepted += 1
+                batch.queues.add((topic, qid))
+                by_file.setdefault(queue_file(topic, qid), []).append(line)
+            else:
+                batch.rejected += 1
+            self.next_commit_offset = max(self.next_commit_offset, offset + len(line))
+        batch.appends = [Append(path, tuple(ls)) for path, ls in by_file.items()]
+        return batch
 
     # ------------------------------------------------------------------ reads
 
