@@ -48,6 +48,18 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
 
 
+class EmulatorCode(IntEnum):
+    """Request codes internal to the emulator -- **not** RocketMQ RequestCodes.
+
+    RocketMQ's HA replication runs over its own TCP port (``haListenPort``, listenPort + 1) with a
+    raw framing of its own (8-byte offset reports up, offset + size + commit-log bytes down). The
+    emulator has one data-plane address per node, so that traffic is carried as requests with
+    these codes, chosen far outside RocketMQ's RequestCode numbers.
+    """
+
+    HA_TRANSFER = 90001  # slave -> master: "my max commit-log offset is X, send me what follows"
+
+
 class ResponseCode(IntEnum):
     SUCCESS = 0
     SYSTEM_ERROR = 1

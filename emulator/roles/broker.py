@@ -2,8 +2,8 @@
 
 State machines live in the helpers (topic_config_manager, message_store, consumer_manager);
 request handling in the processors (send, pull, client, admin); namesrv traffic in
-broker_outer_api; the slave's topic sync in slave_sync. This module owns identity, timers and
-channel events.
+broker_outer_api; the slave's topic sync in slave_sync; commit-log replication in ha (master side,
+every broker) and ha_client (a slave's loop). This module owns identity, timers and channel events.
 
 Timers (all RocketMQ intervals x ``scale``):
 
@@ -12,6 +12,10 @@ Timers (all RocketMQ intervals x ``scale``):
 - ``offset_flush``: ``Every(10000, flushConsumerOffsetInterval)``, consumerOffset.json
 - ``slave_sync``: ``Every(3000, 10000)`` on a slave (facts 2.1)
 - ``pull:<n>``: one ``After`` per held long-polling pull
+- ``pull_hold_check``: on a slave, ``Every(5000)`` (``shortPollingTimeMills`` without long polling):
+  PullRequestHoldService's periodic check, the only wake-up a slave's held pulls get -- RocketMQ's
+  reput notifies arrivals only when ``brokerRole != SLAVE``
+- ``ha_hold:<n>``, ``ha_wait:<n>``, ``ha_push`` (ha.py) and ``ha_retry`` (ha_client.py)
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from emulator.protocol import MASTER_ID, RequestCode as RC
+from emulator.protocol import MASTER_ID, EmulatorCode, RequestCode as RC
 from emulator.roles.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
 from emulator.roles.broker_config import BrokerConfigs, broker_configs_from_dict
 from emulator.roles.broker_outer_api import NamesrvRegistrar
@@ -28,6 +32,8 @@ from emulator.roles.consumer_manager import (
 )
 from emulator.roles.admin_processor import AdminProcessor
 from emulator.roles.client_processor import ClientProcessor
+from emulator.roles.ha import HAService
+from emulator.roles.ha_client import RETRY_TIMER as HA_RETRY, HAClient
 from emulator.roles.message_store import MessageStore
 from emulator.roles.pull_processor import PullProcessor
 from emulator.roles.send_processor import SendProcessor
@@ -76,6 +82,8 @@ class Broker(Role):
         self.clients = ClientProcessor(self)
         self.admin = AdminProcessor(self)
         self.slave_sync = SlaveSync(self)
+        self.ha = HAService(self)
+        self.ha_client = HAClient(self)
         self.handlers: dict[int, Handler] = {
             RC.SEND_MESSAGE: self.sender.send_message,
             RC.SEND_MESSAGE_V2: self.sender.send_message,
@@ -90,6 +98,7 @@ class Broker(Role):
             RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
+            EmulatorCode.HA_TRANSFER: self.ha.on_transfer_request,
         }
 
     @classmethod
@@ -124,6 +133,8 @@ class Broker(Role):
         ]
         if self.is_slave:
             actions.append(Every("slave_sync", self.ms(3000), self.ms(10000)))
+            check = 5000 if self.cfg.longPollingEnable else self.cfg.shortPollingTimeMills
+            actions.append(Every("pull_hold_check", self.ms(check), self.ms(check)))
         actions += self.registrar.register_all(now, oneway_=False, force=True)
         return actions
 
@@ -148,24 +159,40 @@ class Broker(Role):
             return self.slave_sync.sync_all(now)
         if name.startswith("pull:"):
             return self.puller.on_hold_timeout(name, now)
+        if name == "pull_hold_check":
+            return self.puller.check_hold_requests(now)
+        if name.startswith("ha_hold:"):
+            return self.ha.on_hold_timeout(name, now)
+        if name.startswith("ha_wait:"):
+            return self.ha.on_wait_timeout(name, now)
+        if name == "ha_push":
+            return self.ha.push_held(now)
+        if name == HA_RETRY:
+            return self.ha_client.on_retry(now)
         return []
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
-        """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (facts 4.2)."""
+        """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (facts 4.2); an
+        HA connection or a SYNC send waiting on the channel goes too. Our outbound channel to
+        the master dropping closes the slave's HA connection."""
+        if event.kind == "disconnected":
+            return self.ha_client.on_disconnected(event.addr, now) if self.is_slave else []
         if event.kind not in ("closed", "idle") or event.channel is None:
             return []
         self.producers.do_channel_close_event(event.channel)
-        actions: list[Action] = self.puller.drop_channel(event.channel)
+        actions: list[Action] = self.puller.drop_channel(event.channel) + self.ha.drop_channel(event.channel)
         for cgi in self.consumers.do_channel_close_event(event.channel):
             actions += self.clients.notify_change(cgi)
         return actions
 
     def on_register_result(self, master_addr: str | None, ha_addr: str | None, now: Now) -> list[Action]:
         """The first successful REGISTER_BROKER answer: ``slaveSynchronize.setMasterAddr``
-        (also to None when the namesrv knows no live master)."""
-        if self.is_slave:
-            self.master_addr = master_addr
-        return []
+        (also to None when the namesrv knows no live master) and ``updateHaMasterAddress``
+        (only to a non-null address, facts 2.1)."""
+        if not self.is_slave:
+            return []
+        self.master_addr = master_addr
+        return self.ha_client.update_master(master_addr, now)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -175,4 +202,5 @@ class Broker(Role):
             "consumers": self.consumers.snapshot(), "producers": self.producers.snapshot(),
             "offsets": {k: {str(q): o for q, o in v.items()} for k, v in self.offsets.table.items()},
             "held_pulls": self.puller.held_count(),
+            "ha": {**self.ha.snapshot(), **({"client": self.ha_client.snapshot()} if self.is_slave else {})},
         }

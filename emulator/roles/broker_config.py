@@ -97,13 +97,20 @@ class BrokerConfig:
 
 @dataclass
 class MessageStoreConfig:
-    """``store/.../config/MessageStoreConfig`` keys the emulator reads (facts 2.2, 2.5, 4.6)."""
+    """``store/.../config/MessageStoreConfig`` keys the emulator reads (facts 2.2, 2.5, 4.6; HA keys
+    from ``MessageStoreConfig`` 4.9, see emulator/roles/ha.py)."""
 
     storePathRootDir: str = "~/store"
     brokerRole: str = "ASYNC_MASTER"
     flushDiskType: str = "ASYNC_FLUSH"
     maxMessageSize: int = 1024 * 1024 * 4
     haListenPort: int = 10912
+    # HA (master -> slave commit-log replication, emulator/roles/ha.py), RocketMQ 4.9 names/defaults
+    haSendHeartbeatInterval: int = 1000 * 5  # slave reports its offset at least this often
+    haHousekeepingInterval: int = 1000 * 20  # a connection silent this long is closed
+    haTransferBatchSize: int = 1024 * 32  # bytes of commit log per transfer
+    haSlaveFallbehindMax: int = 1024 * 1024 * 256  # SYNC_MASTER: further behind = SLAVE_NOT_AVAILABLE
+    syncFlushTimeout: int = 1000 * 5  # SYNC_MASTER: wait for the slave up to this (4.9.x GroupCommitRequest)
     accessMessageInMemoryMaxRatio: int = 40
     maxTransferCountOnMessageInMemory: int = 32
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

@@ -157,6 +157,16 @@ class PullProcessor:
             actions += [Cancel(name), *self.process(h.msg, now, allow_suspend=False)]
         return actions
 
+    def check_hold_requests(self, now: Now) -> list[Action]:
+        """``PullRequestHoldService.checkHoldRequest``: re-run held pulls whose queue grew past
+        their offset (no tag check: the consume queue's tagsCode is not consulted there)."""
+        actions: list[Action] = []
+        for name, h in list(self.held.items()):
+            if self.b.store.max_offset(h.topic, h.queue_id) > h.offset:
+                del self.held[name]
+                actions += [Cancel(name), *self.process(h.msg, now, allow_suspend=False)]
+        return actions
+
     def on_hold_timeout(self, name: str, now: Now) -> list[Action]:
         h = self.held.pop(name, None)
         return self.process(h.msg, now, allow_suspend=False) if h else []

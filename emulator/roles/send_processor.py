@@ -10,6 +10,12 @@ body; for a batch a JSON list of ``{"body": str, "properties": {...}}``. Respons
 CONSUMER_SEND_MSG_BACK simplification: a retry with delay level L is re-put **immediately** into
 ``%RETRY%<group>`` (RocketMQ parks it in SCHEDULE_TOPIC_XXXX for level L's delay first); the
 level is kept in the ``DELAY`` property. DLQ routing is RocketMQ's.
+
+Replication (emulator/roles/ha.py): every put wakes the HA transfers held for slaves. On a
+SYNC_MASTER the answer waits for the slave (``submitReplicaRequest``): SEND_MESSAGE answers
+SLAVE_NOT_AVAILABLE (11) or FLUSH_SLAVE_TIMEOUT (12) **with** the stored message's header (sendOK
+in ``handlePutMessageResult``: the message is kept); CONSUMER_SEND_MSG_BACK answers anything but
+PUT_OK as SYSTEM_ERROR with the status name as remark.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.protocol import FAQ_SUFFIX, Perm, ResponseCode as R
 from emulator.roles.base import Action, Inbound, Now, Reply
+from emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
 from emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
 from emulator.roles.topic_config import (
     DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, TopicConfig,
@@ -35,6 +42,8 @@ SERVICE_NOT_AVAILABLE_REMARK = (
     "service not available now. It may be caused by one of the following reasons: "
     f"the broker's disk is full [{DISK_UTIL}], messages are put to the slave, message store has been shut down, etc."
 )
+PUT_STATUS_CODES = {PUT_OK: R.SUCCESS, FLUSH_SLAVE_TIMEOUT: R.FLUSH_SLAVE_TIMEOUT,
+                    SLAVE_NOT_AVAILABLE: R.SLAVE_NOT_AVAILABLE}
 MESSAGE_ILLEGAL_REMARK = (
     "the message is illegal, maybe msg body or properties length not matched. "
     "msg body length limit 128k, msg properties length limit 32k."
@@ -145,9 +154,13 @@ class SendProcessor:
                 born_host=msg.peer)
             records.append(record)
             actions.append(append)
-        actions += b.puller.notify_message_arriving(topic, queue_id, now)
+        actions += b.puller.notify_message_arriving(topic, queue_id, now) + b.ha.notify_new_data(now)
         fields = {"msgId": ",".join(r["offsetMsgId"] for r in records), "queueId": queue_id,
                   "queueOffset": records[0]["queueOffset"], "transactionId": records[0]["properties"].get("UNIQ_KEY")}
+        if b.ha.sync_master and wait_store_msg_ok(records[0]["properties"]):
+            def done(status: str, n: Now) -> list[Action]:
+                return [Reply(msg.channel, f.response(PUT_STATUS_CODES[status], fields=fields))]
+            return actions + b.ha.await_replica(msg.channel, _end_offset(records[-1]), done, now)
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS, fields=fields))]
 
     def consumer_send_msg_back(self, msg: Inbound, now: Now) -> list[Action]:
@@ -190,5 +203,15 @@ class SendProcessor:
         record, append = b.store.put(topic, queue_id, orig["body"], props, now.wall_ms,
                                      born_timestamp=orig["bornTimestamp"], reconsume_times=orig["reconsumeTimes"] + 1,
                                      flag=orig.get("flag", 0), born_host=orig.get("bornHost", ""))
-        actions += [append, *b.puller.notify_message_arriving(topic, queue_id, now)]
+        actions += [append, *b.puller.notify_message_arriving(topic, queue_id, now), *b.ha.notify_new_data(now)]
+        if b.ha.sync_master and wait_store_msg_ok(record["properties"]):
+            def done(status: str, n: Now) -> list[Action]:
+                code, remark = (R.SUCCESS, None) if status == PUT_OK else (R.SYSTEM_ERROR, status)
+                return [Reply(msg.channel, f.response(code, remark))]
+            return actions + b.ha.await_replica(msg.channel, _end_offset(record), done, now)
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
+
+
+def _end_offset(record: dict[str, Any]) -> int:
+    """``wroteOffset + wroteBytes``: the commit-log offset a slave must reach to hold ``record``."""
+    return int(record["commitLogOffset"]) + int(record["storeSize"])

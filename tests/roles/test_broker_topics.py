@@ -239,7 +239,7 @@ def test_slave_gets_master_from_register_and_syncs_topics():
     assert "Synced" in json.loads(slave.store.files["config/topics.json"])["topicConfigTable"]
     m = slave.mark()
     slave.timer("slave_sync")
-    slave.answer(slave.pending_to(MASTER_ADDR)[0], master.call(RC.GET_ALL_TOPIC_CONFIG))
+    slave.answer(slave.pending_to(MASTER_ADDR, RC.GET_ALL_TOPIC_CONFIG)[0], master.call(RC.GET_ALL_TOPIC_CONFIG))
     assert topic_events(slave, m) == []  # same DataVersion: nothing adopted
 
 
