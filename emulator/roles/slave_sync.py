@@ -3,8 +3,8 @@ the ``masterAddr`` of the first successful REGISTER_BROKER answer -- for GET_ALL
 and, when the master's DataVersion differs, adopts the whole table (broker.topic how=sync,
 topics.json persisted).
 
-Not emulated: consumer offsets, delay offsets and subscription-group sync, and HA commit-log
-replication (a slave's message store holds only what was written to it, i.e. nothing).
+Not emulated: consumer offsets, delay offsets and subscription-group sync. Messages reach a
+slave through HA commit-log replication (ha.py, ha_client.py), not through this sync.
 """
 
 from __future__ import annotations
