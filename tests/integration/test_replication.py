@@ -86,3 +86,23 @@ def test_consumers_read_from_the_slave_what_was_acked_before_the_master_died(sta
     assert not [e for e in window if e["code"] == PULL_RETRY_IMMEDIATELY]
     assert rate < 0.1, f"{len(window)} pulls to the slave in {span_ms:.0f} ms: a tight loop"
     assert not c.died
+
+
+SYNC_TOPO = {**TOPO, "name": "replication-sync", "consumers": [],
+             "brokers": [{"name": "broker-a", "slaves": 1, "autoCreateTopicEnable": False, "brokerRole": "SYNC_MASTER"}]}
+
+
+def test_sync_master_acks_after_the_slave_and_answers_slave_not_available_without_it(start_cluster) -> None:
+    c = start_cluster(SYNC_TOPO)
+    rd = c.run_dir
+    ok = lambda code, after=0.0: [e for e in read_events(rd, "send", node="pg-1-0")  # noqa: E731
+                                  if e["outcome"] == "ok" and e["code"] == code and e["ts"] > after]
+    c.wait_for(lambda: len(ok(0)) >= 20, WAIT_S, "20 sends acked after the slave has them")
+    state = c.state("broker-a-0")["ha"]
+    assert state["slaves"] == ["broker-a-1"] and state["push2slave_max_offset"] > 0
+    c.signal("broker-a-1", signal.SIGKILL)
+    c.node_exited("broker-a-1", signal.SIGKILL)
+    killed_at = read_events(rd, "node.exit", node="broker-a-1")[-1]["ts"]
+    c.wait_for(lambda: len(ok(11, killed_at)) >= 5, WAIT_S, "sends answered SLAVE_NOT_AVAILABLE (stored, not replicated)")
+    assert read_events(rd, "broker.ha", node="broker-a-0", where=lambda e: e["change"] == "slave_disconnected")
+    assert not c.died

@@ -50,3 +50,13 @@ def test_mixed_broker_dict_routes_keys():
     with pytest.raises(ConfigError, match="bogus"):
         broker_configs_from_dict({"bogus": 1})
     assert namesrv_configs_from_dict({}).netty.listenPort == 9876
+
+
+def test_ha_keys_have_rocketmq_49_defaults_and_route_to_the_store_config():
+    s = MessageStoreConfig()
+    assert (s.haSendHeartbeatInterval, s.haHousekeepingInterval, s.haTransferBatchSize) == (5000, 20000, 32 * 1024)
+    assert (s.haSlaveFallbehindMax, s.syncFlushTimeout, s.haListenPort) == (256 * 1024 * 1024, 5000, 10912)
+    c = broker_configs_from_dict({"brokerRole": "SYNC_MASTER", "syncFlushTimeout": 3000, "haTransferBatchSize": 1024})
+    assert (c.store.brokerRole, c.store.syncFlushTimeout, c.store.haTransferBatchSize) == ("SYNC_MASTER", 3000, 1024)
+    with pytest.raises(ConfigError, match="haSendHeartbeatInterval"):
+        broker_configs_from_dict({"haSendHeartbeatInterval": "5s"})
