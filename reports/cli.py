@@ -26,7 +26,8 @@ from reports.load import RunInputError
 SMALL_INPUT_BYTES = 20 * 1024 * 1024
 
 
-def build_session(master: str | None = None, small_input: bool = False) -> Any:
+def build_session(master: str | None = None, small_input: bool = False,
+                  conf: dict[str, str] | None = None) -> Any:
     """A SparkSession for the report: ``local[*]`` by default, UI off, few shuffle
     partitions, driver on the loopback interface (a local job needs no other address,
     and a laptop's firewall or VPN then cannot get in the way). With a real cluster
@@ -34,7 +35,13 @@ def build_session(master: str | None = None, small_input: bool = False) -> Any:
 
     ``small_input``: a hand-sized run spends its time compiling generated code and
     warming up the JIT, not computing; interpreted execution and the C1 compiler make
-    such a report several times faster (and would slow a million-event run down)."""
+    such a report several times faster (and would slow a million-event run down).
+
+    PySpark 4's DataFrame call-site tracking is off: with it, every ``F.col`` costs a
+    dozen py4j round trips (about 3 ms here) to record where it was called, for error
+    messages only; a report makes thousands of such calls.
+
+    ``conf``: extra settings applied last (the benchmark scripts use it to try some)."""
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     master = master or "local[*]"
     local = master.startswith("local")
@@ -46,7 +53,8 @@ def build_session(master: str | None = None, small_input: bool = False) -> Any:
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.log.level", "ERROR")
-         .config("spark.sql.session.timeZone", "UTC"))
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.python.sql.dataFrameDebugging.enabled", "false"))
     if local:
         b = (b.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
              .config("spark.driver.bindAddress", "127.0.0.1")
@@ -58,6 +66,8 @@ def build_session(master: str | None = None, small_input: bool = False) -> Any:
                  .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
                  .config("spark.sql.adaptive.enabled", "false")
                  .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"))
+    for key, value in (conf or {}).items():
+        b = b.config(key, value)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

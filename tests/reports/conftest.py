@@ -27,6 +27,8 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821
                # Short-lived test JVMs: the C1 compiler warms up far sooner than C2.
                .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                .config("spark.sql.session.timeZone", "UTC")
+               # Call-site capture for error messages: a dozen py4j calls per F.col.
+               .config("spark.python.sql.dataFrameDebugging.enabled", "false")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
