@@ -169,19 +169,26 @@ class ZmqTransport:
         ready = dict(self.poller.poll(math.ceil(wait)))
         out: list[TransportEvent] = []
         now = mono_ms()
-        self._drain_router_monitor(now, out)  # reads the frames queued before each close first
-        self._recv_router(now, out)
-        for addr, ob in list(self.outbound.items()):
-            ob.on_monitor(out)
+        # zmq_poll is level-triggered for zmq sockets: a socket not in `ready` has nothing to
+        # read now, and one not fully drained shows up again at the next poll.
+        if self.router_mon in ready:
+            self._drain_router_monitor(now, out)  # reads the frames queued before each close first
+        if self.router in ready:
+            self._recv_router(now, out)
+        for ob in list(self.outbound.values()):
+            if ob.mon in ready:
+                ob.on_monitor(out)
             if ob.sock in ready:
                 self._recv_outbound(ob, now, out)
-            ob.flush(now, out)
+            if ob.queue:
+                ob.flush(now, out)
         self._flush_delayed(now)
         self._check_idle(now)
         if self.control is not None:
             if self.control.sock in ready:
                 self.control.on_readable(out)
-            self.control.on_monitor(now)
+            if self.control.mon in ready:
+                self.control.on_monitor(now)
             self.control.check(now, out)
         for fd in self.watched:
             if fd in ready:
