@@ -115,6 +115,8 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
         topo = topo.model_copy(update={k: v for k, v in (("seed", seed), ("duration",
                                parse_duration(duration) if duration else None)) if v is not None})
     plan = _fault_plan(topo, nemesis, interval, replay)
+    if report and _report_import_error is not None:  # say so before the run, not after it
+        raise RmqemuError(f"--report needs PySpark: pip install 'rmqemu[spark]' ({_report_import_error})")
     from emulator.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
@@ -194,23 +196,37 @@ def down(run: Path | None) -> None:
     click.echo(f"down: {path}")
 
 
-def _register_optional() -> None:
+def _report_missing(exc: ImportError) -> click.Command:
+    """Stands in for ``rmqemu report`` when PySpark (the ``spark`` extra) is not installed."""
+
+    @click.command("report", context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def report(args: tuple[str, ...]) -> None:
+        """Analyse a run with Spark (needs the `spark` extra: pip install 'rmqemu[spark]')."""
+        click.echo(f"error: rmqemu report needs PySpark: pip install 'rmqemu[spark]' ({exc})", err=True)
+        sys.exit(1)
+
+    return report
+
+
+def _register_commands() -> None:
     """Commands that live in other packages: admin verbs, fault verbs, the Spark report."""
     from emulator.admin_cli import admin
+    from faults.cli import register as register_fault_verbs
 
     main.add_command(admin)
-    try:
-        from faults.cli import register as register_fault_verbs
-    except ImportError:
-        pass
-    else:
-        register_fault_verbs(main)
+    register_fault_verbs(main)
+    global _report_import_error
     try:
         from reports.cli import report_command
-    except ImportError:
-        pass
+    except ImportError as exc:
+        _report_import_error = exc
+        main.add_command(_report_missing(exc))
     else:
         main.add_command(report_command)
 
 
-_register_optional()
+_report_import_error: ImportError | None = None
+
+
+_register_commands()

@@ -23,6 +23,7 @@ from emulator.errors import ControlError, LaunchError, RmqemuError
 from emulator.run_dir import read_json, write_json
 from emulator.topology_load import load_topology
 from emulator.transport.control import SupervisorServer, supervisor_call
+from faults.supervisor_verbs import register_verbs
 
 STATE_FILE = "supervisor.json"
 CALL_TIMEOUT_MS = 30_000.0
@@ -50,13 +51,7 @@ class Supervisor:
             "down": self._down,
             "state": lambda a: cluster.state(a["node"]),
         }
-        self.hooks: Any = None  # the fault verbs' tick/close, when present
-        try:
-            from faults.supervisor_verbs import register_verbs  # the fault verbs, when present
-        except ImportError:
-            pass
-        else:
-            self.hooks = register_verbs(self.commands, cluster)
+        self.hooks = register_verbs(self.commands, cluster)  # the fault verbs, their tick/close
 
     def _down(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.running = False
@@ -64,14 +59,12 @@ class Supervisor:
 
     def close(self) -> None:
         """Heal every fault before the cluster stops (no node left paused or cut off)."""
-        if self.hooks is not None:
-            self.hooks.close()
+        self.hooks.close()
 
     def serve(self, server: SupervisorServer) -> None:
         while self.running:
             self.cluster.pump(20)
-            if self.hooks is not None:
-                self.hooks.tick()  # timed fault ends (pause --duration, kill --restart-after)
+            self.hooks.tick()  # timed fault ends (pause --duration, kill --restart-after)
             for reply_id, name, args in server.poll(20):
                 handler = self.commands.get(name)
                 try:

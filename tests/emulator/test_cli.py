@@ -1,0 +1,27 @@
+"""The CLI without PySpark installed: `report` explains what to install, `launch --report` refuses
+before starting anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+WITHOUT_PYSPARK = "import sys; sys.modules['pyspark'] = None; from emulator.cli import main; main()"
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", WITHOUT_PYSPARK, *args], capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+def test_report_without_pyspark_says_what_to_install(tmp_path: Path) -> None:
+    out = run("report", "runs/latest", cwd=tmp_path)
+    assert out.returncode == 1 and "pip install 'rmqemu[spark]'" in out.stderr
+
+
+def test_launch_report_without_pyspark_refuses_before_spawning(tmp_path: Path) -> None:
+    topo = Path(__file__).resolve().parents[2] / "topologies" / "quickstart.yaml"
+    out = run("launch", str(topo), "--report", "--root", str(tmp_path / "runs"), cwd=tmp_path)
+    assert out.returncode == 1 and "--report needs PySpark" in out.stderr
+    assert not (tmp_path / "runs").exists()  # no run started
