@@ -38,7 +38,7 @@ import duckdb  # noqa: E402
 import gen_events  # noqa: E402
 import duck  # noqa: E402
 
-from reports.cli import build_session  # noqa: E402
+from reports.cli import THREADS, build_session  # noqa: E402
 from reports.job import compute, run_report  # noqa: E402
 from reports.load import event_paths  # noqa: E402
 
@@ -93,6 +93,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dir", type=Path, default=None, help="run dir to (re)use (default /tmp/rmqemu-bench-<N>)")
     ap.add_argument("--full", action="store_true", help="also time the whole report (plots, Parquet, HTML)")
+    ap.add_argument("--threads", type=int, default=THREADS, help="Spark steps run at once, as `rmqemu report --threads`")
     a = ap.parse_args()
     run = a.dir or Path(tempfile.gettempdir()) / f"rmqemu-bench-{a.events}"
     info = ensure_run(run, a.events, a.seed)
@@ -107,13 +108,13 @@ def main() -> int:
     spark_s = []
     for _ in range(2):
         t = time.perf_counter()
-        _, metrics = compute(spark, str(run))
+        _, metrics = compute(spark, str(run), workers=a.threads)
         spark_s.append(time.perf_counter() - t)
     full_s = None
     if a.full:
         with tempfile.TemporaryDirectory() as out:
             t = time.perf_counter()
-            run_report(spark, str(run), Path(out))
+            run_report(spark, str(run), Path(out), workers=a.threads)
             full_s = time.perf_counter() - t
     spark.stop()
 

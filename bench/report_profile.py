@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from pyspark.sql import DataFrameWriter  # noqa: E402
 from pyspark.sql.classic.dataframe import DataFrame  # noqa: E402  (PySpark 4: the methods live here)
 
-from reports.cli import build_session  # noqa: E402
+from reports.cli import THREADS, build_session  # noqa: E402
 from reports.job import run_report  # noqa: E402
 
 CALLS: list[tuple[str, str, float, int]] = []  # (method, caller, seconds, jobs)
@@ -101,6 +101,7 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="large-input session settings")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=1, help="run the report this many times (warm JVM after the first)")
+    ap.add_argument("--workers", type=int, default=THREADS, help="threads for independent Spark steps")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a runtime SQL conf to set before the run (to try settings)")
     ap.add_argument("--session-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -123,7 +124,7 @@ def main() -> int:
         clock = StageClock(pid)
         with tempfile.TemporaryDirectory() as out:
             t, c = time.perf_counter(), cpu_seconds(pid)
-            run_report(spark, a.run_dir, Path(out), progress=clock)
+            run_report(spark, a.run_dir, Path(out), progress=clock, workers=a.workers)
             clock.stop()
             total, cpu = time.perf_counter() - t, cpu_seconds(pid) - c
         stages = ", ".join(f"{n} {w:.1f}/{c:.1f}" for n, w, c in clock.rows)

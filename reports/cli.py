@@ -25,6 +25,10 @@ from reports.load import RunInputError
 #: Below this many bytes of logs a run counts as small (about 100k events).
 SMALL_INPUT_BYTES = 20 * 1024 * 1024
 
+#: Python threads driving independent Spark steps at once (``reports.tasks``): a small
+#: run's time is the driver's per-step work, which threads spread over the cores.
+THREADS = 4
+
 
 def build_session(master: str | None = None, small_input: bool = False,
                   conf: dict[str, str] | None = None) -> Any:
@@ -117,9 +121,11 @@ def _fail(message: str, code: int) -> None:
               "report/metrics.json exists.")
 @click.option("--parquet/--no-parquet", default=True, show_default=True,
               help="Write the derived tables as Parquet under OUT/parquet.")
+@click.option("--threads", default=THREADS, show_default=True, type=click.IntRange(1, 64),
+              help="Independent Spark steps run at once (1: one after another).")
 @click.pass_context
 def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | None, out: str | None,
-                   compare: bool, recompute: bool, parquet: bool) -> None:
+                   compare: bool, recompute: bool, parquet: bool, threads: int) -> None:
     """Analyse a run with Spark: metrics.json, report.html, PNG plots, Parquet tables.
 
     Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
@@ -133,11 +139,11 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
     sessions = _Sessions(given, master, progress)
     try:
         if compare:
-            _compare(list(run_dirs), out, recompute, sessions, progress)
+            _compare(list(run_dirs), out, recompute, sessions, progress, threads)
         else:
             if len(run_dirs) != 1:
                 raise click.UsageError("give one RUN_DIR (or --compare with several)")
-            _report(run_dirs[0], out, parquet, sessions, progress)
+            _report(run_dirs[0], out, parquet, sessions, progress, threads)
     except RunInputError as exc:
         _fail(str(exc), 2)
     except (click.exceptions.Exit, click.ClickException):
@@ -151,7 +157,8 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
         sessions.close()
 
 
-def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress) -> None:
+def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
+            threads: int) -> None:
     from reports.job import default_out, run_report
     from reports.load import event_paths, read_manifest
 
@@ -160,7 +167,7 @@ def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, p
     if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
         read_manifest(None, run_dir)
         small = sum(os.path.getsize(p) for p in event_paths(run_dir)) < SMALL_INPUT_BYTES
-    res = run_report(sessions.get(small), run_dir, out_dir, progress=progress, parquet=parquet)
+    res = run_report(sessions.get(small), run_dir, out_dir, progress=progress, parquet=parquet, workers=threads)
     m = res.metrics
     tot, mis = m["staleness"]["clients_total"], m["misrouted"]
     progress(f"done: clients stale {tot['stale_ms']:,.0f} wall ms in {tot['intervals']} interval(s); "
@@ -169,7 +176,7 @@ def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, p
 
 
 def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _Sessions,
-             progress: _Progress) -> None:
+             progress: _Progress, threads: int) -> None:
     from reports import compare
 
     if len(run_dirs) < 2:
@@ -178,7 +185,7 @@ def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _S
     def compute(run_dir: str) -> dict[str, Any]:
         from reports.job import compute as compute_metrics
 
-        return compute_metrics(sessions.get(), run_dir, progress)[1]
+        return compute_metrics(sessions.get(), run_dir, progress, workers=threads)[1]
 
     runs = compare.gather(run_dirs, compute, recompute)
     headers, rows = compare.compare_table(runs)

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, functions as F
 from reports import clients, misrouted
 from reports.misrouted import REASONS
 from reports.pipeline import Analysis
+from reports.tasks import Step, run_steps, step
 
 
 def with_cluster_seconds(obj: Any, scale: float) -> Any:
@@ -50,15 +51,36 @@ def rows(df: DataFrame, order: list[str] | None = None) -> list[dict[str, Any]]:
     return [_clean(r.asDict(recursive=True)) for r in df.collect()]
 
 
-def _staleness(a: Analysis) -> dict[str, Any]:
+def metric_steps(a: Analysis) -> list[Step]:
+    """One step per small query behind ``metrics.json``; each collects its rows.
+
+    Kept apart from :func:`assemble` so that the report job can run these queries at
+    the same time as the plot queries and the Parquet writes (:mod:`reports.tasks`)."""
+    run = a.run
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
-    cl = rows(a.client_staleness.select("client", *cols), ["client", "topic"])
-    ns = rows(a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"])
-    conv = rows(a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
-                .select("fault_id", "fault", "targets",
-                        (F.col("start") - F.lit(a.run.run_start)).alias("start_offset_ms"),
-                        (F.col("end") - F.lit(a.run.run_start)).alias("end_offset_ms"), "has_end",
-                        "converged_ms", "stale_views"), ["start_offset_ms", "fault_id"])
+    conv = (lambda: a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
+            .select("fault_id", "fault", "targets",
+                    (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
+                    (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
+                    "converged_ms", "stale_views"))
+    return [
+        step("m.clients", lambda: rows(a.client_staleness.select("client", *cols), ["client", "topic"])),
+        step("m.namesrvs", lambda: rows(a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"])),
+        step("m.faults", lambda: rows(conv(), ["start_offset_ms", "fault_id"])),
+        step("m.misrouted", lambda: rows(misrouted.misrouted_by_reason(a.classified))),
+        step("m.outcomes", lambda: rows(clients.send_outcomes(a.sends))),
+        step("m.latency", lambda: rows(clients.latency_percentiles(a.sends))),
+        step("m.no_route", lambda: rows(clients.no_route_errors(a.sends), ["topic"])),
+        step("m.consumption", lambda: rows(clients.consumption(run.events, a.sends), ["topic"])),
+        step("m.sne", lambda: rows(clients.subscription_not_exist(run.events), ["node", "topic"])),
+        step("m.nsq", lambda: rows(clients.non_subscriber_queues(run.events), ["group", "topic"])),
+        step("m.autocreate", lambda: rows(clients.autocreate_coverage(run.events, run.nodes, a.hosts, a.autocreate),
+                                          ["topic"])),
+    ]
+
+
+def _staleness(r: dict[str, Any]) -> dict[str, Any]:
+    cl, ns, conv = r["m.clients"], r["m.namesrvs"], r["m.faults"]
     total = {
         "stale_ms": sum(r["stale_ms"] for r in cl), "stale_over_ms": sum(r["stale_over_ms"] for r in cl),
         "stale_under_ms": sum(r["stale_under_ms"] for r in cl), "intervals": sum(r["intervals"] for r in cl),
@@ -69,8 +91,7 @@ def _staleness(a: Analysis) -> dict[str, Any]:
     return {"clients": cl, "namesrvs": ns, "faults": conv, "clients_total": total}
 
 
-def _misrouted(a: Analysis) -> dict[str, Any]:
-    got = rows(misrouted.misrouted_by_reason(a.classified))
+def _misrouted(got: list[dict[str, Any]]) -> dict[str, Any]:
     by_reason = {r: 0 for r in REASONS}
     by_outcome: dict[str, dict[str, int]] = {}
     for r in got:
@@ -79,41 +100,43 @@ def _misrouted(a: Analysis) -> dict[str, Any]:
     return {"total": sum(by_reason.values()), "by_reason": by_reason, "by_reason_outcome": by_outcome}
 
 
-def _sends(a: Analysis) -> dict[str, Any]:
-    out = rows(clients.send_outcomes(a.sends))[0]
-    out = {k: (v or 0) for k, v in out.items()}
-    lat = {r.pop("scope"): r for r in rows(clients.latency_percentiles(a.sends))}
-    out["latency"] = lat
-    errs = rows(clients.no_route_errors(a.sends), ["topic"])
-    out["no_route_errors"] = {"total": sum(r["errors"] for r in errs), "by_topic": errs}
+def _sends(r: dict[str, Any]) -> dict[str, Any]:
+    out = {k: (v or 0) for k, v in r["m.outcomes"][0].items()}
+    out["latency"] = {row.pop("scope"): row for row in r["m.latency"]}
+    errs = r["m.no_route"]
+    out["no_route_errors"] = {"total": sum(e["errors"] for e in errs), "by_topic": errs}
     return out
 
 
-def build_metrics(a: Analysis) -> dict[str, Any]:
-    """The whole ``metrics.json`` document (durations with cluster-second twins)."""
+def assemble(a: Analysis, r: dict[str, Any]) -> dict[str, Any]:
+    """The whole ``metrics.json`` document from the results of :func:`metric_steps`
+    (durations with cluster-second twins). Pure Python: no Spark here."""
     run, man = a.run, a.run.manifest
-    consumption = rows(clients.consumption(run.events, a.sends), ["topic"])
-    sne = rows(clients.subscription_not_exist(run.events), ["node", "topic"])
-    nsq = rows(clients.non_subscriber_queues(run.events), ["group", "topic"])
+    consumption, sne, nsq = r["m.consumption"], r["m.sne"], r["m.nsq"]
     doc = {
         "run": man.run, "name": man.name, "seed": man.seed, "scale": man.scale,
         "duration_ms": run.run_end - run.run_start,
         "events": run.event_count,
         "bad_lines": {"total": sum(run.bad_lines.values()), "by_file": dict(sorted(run.bad_lines.items()))},
-        "staleness": _staleness(a),
-        "misrouted": _misrouted(a),
-        "sends": _sends(a),
-        "autocreate": rows(clients.autocreate_coverage(run.events, run.nodes, a.hosts, a.autocreate), ["topic"]),
+        "staleness": _staleness(r),
+        "misrouted": _misrouted(r["m.misrouted"]),
+        "sends": _sends(r),
+        "autocreate": r["m.autocreate"],
         "subscriptions": {
-            "subscription_not_exist": {"total": sum(r["pulls"] for r in sne), "by_consumer": sne},
-            "non_subscriber_queues": {"total": sum(r["unowned_queues"] for r in nsq), "by_group": nsq},
+            "subscription_not_exist": {"total": sum(x["pulls"] for x in sne), "by_consumer": sne},
+            "non_subscriber_queues": {"total": sum(x["unowned_queues"] for x in nsq), "by_group": nsq},
         },
         "consumption": {
-            "lost": sum(r["lost"] for r in consumption),
-            "duplicate_messages": sum(r["duplicate_messages"] for r in consumption),
-            "duplicate_deliveries": sum(r["duplicate_deliveries"] for r in consumption),
-            "consumed_unacked": sum(r["consumed_unacked"] for r in consumption),
+            "lost": sum(x["lost"] for x in consumption),
+            "duplicate_messages": sum(x["duplicate_messages"] for x in consumption),
+            "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
+            "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
             "by_topic": consumption,
         },
     }
     return with_cluster_seconds(doc, man.scale)
+
+
+def build_metrics(a: Analysis, workers: int = 1) -> dict[str, Any]:
+    """The whole ``metrics.json`` document, its queries run on ``workers`` threads."""
+    return assemble(a, run_steps(metric_steps(a), workers))

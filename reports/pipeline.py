@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, functions as F
 
 from reports import clients, misrouted, staleness, truth
 from reports.load import RunData
+from reports.tasks import Step, run_steps, step
 
 
 @dataclass
@@ -66,36 +67,48 @@ def materialize(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def analyse(run: RunData) -> Analysis:
-    """Build every derived table of ``run``; the reused ones are materialized."""
-    ev, end, start = run.events, run.run_end, run.run_start
-    lives = materialize(truth.lives(ev, end))
-    pauses = materialize(truth.pauses(ev, end))
-    parts = materialize(truth.partitions(ev, end))
-    hosts = materialize(truth.hosts(ev, run.nodes, end))
-    auto = materialize(truth.autocreate(ev, run.nodes, end))
-    wq = materialize(truth.write_queues(ev, end))
-    faults = materialize(truth.faults(ev, end))
-    cviews = materialize(staleness.client_views(ev, end))
-    nviews = materialize(staleness.namesrv_views(ev, end))
-    topics = (hosts.select("topic").unionByName(cviews.select("topic"))
-              .unionByName(nviews.select("topic")).distinct())
-    truth_iv = materialize(truth.truth(hosts, pauses, topics, start, end))
-    cpieces = materialize(staleness.stale_pieces(cviews, truth_iv, "client"))
-    npieces = materialize(staleness.stale_pieces(nviews, truth_iv, "namesrv"))
-    cint = materialize(staleness.stale_intervals(cpieces, "client"))
-    nint = materialize(staleness.stale_intervals(npieces, "namesrv"))
-    send_df = misrouted.sends(ev)
-    classified = materialize(misrouted.classify_sends(send_df, run.nodes, lives, pauses, parts, hosts, auto, wq))
-    return Analysis(
-        run=run, lives=lives, pauses=pauses, partitions=parts, hosts=hosts, autocreate=auto,
-        write_queues=wq, faults=faults, truth=truth_iv, client_views=cviews, namesrv_views=nviews,
-        client_pieces=cpieces, namesrv_pieces=npieces, client_intervals=cint, namesrv_intervals=nint,
-        client_staleness=staleness.staleness_summary(cpieces, cint, "client"),
-        namesrv_staleness=staleness.staleness_summary(npieces, nint, "namesrv"),
-        convergence=staleness.fault_convergence(faults, cint),
-        sends=send_df, classified=classified,
-    )
+def _topics(hosts: DataFrame, cviews: DataFrame, nviews: DataFrame) -> DataFrame:
+    """Every topic some broker hosts or some view names: truth is drawn for each."""
+    return (hosts.select("topic").unionByName(cviews.select("topic"))
+            .unionByName(nviews.select("topic")).distinct())
+
+
+def analysis_steps(run: RunData) -> list[Step]:
+    """The derived tables as a dependency graph (see :mod:`reports.tasks`); the reused
+    ones are materialized. The biggest (``classified``) comes as early as its inputs
+    allow, so on a big run the other tables are built while it runs."""
+    ev, end, start, nodes = run.events, run.run_end, run.run_start, run.nodes
+    m = materialize
+    return [
+        step("lives", lambda: m(truth.lives(ev, end))),
+        step("pauses", lambda: m(truth.pauses(ev, end))),
+        step("partitions", lambda: m(truth.partitions(ev, end))),
+        step("hosts", lambda: m(truth.hosts(ev, nodes, end))),
+        step("autocreate", lambda: m(truth.autocreate(ev, nodes, end))),
+        step("write_queues", lambda: m(truth.write_queues(ev, end))),
+        step("sends", lambda: misrouted.sends(ev)),
+        step("classified", lambda s, lv, p, pt, h, a, wq: m(misrouted.classify_sends(s, nodes, lv, p, pt, h, a, wq)),
+             "sends", "lives", "pauses", "partitions", "hosts", "autocreate", "write_queues"),
+        step("faults", lambda: m(truth.faults(ev, end))),
+        step("client_views", lambda: m(staleness.client_views(ev, end))),
+        step("namesrv_views", lambda: m(staleness.namesrv_views(ev, end))),
+        step("truth", lambda h, p, cv, nv: m(truth.truth(h, p, _topics(h, cv, nv), start, end)),
+             "hosts", "pauses", "client_views", "namesrv_views"),
+        step("client_pieces", lambda v, t: m(staleness.stale_pieces(v, t, "client")), "client_views", "truth"),
+        step("namesrv_pieces", lambda v, t: m(staleness.stale_pieces(v, t, "namesrv")), "namesrv_views", "truth"),
+        step("client_intervals", lambda p: m(staleness.stale_intervals(p, "client")), "client_pieces"),
+        step("namesrv_intervals", lambda p: m(staleness.stale_intervals(p, "namesrv")), "namesrv_pieces"),
+        step("client_staleness", lambda p, i: staleness.staleness_summary(p, i, "client"),
+             "client_pieces", "client_intervals"),
+        step("namesrv_staleness", lambda p, i: staleness.staleness_summary(p, i, "namesrv"),
+             "namesrv_pieces", "namesrv_intervals"),
+        step("convergence", lambda f, i: staleness.fault_convergence(f, i), "faults", "client_intervals"),
+    ]
+
+
+def analyse(run: RunData, workers: int = 1) -> Analysis:
+    """Build every derived table of ``run``, on ``workers`` threads (see :mod:`reports.tasks`)."""
+    return Analysis(run=run, **run_steps(analysis_steps(run), workers))
 
 
 def time_bin_ms(run: RunData, bins: int = 120) -> float:

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pandas as pd
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame, Window, functions as F
 
 from reports import clients, misrouted
 from reports.intervals import compress
 from reports.pipeline import Analysis, time_bin_ms
+from reports.tasks import Step, run_steps, step
 
 def state() -> F.Column:
     """State of a view on a piece, as the lane plot colours it (built lazily: a Column
@@ -52,50 +53,85 @@ def _states(pieces: DataFrame, who: str, kind: str, t0: float) -> DataFrame:
                        F.lit("").alias("label"), _rel("start", t0), _rel("end", t0))
 
 
-def collect_plot_data(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
-                      max_durations: int = 200_000) -> PlotData:
-    """Aggregate in Spark, collect to pandas. See the module docstring for the limits."""
-    run = a.run
-    t0, scale = run.run_start, run.manifest.scale
-    bin_ms = time_bin_ms(run)
-    notes: list[str] = []
+def _durations(a: Analysis, max_durations: int) -> tuple[pd.DataFrame, int | None]:
+    """Client stale interval durations, all of them up to ``max_durations`` (one job on a
+    small run), else a seeded sample; the second value is the total when sampled."""
+    durations = a.client_intervals.select("duration_ms")
+    got = durations.limit(max_durations + 1).toPandas()
+    if len(got) <= max_durations:
+        return got, None
+    n_int = a.client_intervals.count()
+    return durations.sample(fraction=max_durations / n_int, seed=1).toPandas(), n_int
 
-    faults = a.faults.select("fault_id", "fault", F.array_join(F.coalesce("targets", F.array().cast("array<string>")), ", ")
-                             .alias("targets"), _rel("start", t0), _rel("end", t0), "has_end").toPandas()
-    faults = faults.sort_values(["start_s", "fault_id"]).reset_index(drop=True)
 
+def _stalest_topics(a: Analysis) -> list[str]:
     stale = a.client_staleness.groupBy("topic").agg(F.sum("stale_ms").alias("s")).orderBy(F.desc("s"), "topic")
-    all_topics = [r["topic"] for r in stale.collect()]
-    topics = all_topics[:max_topics]
-    if len(all_topics) > len(topics):
-        notes.append(f"Route plots show the {len(topics)} stalest of {len(all_topics)} topics; "
-                     "the Parquet table client_stale_pieces has all of them.")
-    keep = (a.client_staleness.filter(F.col("topic").isin(topics))
-            .select("topic", F.col("client").alias("lane"), "stale_ms").toPandas())
-    keep = keep.sort_values(["topic", "stale_ms", "lane"], ascending=[True, False, True])
-    kept = keep.groupby("topic").head(max_lanes)
-    if len(kept) < len(keep):
-        notes.append(f"Route plots show at most {max_lanes} clients per topic (the stalest).")
-    lanes_keep = a.run.events.sparkSession.createDataFrame(
-        kept[["topic", "lane"]] if len(kept) else pd.DataFrame({"topic": ["-"], "lane": ["-"]}))
+    return [r["topic"] for r in stale.collect()]
+
+
+def _lane_rank(a: Analysis, topics: list[str]) -> DataFrame:
+    """Client lanes of ``topics`` ranked stalest first per topic (ties by name)."""
+    w = Window.partitionBy("topic").orderBy(F.desc("stale_ms"), "lane")
+    return (a.client_staleness.filter(F.col("topic").isin(topics))
+            .select("topic", F.col("client").alias("lane"), "stale_ms").withColumn("rank", F.row_number().over(w)))
+
+
+def _lanes(a: Analysis, topics: list[str], max_lanes: int) -> pd.DataFrame:
+    t0 = a.run.run_start
+    kept = _lane_rank(a, topics).filter(F.col("rank") <= max_lanes).select("topic", "lane")
     cstates = _states(a.client_pieces.filter(F.col("topic").isin(topics)), "client", "client", t0).join(
-        F.broadcast(lanes_keep), ["topic", "lane"])
+        F.broadcast(kept), ["topic", "lane"])
     nstates = _states(a.namesrv_pieces.filter(F.col("topic").isin(topics)), "namesrv", "namesrv", t0)
     truth = a.truth.filter(F.col("topic").isin(topics)).select(
         "topic", F.lit("truth").alias("lane"), F.lit("truth").alias("kind"), F.lit("truth").alias("state"),
         F.array_join("brokers", ", ").alias("label"), _rel("start", t0), _rel("end", t0))
-    lanes = truth.unionByName(nstates).unionByName(cstates).toPandas()
+    return truth.unionByName(nstates).unionByName(cstates).toPandas()
 
-    mis = (misrouted.misrouted_over_time(a.classified, t0, bin_ms)
-           .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "reason", "sends").toPandas())
-    lat = (clients.latency_over_time(a.sends, t0, bin_ms)
-           .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "n", "p50_ms", "p99_ms", "max_ms", "timeouts")
-           .orderBy("t_s").toPandas())
-    n_int = a.client_intervals.count()
-    durations = a.client_intervals.select("duration_ms")
-    if n_int > max_durations:
-        durations = durations.sample(fraction=max_durations / n_int, seed=1)
+
+def plot_steps(a: Analysis, max_topics: int = 6, max_lanes: int = 24, max_durations: int = 200_000) -> list[Step]:
+    """The plot queries as steps (:mod:`reports.tasks`); :func:`assemble` makes the
+    :class:`PlotData`. Only the lanes wait for the choice of topics."""
+    run = a.run
+    t0, bin_ms = run.run_start, time_bin_ms(run)
+    return [
+        step("p.faults", lambda: a.faults.select(
+            "fault_id", "fault", F.array_join(F.coalesce("targets", F.array().cast("array<string>")), ", ")
+            .alias("targets"), _rel("start", t0), _rel("end", t0), "has_end").toPandas()),
+        step("p.all_topics", lambda: _stalest_topics(a)),
+        step("p.topics", lambda all_topics: all_topics[:max_topics], "p.all_topics"),
+        step("p.lane_counts", lambda topics: _lane_rank(a, topics).groupBy("topic").count().toPandas(), "p.topics"),
+        step("p.lanes", lambda topics: _lanes(a, topics, max_lanes), "p.topics"),
+        step("p.misrouted", lambda: misrouted.misrouted_over_time(a.classified, t0, bin_ms)
+             .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "reason", "sends").toPandas()),
+        step("p.latency", lambda: clients.latency_over_time(a.sends, t0, bin_ms)
+             .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "n", "p50_ms", "p99_ms", "max_ms",
+                     "timeouts").orderBy("t_s").toPandas()),
+        step("p.durations", lambda: _durations(a, max_durations)),
+    ]
+
+
+def assemble(a: Analysis, r: dict, max_lanes: int = 24, max_durations: int = 200_000) -> PlotData:
+    """:class:`PlotData` from the results of :func:`plot_steps` (pandas only)."""
+    run = a.run
+    notes: list[str] = []
+    faults = r["p.faults"].sort_values(["start_s", "fault_id"]).reset_index(drop=True)
+    all_topics, topics = r["p.all_topics"], r["p.topics"]
+    if len(all_topics) > len(topics):
+        notes.append(f"Route plots show the {len(topics)} stalest of {len(all_topics)} topics; "
+                     "the Parquet table client_stale_pieces has all of them.")
+    counts = r["p.lane_counts"]
+    if len(counts) and int(counts["count"].max()) > max_lanes:
+        notes.append(f"Route plots show at most {max_lanes} clients per topic (the stalest).")
+    durations, n_int = r["p.durations"]
+    if n_int is not None:
         notes.append(f"The staleness histogram is drawn from a {max_durations:,}-interval sample of {n_int:,}.")
-    return PlotData(scale=scale, duration_s=(run.run_end - t0) / 1000.0, bin_s=bin_ms / 1000.0, faults=faults,
-                    topics=topics, lanes=lanes, misrouted=mis, latency=lat,
-                    stale_durations=durations.toPandas(), notes=notes)
+    return PlotData(scale=run.manifest.scale, duration_s=(run.run_end - run.run_start) / 1000.0,
+                    bin_s=time_bin_ms(run) / 1000.0, faults=faults, topics=topics, lanes=r["p.lanes"],
+                    misrouted=r["p.misrouted"], latency=r["p.latency"], stale_durations=durations, notes=notes)
+
+
+def collect_plot_data(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
+                      max_durations: int = 200_000, workers: int = 1) -> PlotData:
+    """Aggregate in Spark, collect to pandas. See the module docstring for the limits."""
+    steps = plot_steps(a, max_topics, max_lanes, max_durations)
+    return assemble(a, run_steps(steps, workers), max_lanes, max_durations)
