@@ -41,7 +41,8 @@ class Manifest:
 
 @dataclass
 class RunData:
-    """A loaded run: good events (cached), the node table and the run's time bounds.
+    """A loaded run: good events (a filter over the cached scan), the node table and the
+    run's time bounds.
 
     ``run_start``/``run_end`` are the first and last ``ts`` of any good event: the
     stretch of time the logs actually observed (the manifest's ``duration_s`` may be
@@ -155,21 +156,45 @@ def read_events(spark: SparkSession, paths: list[str]) -> DataFrame:
     )
 
 
+def _bad() -> F.Column:
+    """A line no metric can use: unparseable, or without ``ts``."""
+    return F.col(CORRUPT_COLUMN).isNotNull() | F.col("ts").isNull()
+
+
 def split_bad_lines(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(good events, bad-line counts per file). ``raw`` must be cached: Spark refuses
     queries over the corrupt-record column of an uncached JSON scan."""
-    bad = F.col(CORRUPT_COLUMN).isNotNull() | F.col("ts").isNull()
-    good = raw.filter(~bad).drop(CORRUPT_COLUMN)
-    counts = raw.filter(bad).groupBy("file").agg(F.count(F.lit(1)).alias("lines"))
+    good = raw.filter(~_bad()).drop(CORRUPT_COLUMN)
+    counts = raw.filter(_bad()).groupBy("file").agg(F.count(F.lit(1)).alias("lines"))
     return good, counts
 
 
-def node_table(spark: SparkSession, manifest: Manifest, events: DataFrame) -> DataFrame:
-    """One row per node: role, broker name/id, client group, auto-create flag.
+def file_stats(raw: DataFrame) -> DataFrame:
+    """Per file: ``good``/``bad`` line counts and the first/last ``ts`` of its good lines.
+    One small job gives the run's bounds and its broken-line accounting at once."""
+    good = ~_bad()
+    return raw.groupBy("file").agg(
+        F.count(F.when(good, 1)).alias("good"), F.count(F.when(~good, 1)).alias("bad"),
+        F.min(F.when(good, F.col("ts"))).alias("lo"), F.max(F.when(good, F.col("ts"))).alias("hi"))
 
-    The manifest is the primary source; ``node.start`` events fill in nodes the manifest
-    lacks (or a manifest without ``nodes``), so hand-made logs need not repeat themselves.
-    """
+
+def _sql_literal(value: Any) -> str:
+    """A Spark SQL literal for a manifest value (string, whole number, bool or None)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def manifest_nodes(spark: SparkSession, manifest: Manifest) -> DataFrame:
+    """The manifest's nodes as a local table (``NODE_SCHEMA``).
+
+    Why SQL ``VALUES`` and not ``createDataFrame``: an inline table is a local relation
+    built by the parser, while ``createDataFrame`` ships pickled rows through an RDD,
+    which costs a job and seconds of JVM warm-up on every report."""
     rows = []
     for name, info in manifest.nodes.items():
         bid = info.get("broker_id")
@@ -179,7 +204,21 @@ def node_table(spark: SparkSession, manifest: Manifest, events: DataFrame) -> Da
             int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
             info.get("group"), auto if isinstance(auto, bool) else None,
         ))
-    from_manifest = spark.createDataFrame(rows, NODE_SCHEMA)
+    cols = ", ".join(f"CAST(col{i + 1} AS {f.dataType.simpleString()}) AS {f.name}"
+                     for i, f in enumerate(NODE_SCHEMA.fields))
+    if not rows:
+        return spark.sql(f"SELECT {cols} FROM VALUES ({', '.join(['NULL'] * len(NODE_SCHEMA.fields))}) WHERE false")
+    values = ", ".join("(" + ", ".join(_sql_literal(v) for v in r) + ")" for r in rows)
+    return spark.sql(f"SELECT {cols} FROM VALUES {values}")
+
+
+def node_table(spark: SparkSession, manifest: Manifest, events: DataFrame) -> DataFrame:
+    """One row per node: role, broker name/id, client group, auto-create flag.
+
+    The manifest is the primary source; ``node.start`` events fill in nodes the manifest
+    lacks (or a manifest without ``nodes``), so hand-made logs need not repeat themselves.
+    """
+    from_manifest = manifest_nodes(spark, manifest)
     from_events = (
         events.filter(F.col("kind") == "node.start")
         .groupBy("node")
@@ -205,21 +244,20 @@ def load_run(spark: SparkSession, run_dir: str) -> RunData:
             raw = read_events(spark, paths[:1])
     else:
         raw = read_events(spark, event_paths(run_dir))
-    raw = raw.cache()
-    good, bad_counts = split_bad_lines(raw)
-    good = good.cache()
-    bounds = good.agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("lo"),
-                      F.max("ts").alias("hi")).collect()[0]
-    if not bounds["n"]:
+    raw = raw.cache()  # kept: the good events are read from it
+    stats = file_stats(raw).collect()
+    n = sum(r["good"] for r in stats)
+    if not n:
         raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
-    bad_lines = {r["file"]: int(r["lines"]) for r in bad_counts.collect()}
-    raw.unpersist()
+    good, _ = split_bad_lines(raw)
+    bad_lines = {r["file"]: int(r["bad"]) for r in stats if r["bad"]}
     return RunData(
         manifest=manifest,
         events=good,
-        nodes=node_table(spark, manifest, good).localCheckpoint(eager=True),
+        # lazily: computed (once) by the first analysis job that reads it
+        nodes=node_table(spark, manifest, good).localCheckpoint(eager=False),
         bad_lines=bad_lines,
-        event_count=int(bounds["n"]),
-        run_start=float(bounds["lo"]),
-        run_end=float(bounds["hi"]),
+        event_count=int(n),
+        run_start=float(min(r["lo"] for r in stats if r["lo"] is not None)),
+        run_end=float(max(r["hi"] for r in stats if r["hi"] is not None)),
     )
