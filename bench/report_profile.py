@@ -32,6 +32,7 @@ from pyspark.sql import DataFrameWriter  # noqa: E402
 from pyspark.sql.classic.dataframe import DataFrame  # noqa: E402  (PySpark 4: the methods live here)
 
 from reports.cli import THREADS, build_session  # noqa: E402
+from reports import tasks  # noqa: E402
 from reports.job import run_report  # noqa: E402
 
 CALLS: list[tuple[str, str, float, int]] = []  # (method, caller, seconds, jobs)
@@ -68,13 +69,17 @@ def wrap(cls: type, name: str, spark: Any) -> None:
     setattr(cls, name, timed)
 
 
+def jvm_cpu_seconds(jvm_pid: int) -> float:
+    """CPU (user + system) used so far by the driver JVM."""
+    with open(f"/proc/{jvm_pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(jvm_pid: int) -> float:
     """CPU (user + system) used so far by this Python process and the driver JVM: steadier
     than wall time on a machine other work shares."""
-    with open(f"/proc/{jvm_pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return sum(os.times()[:2]) + (int(fields[11]) + int(fields[12])) / ticks
+    return sum(os.times()[:2]) + jvm_cpu_seconds(jvm_pid)
 
 
 class StageClock:
@@ -101,6 +106,7 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="large-input session settings")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=1, help="run the report this many times (warm JVM after the first)")
+    ap.add_argument("--timeline", action="store_true", help="print when each step ran (last run)")
     ap.add_argument("--workers", type=int, default=THREADS, help="threads for independent Spark steps")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a runtime SQL conf to set before the run (to try settings)")
@@ -120,16 +126,22 @@ def main() -> int:
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     for i in range(a.repeat):
         CALLS.clear()
+        tasks.TIMELINE = []
         j0 = _jobs(spark)
         clock = StageClock(pid)
         with tempfile.TemporaryDirectory() as out:
-            t, c = time.perf_counter(), cpu_seconds(pid)
+            t, c, j = time.perf_counter(), cpu_seconds(pid), jvm_cpu_seconds(pid)
             run_report(spark, a.run_dir, Path(out), progress=clock, workers=a.workers)
             clock.stop()
-            total, cpu = time.perf_counter() - t, cpu_seconds(pid) - c
+            total, cpu, jvm = time.perf_counter() - t, cpu_seconds(pid) - c, jvm_cpu_seconds(pid) - j
         stages = ", ".join(f"{n} {w:.1f}/{c:.1f}" for n, w, c in clock.rows)
-        print(f"run {i + 1}: {total:.1f} s wall, {cpu:.1f} s CPU, {_jobs(spark) - j0} jobs, {len(CALLS)} actions; "
+        print(f"run {i + 1}: {total:.1f} s wall, {cpu:.1f} s CPU ({jvm:.1f} JVM), {_jobs(spark) - j0} jobs, {len(CALLS)} actions; "
               f"stages wall/CPU s: {stages}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    if a.timeline:
+        t0 = min(t for _, _, t, _, _ in tasks.TIMELINE)
+        print(f"\n{'start':>6} {'end':>6} {'waited':>6}  step (thread), last run, seconds from the first step")
+        for name, thread, start, end, waited in sorted(tasks.TIMELINE, key=lambda r: r[2]):
+            print(f"{start - t0:6.2f} {end - t0:6.2f} {waited:6.2f}  {name} ({thread})")
     per: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0])
     for name, caller, secs, jobs in CALLS:
         p = per[f"{name:15s} {caller}"]

@@ -66,10 +66,13 @@ def build_session(master: str | None = None, small_input: bool = False,
              .config("spark.driver.memory", "2g"))
         if small_input:  # one partition per shuffle: each stage is one task, not 2 x cores
             b = (b.config("spark.sql.shuffle.partitions", "1")
+                 # and one for the scan: all the small files in one split, read in order
+                 .config("spark.sql.files.minPartitionNum", "1")
                  .config("spark.sql.codegen.wholeStage", "false")
                  .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
                  .config("spark.sql.adaptive.enabled", "false")
-                 .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"))
+                 # a young generation big enough that a small report rarely collects
+                 .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m"))
     for key, value in (conf or {}).items():
         b = b.config(key, value)
     spark = b.getOrCreate()

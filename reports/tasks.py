@@ -17,10 +17,17 @@ steps run in the caller's thread, one after another (what tests and debugging wa
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+#: When a list, every step run appends ``(name, thread, start, end, waited)`` (perf_counter
+#: seconds; ``waited``: time spent waiting for its dependencies): ``bench/report_profile.py``
+#: draws the schedule from it.
+TIMELINE: list[tuple[str, str, float, float, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -51,17 +58,29 @@ def run_steps(steps: Sequence[Step], workers: int = 1) -> dict[str, Any]:
     if workers <= 1:
         done: dict[str, Any] = {}
         for s in steps:
-            done[s.name] = s.fn(*(done[d] for d in s.deps))
+            done[s.name] = _timed(s.name, s.fn, [done[d] for d in s.deps], 0.0)
         return done
     futures: dict[str, Future[Any]] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="report") as pool:
         for s in steps:
             deps = [futures[d] for d in s.deps]
-            futures[s.name] = pool.submit(_call, s.fn, deps)
+            futures[s.name] = pool.submit(_call, s.name, s.fn, deps)
     for f in futures.values():  # the pool has shut down: all are done
         f.result()
     return {name: f.result() for name, f in futures.items()}
 
 
-def _call(fn: Callable[..., Any], deps: list[Future[Any]]) -> Any:
-    return fn(*(d.result() for d in deps))
+def _call(name: str, fn: Callable[..., Any], deps: list[Future[Any]]) -> Any:
+    t = time.perf_counter()
+    args = [d.result() for d in deps]
+    return _timed(name, fn, args, time.perf_counter() - t)
+
+
+def _timed(name: str, fn: Callable[..., Any], args: list[Any], waited: float) -> Any:
+    if TIMELINE is None:
+        return fn(*args)
+    t = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        TIMELINE.append((name, threading.current_thread().name, t, time.perf_counter(), waited))
