@@ -138,10 +138,10 @@ def main() -> int:
         print(f"run {i + 1}: {total:.1f} s wall, {cpu:.1f} s CPU ({jvm:.1f} JVM), {_jobs(spark) - j0} jobs, {len(CALLS)} actions; "
               f"stages wall/CPU s: {stages}; load average {os.getloadavg()[0]:.1f}", flush=True)
     if a.timeline:
-        t0 = min(t for _, _, t, _, _ in tasks.TIMELINE)
-        print(f"\n{'start':>6} {'end':>6} {'waited':>6}  step (thread), last run, seconds from the first step")
-        for name, thread, start, end, waited in sorted(tasks.TIMELINE, key=lambda r: r[2]):
-            print(f"{start - t0:6.2f} {end - t0:6.2f} {waited:6.2f}  {name} ({thread})")
+        t0 = min(t for _, _, t, _ in tasks.TIMELINE)
+        print(f"\n{'start':>6} {'end':>6}  step (thread), last run, seconds from the first step")
+        for name, thread, start, end in sorted(tasks.TIMELINE, key=lambda r: r[2]):
+            print(f"{start - t0:6.2f} {end - t0:6.2f}  {name} ({thread})")
     per: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0])
     for name, caller, secs, jobs in CALLS:
         p = per[f"{name:15s} {caller}"]

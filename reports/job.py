@@ -14,16 +14,16 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from reports import html, plotdata, plots
-from reports.load import RunInputError, load_run
-from reports.metrics import assemble, build_metrics, metric_steps
-from reports.pipeline import Analysis, analyse
+from reports.load import RunData, RunInputError, load_run
+from reports.metrics import assemble, metric_steps
+from reports.pipeline import TABLES, Analysis, analysis_steps, built
 from reports.tasks import Step, run_steps, step
 
 Progress = Callable[[str], None]
@@ -62,28 +62,35 @@ class _Stages:
             self._name = None
 
 
-def _load_and_analyse(spark: SparkSession, run_dir: str, stage: _Stages, workers: int) -> Analysis:
+def _load(spark: SparkSession, run_dir: str, stage: _Stages) -> RunData:
     stage("load", f"reading {run_dir} (manifest, events/*.jsonl, faults.jsonl)")
-    run = load_run(spark, run_dir)
+    return load_run(spark, run_dir)
+
+
+def _analysing(run: RunData) -> str:
     bad = sum(run.bad_lines.values())
-    stage("analyse", f"analysing {run.event_count:,} events"
-          + (f" ({bad} unreadable line(s) skipped)" if bad else "")
-          + ": lives, pauses, partitions, hosting, truth, views, staleness, misrouted sends")
-    return analyse(run, workers)
+    return (f"analysing {run.event_count:,} events" + (f" ({bad} unreadable line(s) skipped)" if bad else "")
+            + ": lives, pauses, partitions, hosting, truth, views, staleness, misrouted sends")
+
+
+def _analysis(run: RunData, done: dict[str, Any]) -> Analysis:
+    return Analysis(run=run, **{f.name: done[f.name] for f in fields(Analysis) if f.name != "run"})
 
 
 def compute(spark: SparkSession, run_dir: str, progress: Progress = quiet,
             seconds: dict[str, float] | None = None, workers: int = 1) -> tuple[Analysis, dict[str, Any]]:
     """Load, analyse, assemble metrics (no files written). Raises ``RunInputError``.
-    ``workers``: threads driving independent Spark steps at once (:mod:`reports.tasks`)."""
+    ``workers``: threads driving independent Spark steps at once (:mod:`reports.tasks`):
+    the analysis and the metrics queries are one graph, a query starts once its tables
+    exist."""
     stage = _Stages(progress)
-    a = _load_and_analyse(spark, run_dir, stage, workers)
-    stage("metrics", "assembling metrics")
-    m = build_metrics(a, workers)
+    run = _load(spark, run_dir, stage)
+    stage("analyse", _analysing(run) + "; assembling metrics")
+    done = run_steps(analysis_steps(run) + metric_steps(run), workers)
     stage.done()
     if seconds is not None:
         seconds.update(stage.seconds)
-    return a, m
+    return _analysis(run, done), assemble(run, done)
 
 
 def default_out(run_dir: str) -> Path:
@@ -100,29 +107,31 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def table_steps(a: Analysis, out: Path) -> list[Step]:
-    """One step per derived table: write it as Parquet under ``out/<name>/``."""
-    def writer(name: str, df: DataFrame) -> Step:
-        return step(f"t.{name}", lambda: df.write.mode("overwrite").parquet(str(out / name)))
-    return [writer(name, df) for name, df in a.tables().items()]
+def table_steps(out: Path) -> list[Step]:
+    """One step per derived table (``pipeline.TABLES``): write it as Parquet under
+    ``out/<name>/`` once its analysis step is done."""
+    def writer(name: str, field: str) -> Step:
+        return step(f"t.{name}", lambda df: df.write.mode("overwrite").parquet(str(out / name)), field)
+    return [writer(name, field) for name, field in TABLES.items()]
 
 
 def write_tables(a: Analysis, out: Path, workers: int = 1) -> list[str]:
     """Every derived table as Parquet under ``out/<name>/``; returns the names."""
-    run_steps(table_steps(a, out), workers)
-    return list(a.tables())
+    run_steps(built(a) + table_steps(out), workers)
+    return list(TABLES)
 
 
 def run_report(spark: SparkSession, run_dir: str, out_dir: Path | None = None,
                progress: Progress = quiet, parquet: bool = True, workers: int = 1) -> ReportResult:
     """The whole job. Raises ``RunInputError`` for unusable input (before writing).
 
-    After the analysis, the metrics queries, the plot queries, the drawing and the
-    Parquet writes are one graph of steps (:mod:`reports.tasks`) run on ``workers``
-    threads: the plots are drawn in Python while Spark writes tables."""
+    After loading, everything is one graph of steps (:mod:`reports.tasks`) on ``workers``
+    threads: the analysis tables, the metrics and plot queries (each as soon as the
+    tables it reads exist), the drawing (in Python, while Spark works) and the Parquet
+    writes. ``metrics.json`` is written as soon as its queries are done."""
     out = Path(out_dir) if out_dir is not None else default_out(run_dir)
     stage = _Stages(progress)
-    a = _load_and_analyse(spark, run_dir, stage, workers)
+    run = _load(spark, run_dir, stage)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -131,32 +140,30 @@ def run_report(spark: SparkSession, run_dir: str, out_dir: Path | None = None,
         old.unlink()
     if (out / "parquet").is_dir():
         shutil.rmtree(out / "parquet")
-    stage("outputs", "assembling metrics, drawing plots" + (f", writing Parquet tables to {out / 'parquet'}"
-                                                           if parquet else "")
+    stage("analyse", _analysing(run) + "; assembling metrics, drawing plots"
+          + (f", writing Parquet tables to {out / 'parquet'}" if parquet else "")
           + (f" ({workers} threads)" if workers > 1 else ""))
-    plot_part = plotdata.plot_steps(a)
+    metric_part, plot_part = metric_steps(run), plotdata.plot_steps(run)
 
-    def draw(*results: Any) -> tuple[list[str], list[plots.Figure]]:
-        data = plotdata.assemble(a, {s.name: r for s, r in zip(plot_part, results)})
-        return data.notes, plots.render_all(data, out)
-
-    metric_part = metric_steps(a)
-
-    def write_metrics(*results: Any) -> dict[str, Any]:  # as soon as its queries are done
-        m = assemble(a, {s.name: r for s, r in zip(metric_part, results)})
+    def write_metrics(*results: Any) -> dict[str, Any]:
+        m = assemble(run, {s.name: r for s, r in zip(metric_part, results)})
         write_json(out / "metrics.json", m)
         return m
 
-    steps = [*plot_part, step("draw", draw, *(s.name for s in plot_part)),
-             *metric_part, step("metrics", write_metrics, *(s.name for s in metric_part))]
+    def draw(*results: Any) -> tuple[list[str], list[plots.Figure]]:
+        data = plotdata.assemble(run, {s.name: r for s, r in zip(plot_part, results)})
+        return data.notes, plots.render_all(data, out)
+
+    steps = [*analysis_steps(run), *metric_part, *plot_part,
+             step("draw", draw, *(s.name for s in plot_part)),
+             step("metrics", write_metrics, *(s.name for s in metric_part))]
     if parquet:
-        steps += table_steps(a, out / "parquet")
+        steps += table_steps(out / "parquet")
     done = run_steps(steps, workers)
     m = done["metrics"]
-    files = [out / "metrics.json"]
     notes, figures = done["draw"]
-    files += [out / f.file for f in figures]
-    tables = list(a.tables()) if parquet else []
+    files = [out / "metrics.json", *(out / f.file for f in figures)]
+    tables = list(TABLES) if parquet else []
     if parquet:
         files.append(out / "parquet")
     stage("html", "writing report.html")

@@ -15,7 +15,8 @@ from pyspark.sql import DataFrame, functions as F
 
 from reports import clients, misrouted
 from reports.misrouted import REASONS
-from reports.pipeline import Analysis
+from reports.load import RunData
+from reports.pipeline import Analysis, built
 from reports.tasks import Step, run_steps, step
 
 
@@ -51,31 +52,37 @@ def rows(df: DataFrame, order: list[str] | None = None) -> list[dict[str, Any]]:
     return [_clean(r.asDict(recursive=True)) for r in df.collect()]
 
 
-def metric_steps(a: Analysis) -> list[Step]:
-    """One step per small query behind ``metrics.json``; each collects its rows.
+def metric_steps(run: RunData) -> list[Step]:
+    """One step per small query behind ``metrics.json``; each collects its rows and names
+    the analysis tables (:func:`reports.pipeline.analysis_steps`) it reads.
 
-    Kept apart from :func:`assemble` so that the report job can run these queries at
-    the same time as the plot queries and the Parquet writes (:mod:`reports.tasks`)."""
-    run = a.run
+    Kept apart from :func:`assemble` so that the report job can run these queries in the
+    same graph as the analysis, the plot queries and the Parquet writes
+    (:mod:`reports.tasks`): a query starts as soon as its tables exist. The ones on the
+    events alone are the slowest and need nothing else, so they come first."""
+    ev = run.events
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
-    conv = (lambda: a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
-            .select("fault_id", "fault", "targets",
-                    (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
-                    (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
-                    "converged_ms", "stale_views"))
+
+    def conv(convergence: DataFrame, faults: DataFrame) -> DataFrame:
+        return (convergence.join(faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
+                .select("fault_id", "fault", "targets",
+                        (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
+                        (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
+                        "converged_ms", "stale_views"))
+
     return [
-        step("m.clients", lambda: rows(a.client_staleness.select("client", *cols), ["client", "topic"])),
-        step("m.namesrvs", lambda: rows(a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"])),
-        step("m.faults", lambda: rows(conv(), ["start_offset_ms", "fault_id"])),
-        step("m.misrouted", lambda: rows(misrouted.misrouted_by_reason(a.classified))),
-        step("m.outcomes", lambda: rows(clients.send_outcomes(a.sends))),
-        step("m.latency", lambda: rows(clients.latency_percentiles(a.sends))),
-        step("m.no_route", lambda: rows(clients.no_route_errors(a.sends), ["topic"])),
-        step("m.consumption", lambda: rows(clients.consumption(run.events, a.sends), ["topic"])),
-        step("m.sne", lambda: rows(clients.subscription_not_exist(run.events), ["node", "topic"])),
-        step("m.nsq", lambda: rows(clients.non_subscriber_queues(run.events), ["group", "topic"])),
-        step("m.autocreate", lambda: rows(clients.autocreate_coverage(run.events, run.nodes, a.hosts, a.autocreate),
-                                          ["topic"])),
+        step("m.consumption", lambda s: rows(clients.consumption(ev, s), ["topic"]), "sends"),
+        step("m.nsq", lambda: rows(clients.non_subscriber_queues(ev), ["group", "topic"])),
+        step("m.sne", lambda: rows(clients.subscription_not_exist(ev), ["node", "topic"])),
+        step("m.autocreate", lambda h, au: rows(clients.autocreate_coverage(ev, run.nodes, h, au), ["topic"]),
+             "hosts", "autocreate"),
+        step("m.outcomes", lambda s: rows(clients.send_outcomes(s)), "sends"),
+        step("m.latency", lambda s: rows(clients.latency_percentiles(s)), "sends"),
+        step("m.no_route", lambda s: rows(clients.no_route_errors(s), ["topic"]), "sends"),
+        step("m.misrouted", lambda c: rows(misrouted.misrouted_by_reason(c)), "classified"),
+        step("m.clients", lambda st: rows(st.select("client", *cols), ["client", "topic"]), "client_staleness"),
+        step("m.namesrvs", lambda st: rows(st.select("namesrv", *cols), ["namesrv", "topic"]), "namesrv_staleness"),
+        step("m.faults", lambda c, f: rows(conv(c, f), ["start_offset_ms", "fault_id"]), "convergence", "faults"),
     ]
 
 
@@ -108,10 +115,10 @@ def _sends(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def assemble(a: Analysis, r: dict[str, Any]) -> dict[str, Any]:
+def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
     """The whole ``metrics.json`` document from the results of :func:`metric_steps`
     (durations with cluster-second twins). Pure Python: no Spark here."""
-    run, man = a.run, a.run.manifest
+    man = run.manifest
     consumption, sne, nsq = r["m.consumption"], r["m.sne"], r["m.nsq"]
     doc = {
         "run": man.run, "name": man.name, "seed": man.seed, "scale": man.scale,
@@ -139,4 +146,4 @@ def assemble(a: Analysis, r: dict[str, Any]) -> dict[str, Any]:
 
 def build_metrics(a: Analysis, workers: int = 1) -> dict[str, Any]:
     """The whole ``metrics.json`` document, its queries run on ``workers`` threads."""
-    return assemble(a, run_steps(metric_steps(a), workers))
+    return assemble(a.run, run_steps(built(a) + metric_steps(a.run), workers))

@@ -7,13 +7,13 @@ writing a report, and apart from ``metrics`` so the JSON assembly stays a thin l
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports import clients, misrouted, staleness, truth
+from reports import misrouted, staleness, truth
 from reports.load import RunData
-from reports.tasks import Step, run_steps, step
+from reports.tasks import Step, given, run_steps, step
 
 
 @dataclass
@@ -43,16 +43,18 @@ class Analysis:
 
     def tables(self) -> dict[str, DataFrame]:
         """The tables written as Parquet for users' notebooks (name -> DataFrame)."""
-        return {
-            "lives": self.lives, "pauses": self.pauses, "partitions": self.partitions,
-            "hosts": self.hosts, "faults": self.faults, "truth": self.truth,
-            "client_views": self.client_views, "namesrv_views": self.namesrv_views,
-            "client_stale_pieces": self.client_pieces, "namesrv_stale_pieces": self.namesrv_pieces,
-            "client_stale_intervals": self.client_intervals,
-            "namesrv_stale_intervals": self.namesrv_intervals,
-            "client_staleness": self.client_staleness, "namesrv_staleness": self.namesrv_staleness,
-            "fault_convergence": self.convergence, "sends": self.classified,
-        }
+        return {name: getattr(self, field) for name, field in TABLES.items()}
+
+
+#: Parquet table name -> :class:`Analysis` field (= analysis step) it is written from.
+TABLES: dict[str, str] = {
+    "lives": "lives", "pauses": "pauses", "partitions": "partitions", "hosts": "hosts", "faults": "faults",
+    "truth": "truth", "client_views": "client_views", "namesrv_views": "namesrv_views",
+    "client_stale_pieces": "client_pieces", "namesrv_stale_pieces": "namesrv_pieces",
+    "client_stale_intervals": "client_intervals", "namesrv_stale_intervals": "namesrv_intervals",
+    "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
+    "fault_convergence": "convergence", "sends": "classified",
+}
 
 
 def materialize(df: DataFrame) -> DataFrame:
@@ -75,21 +77,13 @@ def _topics(hosts: DataFrame, cviews: DataFrame, nviews: DataFrame) -> DataFrame
 
 def analysis_steps(run: RunData) -> list[Step]:
     """The derived tables as a dependency graph (see :mod:`reports.tasks`); the reused
-    ones are materialized. The biggest (``classified``) comes as early as its inputs
-    allow, so on a big run the other tables are built while it runs."""
+    ones are materialized. Listed in priority order: the longest chain (hosting and
+    views -> truth -> pieces -> stale intervals) first, the rest fills the gaps."""
     ev, end, start, nodes = run.events, run.run_end, run.run_start, run.nodes
     m = materialize
     return [
-        step("lives", lambda: m(truth.lives(ev, end))),
-        step("pauses", lambda: m(truth.pauses(ev, end))),
-        step("partitions", lambda: m(truth.partitions(ev, end))),
         step("hosts", lambda: m(truth.hosts(ev, nodes, end))),
-        step("autocreate", lambda: m(truth.autocreate(ev, nodes, end))),
-        step("write_queues", lambda: m(truth.write_queues(ev, end))),
-        step("sends", lambda: misrouted.sends(ev)),
-        step("classified", lambda s, lv, p, pt, h, a, wq: m(misrouted.classify_sends(s, nodes, lv, p, pt, h, a, wq)),
-             "sends", "lives", "pauses", "partitions", "hosts", "autocreate", "write_queues"),
-        step("faults", lambda: m(truth.faults(ev, end))),
+        step("pauses", lambda: m(truth.pauses(ev, end))),
         step("client_views", lambda: m(staleness.client_views(ev, end))),
         step("namesrv_views", lambda: m(staleness.namesrv_views(ev, end))),
         step("truth", lambda h, p, cv, nv: m(truth.truth(h, p, _topics(h, cv, nv), start, end)),
@@ -102,8 +96,22 @@ def analysis_steps(run: RunData) -> list[Step]:
              "client_pieces", "client_intervals"),
         step("namesrv_staleness", lambda p, i: staleness.staleness_summary(p, i, "namesrv"),
              "namesrv_pieces", "namesrv_intervals"),
+        step("lives", lambda: m(truth.lives(ev, end))),
+        step("partitions", lambda: m(truth.partitions(ev, end))),
+        step("autocreate", lambda: m(truth.autocreate(ev, nodes, end))),
+        step("write_queues", lambda: m(truth.write_queues(ev, end))),
+        step("sends", lambda: misrouted.sends(ev)),
+        step("classified", lambda s, lv, p, pt, h, a, wq: m(misrouted.classify_sends(s, nodes, lv, p, pt, h, a, wq)),
+             "sends", "lives", "pauses", "partitions", "hosts", "autocreate", "write_queues"),
+        step("faults", lambda: m(truth.faults(ev, end))),
         step("convergence", lambda f, i: staleness.fault_convergence(f, i), "faults", "client_intervals"),
     ]
+
+
+def built(a: Analysis) -> list[Step]:
+    """Steps that return the tables of an existing analysis under their step names, for
+    running output steps (metrics, plots) on an analysis built earlier."""
+    return given({f.name: getattr(a, f.name) for f in fields(a) if f.name != "run"})
 
 
 def analyse(run: RunData, workers: int = 1) -> Analysis:

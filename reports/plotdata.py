@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, Window, functions as F
 
 from reports import clients, misrouted
 from reports.intervals import compress
-from reports.pipeline import Analysis, time_bin_ms
+from reports.load import RunData
+from reports.pipeline import Analysis, built, time_bin_ms
 from reports.tasks import Step, run_steps, step
 
 def state() -> F.Column:
@@ -53,66 +54,72 @@ def _states(pieces: DataFrame, who: str, kind: str, t0: float) -> DataFrame:
                        F.lit("").alias("label"), _rel("start", t0), _rel("end", t0))
 
 
-def _durations(a: Analysis, max_durations: int) -> tuple[pd.DataFrame, int | None]:
+def _durations(intervals: DataFrame, max_durations: int) -> tuple[pd.DataFrame, int | None]:
     """Client stale interval durations, all of them up to ``max_durations`` (one job on a
     small run), else a seeded sample; the second value is the total when sampled."""
-    durations = a.client_intervals.select("duration_ms")
+    durations = intervals.select("duration_ms")
     got = durations.limit(max_durations + 1).toPandas()
     if len(got) <= max_durations:
         return got, None
-    n_int = a.client_intervals.count()
+    n_int = intervals.count()
     return durations.sample(fraction=max_durations / n_int, seed=1).toPandas(), n_int
 
 
-def _stalest_topics(a: Analysis) -> list[str]:
-    stale = a.client_staleness.groupBy("topic").agg(F.sum("stale_ms").alias("s")).orderBy(F.desc("s"), "topic")
+def _stalest_topics(client_staleness: DataFrame) -> list[str]:
+    stale = client_staleness.groupBy("topic").agg(F.sum("stale_ms").alias("s")).orderBy(F.desc("s"), "topic")
     return [r["topic"] for r in stale.collect()]
 
 
-def _lane_rank(a: Analysis, topics: list[str]) -> DataFrame:
+def _lane_rank(client_staleness: DataFrame, topics: list[str]) -> DataFrame:
     """Client lanes of ``topics`` ranked stalest first per topic (ties by name)."""
     w = Window.partitionBy("topic").orderBy(F.desc("stale_ms"), "lane")
-    return (a.client_staleness.filter(F.col("topic").isin(topics))
+    return (client_staleness.filter(F.col("topic").isin(topics))
             .select("topic", F.col("client").alias("lane"), "stale_ms").withColumn("rank", F.row_number().over(w)))
 
 
-def _lanes(a: Analysis, topics: list[str], max_lanes: int) -> pd.DataFrame:
-    t0 = a.run.run_start
-    kept = _lane_rank(a, topics).filter(F.col("rank") <= max_lanes).select("topic", "lane")
-    cstates = _states(a.client_pieces.filter(F.col("topic").isin(topics)), "client", "client", t0).join(
+def _lanes(t0: float, topics: list[str], max_lanes: int, client_staleness: DataFrame, client_pieces: DataFrame,
+           namesrv_pieces: DataFrame, truth_iv: DataFrame) -> pd.DataFrame:
+    kept = _lane_rank(client_staleness, topics).filter(F.col("rank") <= max_lanes).select("topic", "lane")
+    cstates = _states(client_pieces.filter(F.col("topic").isin(topics)), "client", "client", t0).join(
         F.broadcast(kept), ["topic", "lane"])
-    nstates = _states(a.namesrv_pieces.filter(F.col("topic").isin(topics)), "namesrv", "namesrv", t0)
-    truth = a.truth.filter(F.col("topic").isin(topics)).select(
+    nstates = _states(namesrv_pieces.filter(F.col("topic").isin(topics)), "namesrv", "namesrv", t0)
+    truth = truth_iv.filter(F.col("topic").isin(topics)).select(
         "topic", F.lit("truth").alias("lane"), F.lit("truth").alias("kind"), F.lit("truth").alias("state"),
         F.array_join("brokers", ", ").alias("label"), _rel("start", t0), _rel("end", t0))
     return truth.unionByName(nstates).unionByName(cstates).toPandas()
 
 
-def plot_steps(a: Analysis, max_topics: int = 6, max_lanes: int = 24, max_durations: int = 200_000) -> list[Step]:
-    """The plot queries as steps (:mod:`reports.tasks`); :func:`assemble` makes the
-    :class:`PlotData`. Only the lanes wait for the choice of topics."""
-    run = a.run
+def plot_steps(run: RunData, max_topics: int = 6, max_lanes: int = 24, max_durations: int = 200_000) -> list[Step]:
+    """The plot queries as steps naming the analysis tables they read (:mod:`reports.tasks`);
+    :func:`assemble` makes the :class:`PlotData`. Only the lanes wait for the topics."""
     t0, bin_ms = run.run_start, time_bin_ms(run)
     return [
-        step("p.faults", lambda: a.faults.select(
-            "fault_id", "fault", F.array_join(F.coalesce("targets", F.array().cast("array<string>")), ", ")
-            .alias("targets"), _rel("start", t0), _rel("end", t0), "has_end").toPandas()),
-        step("p.all_topics", lambda: _stalest_topics(a)),
-        step("p.topics", lambda all_topics: all_topics[:max_topics], "p.all_topics"),
-        step("p.lane_counts", lambda topics: _lane_rank(a, topics).groupBy("topic").count().toPandas(), "p.topics"),
-        step("p.lanes", lambda topics: _lanes(a, topics, max_lanes), "p.topics"),
-        step("p.misrouted", lambda: misrouted.misrouted_over_time(a.classified, t0, bin_ms)
-             .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "reason", "sends").toPandas()),
-        step("p.latency", lambda: clients.latency_over_time(a.sends, t0, bin_ms)
+        step("p.latency", lambda s: clients.latency_over_time(s, t0, bin_ms)
              .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "n", "p50_ms", "p99_ms", "max_ms",
-                     "timeouts").orderBy("t_s").toPandas()),
-        step("p.durations", lambda: _durations(a, max_durations)),
+                     "timeouts").orderBy("t_s").toPandas(), "sends"),
+        step("p.faults", lambda f: f.select(
+            "fault_id", "fault", F.array_join(F.coalesce("targets", F.array().cast("array<string>")), ", ")
+            .alias("targets"), _rel("start", t0), _rel("end", t0), "has_end").toPandas(), "faults"),
+        step("p.misrouted", lambda c: misrouted.misrouted_over_time(c, t0, bin_ms)
+             .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "reason", "sends").toPandas(),
+             "classified"),
+        step("p.all_topics", _stalest_topics, "client_staleness"),
+        step("p.topics", lambda all_topics: all_topics[:max_topics], "p.all_topics"),
+        step("p.lanes", lambda topics, *tables: _lanes(t0, topics, max_lanes, *tables),
+             "p.topics", "client_staleness", "client_pieces", "namesrv_pieces", "truth"),
+        step("p.lane_counts", lambda topics, st: _lane_rank(st, topics).groupBy("topic").count().toPandas(),
+             "p.topics", "client_staleness"),
+        step("p.durations", lambda i: _durations(i, max_durations), "client_intervals"),
     ]
 
 
-def assemble(a: Analysis, r: dict, max_lanes: int = 24, max_durations: int = 200_000) -> PlotData:
+#: The plot steps' names (what :func:`assemble` reads).
+PLOT_RESULTS = ("p.latency", "p.faults", "p.misrouted", "p.all_topics", "p.topics", "p.lanes", "p.lane_counts",
+                "p.durations")
+
+
+def assemble(run: RunData, r: dict, max_lanes: int = 24, max_durations: int = 200_000) -> PlotData:
     """:class:`PlotData` from the results of :func:`plot_steps` (pandas only)."""
-    run = a.run
     notes: list[str] = []
     faults = r["p.faults"].sort_values(["start_s", "fault_id"]).reset_index(drop=True)
     all_topics, topics = r["p.all_topics"], r["p.topics"]
@@ -133,5 +140,5 @@ def assemble(a: Analysis, r: dict, max_lanes: int = 24, max_durations: int = 200
 def collect_plot_data(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
                       max_durations: int = 200_000, workers: int = 1) -> PlotData:
     """Aggregate in Spark, collect to pandas. See the module docstring for the limits."""
-    steps = plot_steps(a, max_topics, max_lanes, max_durations)
-    return assemble(a, run_steps(steps, workers), max_lanes, max_durations)
+    steps = built(a) + plot_steps(a.run, max_topics, max_lanes, max_durations)
+    return assemble(a.run, run_steps(steps, workers), max_lanes, max_durations)

@@ -31,16 +31,37 @@ def test_one_worker_runs_in_the_callers_thread():
     assert run_steps([step("t", threading.get_ident)], 1)["t"] == me
 
 
-def test_first_failure_is_raised_after_all_steps_ran():
-    ran = []
+def test_failure_stops_new_steps_and_waits_for_running_ones():
+    finished, started_late = [], []
+
+    def slow():
+        time.sleep(0.2)
+        finished.append("slow")
 
     def boom():
+        time.sleep(0.05)
         raise RuntimeError("no such table")
 
-    steps = [step("bad", boom), step("after", lambda b: b, "bad"), step("other", lambda: ran.append(1))]
+    steps = [step("slow", slow), step("bad", boom), step("after", lambda b: b, "bad"),
+             step("late", lambda s: started_late.append(1), "slow")]
     with pytest.raises(RuntimeError, match="no such table"):
-        run_steps(steps, 3)
-    assert ran == [1]
+        run_steps(steps, 2)
+    assert finished == ["slow"] and started_late == []
+
+
+def test_ready_steps_start_in_list_order():
+    """Three ready steps, two workers: the first two listed start, the third waits."""
+    times = {}
+
+    def timed(name):
+        def run():
+            start = time.perf_counter()
+            time.sleep(0.05)
+            times[name] = (start, time.perf_counter())
+        return run
+
+    run_steps([step(n, timed(n)) for n in ("x", "y", "z")], 2)
+    assert times["z"][0] >= min(times["x"][1], times["y"][1])
 
 
 def test_steps_must_come_after_their_dependencies():
