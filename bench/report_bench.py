@@ -38,7 +38,7 @@ import duckdb  # noqa: E402
 import gen_events  # noqa: E402
 import duck  # noqa: E402
 
-from reports.cli import THREADS, build_session  # noqa: E402
+from reports.cli import THREADS, build_session, stop_session  # noqa: E402
 from reports.job import compute, run_report  # noqa: E402
 from reports.load import event_paths  # noqa: E402
 
@@ -116,7 +116,7 @@ def main() -> int:
             t = time.perf_counter()
             run_report(spark, str(run), Path(out), workers=a.threads)
             full_s = time.perf_counter() - t
-    spark.stop()
+    stop_session(spark)
 
     man = json.loads((run / "manifest.json").read_text())
     nodes = [(n, i.get("role"), i.get("broker"), i.get("broker_id")) for n, i in man["nodes"].items()]

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from pyspark.sql import DataFrameWriter  # noqa: E402
 from pyspark.sql.classic.dataframe import DataFrame  # noqa: E402  (PySpark 4: the methods live here)
 
-from reports.cli import THREADS, build_session  # noqa: E402
+from reports.cli import THREADS, build_session, stop_session  # noqa: E402
 from reports import tasks  # noqa: E402
 from reports.job import run_report  # noqa: E402
 
@@ -151,7 +151,7 @@ def main() -> int:
     print(f"\n{'seconds':>8} {'calls':>5} {'jobs':>5}  action / caller (last run)")
     for key, (secs, n, jobs) in sorted(per.items(), key=lambda kv: -kv[1][0])[:a.top]:
         print(f"{secs:8.2f} {n:5d} {jobs:5d}  {key}")
-    spark.stop()
+    stop_session(spark)
     return 0
 
 

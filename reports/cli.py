@@ -13,6 +13,7 @@ to click: it is used as is and not stopped.
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,37 @@ def build_session(master: str | None = None, small_input: bool = False,
     return spark
 
 
+def stop_session(spark: Any, timeout: float = 30.0) -> None:
+    """Stop the session *and its JVM*, and wait for the JVM to exit.
+
+    ``SparkSession.stop()`` leaves PySpark's gateway JVM running until this Python process
+    exits; the JVM then notices EOF on its stdin and exits on its own, but by then its
+    parent is gone, so it lingers re-parented (a zombie where nothing reaps it). Closing
+    its stdin here ends it while we can still wait for it."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM may be gone already
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class _Progress:
     """``[report 3.2s] stage...`` lines on stderr."""
 
@@ -106,7 +138,7 @@ class _Sessions:
 
     def close(self) -> None:
         if self.built is not None:
-            self.built.stop()
+            stop_session(self.built)
 
 
 def _fail(message: str, code: int) -> None:

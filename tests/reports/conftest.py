@@ -33,4 +33,5 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
-    session.stop()
+    from reports.cli import stop_session
+    stop_session(session)
