@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from reports.cli import report_command
-from tests.reports.runlog import by, croute, exit_, fault, nroute, send, start, topic, write_run
+from tests.reports.test_kill import kill_scenario
+from tests.reports.runlog import by, write_run
 
 T = "OrderTopic"
 TRUNCATED = '{"ts": 3900, "node": "pg-1-0", "kind": "send", "msg_id": "m9", "top'
@@ -19,26 +20,7 @@ TRUNCATED = '{"ts": 3900, "node": "pg-1-0", "kind": "send", "msg_id": "m9", "top
 
 def kill_run(root: Path) -> Path:
     """The kill scenario of test_kill (exact values known) plus a truncated last line."""
-    events = [
-        start(1000, "namesrv-0", "namesrv"),
-        start(1000, "broker-a-0", "broker", broker="broker-a", broker_id=0),
-        start(1000, "broker-b-0", "broker", broker="broker-b", broker_id=0),
-        start(1000, "pg-1-0", "producer"), start(1000, "pg-2-0", "producer"),
-        topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
-        nroute(1050, "namesrv-0", T, ["broker-a", "broker-b"]),
-        croute(1100, "pg-1-0", T, ["broker-a", "broker-b"]),
-        croute(1100, "pg-2-0", T, ["broker-a", "broker-b"]),
-        exit_(2000, "broker-a-0", signal=9),
-        nroute(2010, "namesrv-0", T, ["broker-b"]),
-        croute(2300, "pg-1-0", T, ["broker-b"]),
-        send(2400, "pg-1-0", T, "broker-b", msg_id="m1"),
-        send(2500, "pg-2-0", T, "broker-a", outcome="timeout", msg_id="m2", latency_ms=30.0),
-        croute(2900, "pg-2-0", T, ["broker-b"]),
-        send(3000, "pg-2-0", T, "broker-b", msg_id="m2", latency_ms=2.0),
-        *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-b-0", "pg-1-0", "pg-2-0")],
-    ]
-    faults = [fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]),
-              fault(2000, "fault.end", "f1", "kill", ["broker-a-0"])]
+    events, faults = kill_scenario()
     return write_run(root, events, faults, raw_tail={"pg-1-0": TRUNCATED})
 
 

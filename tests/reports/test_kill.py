@@ -8,8 +8,8 @@ from tests.reports.runlog import by, croute, exit_, fault, metrics_of, nroute, s
 T = "OrderTopic"
 
 
-@pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def kill_scenario() -> tuple[list[dict], list[dict]]:
+    """Events and faults of the scenario (also the CLI tests' run, whose values are known)."""
     events = [
         start(1000, "namesrv-0", "namesrv"),
         start(1000, "broker-a-0", "broker", broker="broker-a", broker_id=0),
@@ -30,7 +30,12 @@ def metrics(spark, tmp_path_factory):
     ]
     faults = [fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]),
               fault(2000, "fault.end", "f1", "kill", ["broker-a-0"])]
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("kill"), events, faults))
+    return events, faults
+
+
+@pytest.fixture(scope="module")
+def metrics(spark, tmp_path_factory):
+    return metrics_of(spark, write_run(tmp_path_factory.mktemp("kill"), *kill_scenario()))
 
 
 def test_fast_client_stale_from_kill_to_its_next_route(metrics):
