@@ -210,7 +210,8 @@ class Runtime:
 
     def runtime_state(self) -> dict[str, Any]:
         return {"timers": sorted(self.timers), "pending": len(self.pending), "errors": self.errors,
-                "clock": self.clock.setting.to_dict(), "stopping": self.stopping_since is not None,
+                "clock": self.clock.setting.to_dict(),
+                "clock_offset_ms": self.clock.now_ms() - self.events.host(), "stopping": self.stopping_since is not None,
                 "transport": self.t.stats()}
 
     def watch_wake_fd(self, fd: int) -> None:

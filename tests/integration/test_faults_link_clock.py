@@ -75,6 +75,29 @@ def test_strobing_namesrv_clock_expires_brokers_again_and_again(live) -> None:
     assert healed > started["ts"]
 
 
+def test_strobe_below_the_expiry_time_never_expires_a_broker(live) -> None:
+    """The other side of "exactly when the jump exceeds 120 s": a strobe of +60 s (scaled).
+    A broker's stamp is at most one registration period (30 s) old, so after a jump it looks
+    at most 90 s silent, under the 120 s expiry: the scans must never drop it. Observed over
+    at least three jumps forward, seen in the namesrv's own clock offset."""
+    c, inj = live(TWO_BROKERS)
+    start_fault(inj, c, "c1", clock="strobe", targets=["namesrv-0"], offset="60s", period="100s")
+    started = fault_events(c, "c1")[0]["ts"]
+    phases: list[bool] = []  # True while the namesrv's clock is ahead
+
+    def three_jumps_forward() -> bool:
+        ahead = c.state("namesrv-0")["_runtime"]["clock_offset_ms"] > 30_000 * SCALE
+        if not phases or phases[-1] != ahead:
+            phases.append(ahead)
+        return phases.count(True) >= 3 and phases[-1] is False
+
+    c.wait_for(three_jumps_forward, 60, "three strobe jumps forward and back on namesrv-0")
+    for b in ("broker-a-0", "broker-b-0"):
+        assert not ns_broker(c, b, ("expired", "channel_destroy"), after=started), b
+        assert c.addrs[b] in c.state("namesrv-0")["brokerLiveTable"]
+    assert not c.died
+
+
 def test_clock_bump_then_reset_on_a_broker_is_applied_and_undone(live) -> None:
     c, inj = live(TWO_BROKERS)
     start_fault(inj, c, "c1", clock="bump", targets=["broker-a-0"], offset="-130s")
