@@ -6,15 +6,17 @@ Validation happens before anything is spawned (DESIGN section 5): a bad file rai
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from emulator.errors import TopologyError
+from emulator import topology as _models
 from emulator.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
 
 
@@ -39,6 +41,21 @@ _BOUND_WORDS = {
 }
 
 
+def _topology_keys() -> list[str]:
+    """Every key name (and alias) of the topology models: what a misspelt key is compared with."""
+    names: set[str] = set()
+    for model in vars(_models).values():
+        if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel:
+            for name, info in model.model_fields.items():
+                names.update(n for n in (name, info.alias) if n)
+    return sorted(names)
+
+
+def _did_you_mean(key: str) -> str:
+    close = difflib.get_close_matches(key, _topology_keys(), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _messages(exc: ValidationError) -> list[str]:
     problems = []
     for err in exc.errors(include_url=False):
@@ -53,7 +70,7 @@ def _messages(exc: ValidationError) -> list[str]:
             msg = f"must be {op} {bound:g}, got {err['input']!r}" if isinstance(bound, float) else \
                 f"must be {op} {bound}, got {err['input']!r}"
         elif err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + _did_you_mean(str(loc[-1]) if loc else "")
         elif err["type"] == "missing":
             msg = "required key is missing"
         for piece in msg.split("; ") if ";" in msg and err["type"] == "value_error" else [msg]:

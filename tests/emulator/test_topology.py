@@ -121,3 +121,17 @@ def test_all_kinds_of_mistakes_are_reported_in_one_pass() -> None:
         "producers[0].sendMsgTimeout: must be int, got str 'abc'",
         "topics[0].brokers[0]: unknown broker 'broker-z' (known: broker-a)",
     ]
+
+
+def test_a_misspelt_key_gets_the_nearest_known_one() -> None:
+    got = problems({"name": "t", "duraton": "10s", "timing": {"scael": 0.1},
+                    "brokers": [{"name": "broker-a", "autoCreateTopicEnabel": True}],
+                    "topics": [{"name": "T", "brokers": ["broker-a"], "queus": 2}],
+                    "producers": [{"group": "pg", "topics": ["T"], "sendMsgTimout": 5}]})
+    assert sorted(got) == sorted([
+        "duraton: unknown key (did you mean duration?)",
+        "timing.scael: unknown key (did you mean scale?)",
+        "topics[0].queus: unknown key (did you mean queues?)",
+        "brokers[0].autoCreateTopicEnabel: unknown broker config key (did you mean autoCreateTopicEnable?)",
+        "producers[0].sendMsgTimout: unknown ProducerConfig key (did you mean sendMsgTimeout?)",
+    ])
