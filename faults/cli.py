@@ -75,7 +75,8 @@ def describe(fault: dict[str, Any], scale: float) -> str:
         text += f"; refused: {', '.join(params['refused'])}"
     if fault.get("ends_in_ms") is not None:
         verb = "restarts" if kind in ("kill", "stop") else "heals"
-        text += f"; {verb} in {fault['ends_in_ms']:g} ms wall ({fault['ends_in_ms'] / 1000 / scale:g} cluster s)"
+        wall = round(fault["ends_in_ms"])
+        text += f"; {verb} in {wall:g} ms wall ({round(wall / 1000 / scale, 1):g} cluster s)"
     return text
 
 
