@@ -196,6 +196,7 @@ def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, p
             threads: int) -> None:
     from reports.job import default_out, run_report
     from reports.load import event_paths, read_manifest
+    from reports.summary import one_line
 
     out_dir = Path(out) if out else default_out(run_dir)
     small = False
@@ -203,10 +204,7 @@ def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, p
         read_manifest(None, run_dir)
         small = sum(os.path.getsize(p) for p in event_paths(run_dir)) < SMALL_INPUT_BYTES
     res = run_report(sessions.get(small), run_dir, out_dir, progress=progress, parquet=parquet, workers=threads)
-    m = res.metrics
-    tot, mis = m["staleness"]["clients_total"], m["misrouted"]
-    progress(f"done: clients stale {tot['stale_ms']:,.0f} wall ms in {tot['intervals']} interval(s); "
-             f"{mis['total']} misrouted send(s); {m['consumption']['lost']} lost message(s)")
+    progress(f"done: {one_line(res.metrics)}")
     click.echo(str(res.out_dir / "report.html"))
 
 

@@ -134,3 +134,24 @@ def headline_values(m: Metrics) -> list[tuple[str, float | int | None]]:
         else:
             out.append((h.label, v))
     return out
+
+
+#: Counters that each show one of the seed articles' phenomena: named in the one-line
+#: summary whenever they are not zero, so a run that reproduced one says so at once.
+PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
+    ('"No route info of this topic" error(s)', _path("sends", "no_route_errors", "total")),
+    ("SUBSCRIPTION_NOT_EXIST pull(s)", _path("subscriptions", "subscription_not_exist", "total")),
+    ("queue(s) allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
+    ("auto-created topic(s) missing on some auto-create master", _imbalanced_topics),
+]
+
+
+def one_line(m: Metrics) -> str:
+    """The run in one line (the CLI's last progress line): staleness, misrouted sends and
+    losses always, then whichever seed phenomena occurred."""
+    tot = m.get("staleness", {}).get("clients_total", {})
+    parts = [f"clients stale {(tot.get('stale_ms') or 0):,.0f} wall ms in {tot.get('intervals') or 0} interval(s)",
+             f"{fmt_num(m.get('misrouted', {}).get('total') or 0)} misrouted send(s)",
+             f"{fmt_num(m.get('consumption', {}).get('lost') or 0)} lost message(s)"]
+    parts += [f"{fmt_num(v)} {label}" for label, get in PHENOMENA if (v := get(m))]
+    return "; ".join(parts)

@@ -41,6 +41,9 @@ def test_exit_and_progress(reported):
     assert result.stdout.strip() == str(run / "report" / "report.html")
     for stage in ("reading", "analysing", "assembling metrics", "drawing plots", "Parquet", "report.html"):
         assert stage in result.stderr
+    # the kill scenario: pg-1-0 stale 300 ms + pg-2-0 900 ms, one send to the dead broker
+    assert "done: clients stale 1,200 wall ms in 2 interval(s); 1 misrouted send(s); 0 lost message(s)\n" \
+        in result.stderr
 
 
 def test_metrics_json_design_keys_and_values(reported):
