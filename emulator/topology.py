@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from emulator.roles.broker_config import broker_configs_from_dict, namesrv_configs_from_dict
+from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from faults.spec import FaultSpec, parse_duration
 
@@ -22,7 +22,7 @@ NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character 
 
 
 def _valid_group(v: str) -> str:
-    if not NAME_RE.match(v) or len(v) > 255:
+    if not NAME_RE.fullmatch(v) or len(v) > 255:
         raise ValueError(f"{v!r} is not a valid group: 1-255 chars of ^[%|a-zA-Z0-9_-]+$")
     return v
 
@@ -66,13 +66,13 @@ class BrokerEntry(BaseModel):
     @field_validator("name", "cluster")
     @classmethod
     def _name_chars(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        if not NAME_RE.fullmatch(v):
             raise ValueError(f"{v!r} may only contain letters, digits, %, |, _ and -")
         return v
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "BrokerEntry":
-        _check_extra_keys(self, broker_configs_from_dict)
+        _check_extra_keys(self, _broker_entry_keys)
         return self
 
 
@@ -89,7 +89,7 @@ class TopicEntry(Strict):
     @field_validator("name")
     @classmethod
     def _topic_chars(cls, v: str) -> str:
-        if not NAME_RE.match(v) or len(v) > 127:
+        if not NAME_RE.fullmatch(v) or len(v) > 127:
             raise ValueError(f"{v!r} is not a valid topic: 1-127 chars of ^[%|a-zA-Z0-9_-]+$")
         return v
 
@@ -156,8 +156,27 @@ class NamesrvEntry(BaseModel):
         return self
 
 
+#: Broker keys the entry itself decides: each node's identity comes from ``name``,
+#: ``cluster`` and ``slaves`` (node ``<name>-0`` is the master, ``-1``.. the slaves).
+_ENTRY_OWNED = {"brokerName": "the entry's `name` sets it", "brokerClusterName": "the entry's `cluster` sets it",
+                "brokerId": "set per node: 0 for the master, 1..N for `slaves: N`"}
+
+
+def _broker_entry_keys(d: dict[str, Any]) -> object:
+    """BrokerConfig keys of a broker entry, plus what only makes sense per node: a
+    ``brokerRole: SLAVE`` entry would make its master a slave with brokerId 0, which
+    RocketMQ refuses at start ("Slave's brokerId must be > 0")."""
+    for key, why in _ENTRY_OWNED.items():
+        if key in d:
+            raise ConfigError(key, f"{key}: not settable here, {why}")
+    if d.get("brokerRole") == "SLAVE":
+        raise ConfigError("brokerRole", "brokerRole: SLAVE is given to the slaves that `slaves: N` creates, and "
+                          "the entry's own node (brokerId 0) is the master (ASYNC_MASTER or SYNC_MASTER)")
+    return broker_configs_from_dict(d)
+
+
 EXTRA_KEY_CHECKS: dict[str, tuple[type[BaseModel], Callable[[dict[str, Any]], object]]] = {
-    "brokers": (BrokerEntry, broker_configs_from_dict),
+    "brokers": (BrokerEntry, _broker_entry_keys),
     "producers": (ProducerEntry, lambda d: config_from_dict(ProducerConfig, d)),
     "consumers": (ConsumerEntry, lambda d: config_from_dict(ConsumerConfig, d)),
 }

@@ -237,7 +237,9 @@ class RouteInfoManager:
         for qds in self.topicQueueTable.values():
             qd = qds.get(broker_name)
             if qd is not None:
-                perm = qd.perm | Perm.WRITE if add else qd.perm & ~Perm.WRITE
+                # RouteInfoManager.operateWritePermOfBroker (4.9.2+): wipe clears the write
+                # bit; add *sets* READ|WRITE, so an INHERIT bit (TBW102's) does not come back
+                perm = Perm.READ | Perm.WRITE if add else qd.perm & ~Perm.WRITE
                 qds[broker_name] = replace(qd, perm=perm)
                 count += 1
         return count

@@ -96,7 +96,9 @@ class SendProcessor:
         actions: list[Action] = []
         tc = existing
         if tc is None:  # 4: createTopicInSendMessageMethod, then the %RETRY% fallback
-            sys_flag = 2 if h_bool(f, "unitMode") else 0  # TopicSysFlag.buildSysFlag(false, true)
+            # msgCheck: unit mode gives buildSysFlag(true, false) = 1 (FLAG_UNIT), and
+            # buildSysFlag(false, true) = 2 (FLAG_UNIT_SUB) for a %RETRY% topic
+            sys_flag = (2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1) if h_bool(f, "unitMode") else 0
             tc, acts, created = b.topics.create_in_send_message_method(
                 topic, h_str(f, "defaultTopic"), h_int(f, "defaultTopicQueueNums", 4) or 0, sys_flag, now.wall_ms)
             actions += acts

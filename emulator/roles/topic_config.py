@@ -60,7 +60,7 @@ def validate_topic(topic: str | None) -> str | None:
     """
     if topic is None or not topic.strip():
         return "The specified topic is blank."
-    if not _LEGAL_TOPIC.match(topic):
+    if not _LEGAL_TOPIC.fullmatch(topic):  # Java matches() is whole-string; re "$" would allow "\n"
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."

@@ -68,17 +68,23 @@ class TopicConfigManager:
             self.table[tc.topicName] = tc
             self.system_topics.add(tc.topicName)
             self.origin[tc.topicName] = "startup"
-        text = read_store(TOPICS_JSON)
-        if text:
+        # ConfigManager.load (facts 2.6): the file, and .bak when the file is empty, unreadable
+        # (both handled by read_store) or does not decode (handled here: loadBak)
+        stored, version = {}, None
+        for name in (TOPICS_JSON, TOPICS_JSON + ".bak"):
+            text = read_store(name)
+            if not text:
+                continue
             try:
                 stored, version = parse_wrapper(json.loads(text))
-            except (ValueError, KeyError, TypeError):
-                stored, version = {}, None  # RocketMQ falls back to .bak; the runtime restores it
-            self.table.update(stored)
-            for name in stored:
-                self.origin[name] = "restore"
-            if version is not None:
-                self.data_version = version
+                break
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+        self.table.update(stored)
+        for name in stored:
+            self.origin[name] = "restore"
+        if version is not None:
+            self.data_version = version
         return [self._event(tc, self.origin[name]) for name, tc in self.table.items()]
 
     # ------------------------------------------------------------------ helpers

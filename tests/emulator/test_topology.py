@@ -135,3 +135,16 @@ def test_a_misspelt_key_gets_the_nearest_known_one() -> None:
         "brokers[0].autoCreateTopicEnabel: unknown broker config key (did you mean autoCreateTopicEnable?)",
         "producers[0].sendMsgTimout: unknown ProducerConfig key (did you mean sendMsgTimeout?)",
     ])
+
+
+def test_broker_identity_keys_belong_to_the_entry() -> None:
+    got = problems({"name": "t", "brokers": [
+        {"name": "broker-a", "brokerRole": "SLAVE"},
+        {"name": "broker-b", "brokerId": 1, "brokerName": "x"},
+        {"name": "broker-c", "brokerRole": "SYNC_MASTER", "slaves": 1}]})
+    assert got == [
+        "brokers[0].brokerRole: SLAVE is given to the slaves that `slaves: N` creates, and the entry's own "
+        "node (brokerId 0) is the master (ASYNC_MASTER or SYNC_MASTER)",
+        "brokers[1].brokerId: not settable here, set per node: 0 for the master, 1..N for `slaves: N`",
+        "brokers[1].brokerName: not settable here, the entry's `name` sets it",
+    ]

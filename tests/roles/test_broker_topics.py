@@ -101,6 +101,20 @@ def test_restore_from_topics_json_tbw102_survives():
     assert d2.role.topics.data_version.counter == 1
 
 
+def test_topics_json_that_does_not_decode_falls_back_to_bak():
+    """ConfigManager.load -> loadBak (facts 2.6): a torn or corrupt topics.json is not an
+    empty table; the previous version (.bak, kept by every persist) is restored."""
+    store = FakeStore()
+    d = broker(store=store)
+    assert send(d, "NewTopic")[0].code == ResponseCode.SUCCESS
+    store.files["config/topics.json.bak"] = store.files["config/topics.json"]
+    store.files["config/topics.json"] = '{"topicConfigTable": {"Half'
+    ev = dict((t[0], t) for t in topic_events(broker(store=store)))
+    assert ev["NewTopic"] == ("NewTopic", 4, 4, 6, "restore")
+    store.files["config/topics.json.bak"] = "not json either"
+    assert "NewTopic" not in dict((t[0], t) for t in topic_events(broker(store=store)))
+
+
 def test_auto_create_in_send_path():
     d = broker()
     m = d.mark()
@@ -116,6 +130,15 @@ def test_auto_create_in_send_path():
     assert d.role.topics.get("Other").writeQueueNums == 8  # min(client 16, TBW102 8)
     resp, acts = send(d, "NewTopic", queue_id=1)
     assert not [a for a in acts if isinstance(a, Oneway)]  # exists now: no register
+
+
+def test_auto_created_topic_sys_flag_in_unit_mode():
+    """msgCheck: a unit-mode send creates a normal topic with FLAG_UNIT (1), a %RETRY% one with
+    FLAG_UNIT_SUB (2); outside unit mode the flag is 0."""
+    d = broker()
+    for topic, unit, flag in (("Plain", False, 0), ("Unit", True, 1), ("%RETRY%cg", True, 2)):
+        assert send(d, topic, unitMode=unit)[0].code == ResponseCode.SUCCESS
+        assert d.role.topics.get(topic).topicSysFlag == flag, topic
 
 
 def test_tbw102_perm_overwrite_when_auto_create_off():
@@ -159,6 +182,7 @@ def test_queue_id_illegal_remark():
 
 @pytest.mark.parametrize("topic,code,remark", [
     ("bad topic", 1, "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"),
+    ("topic\n", 1, "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"),
     ("x" * 128, 1, "The specified topic is longer than topic max length."),
     ("SCHEDULE_TOPIC_XXXX", 16, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden."),
 ])

@@ -291,9 +291,11 @@ def test_filter_server_list(d):
 
 
 def test_wipe_and_add_write_perm(d):
-    register(d, A0, "broker-a", 0, [topic("T"), topic("U")])
+    register(d, A0, "broker-a", 0, [topic("T"), topic("U"), topic("TBW102", perm=7)])
     resp = d.call(RC.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
-    assert resp.fields == {"wipeTopicCount": 2}
+    assert resp.fields == {"wipeTopicCount": 3}
     assert route(d, "T").json_body()["queueDatas"][0]["perm"] == 4
+    assert route(d, "TBW102").json_body()["queueDatas"][0]["perm"] == 5
     d.call(RC.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
     assert route(d, "T").json_body()["queueDatas"][0]["perm"] == 6
+    assert route(d, "TBW102").json_body()["queueDatas"][0]["perm"] == 6  # READ|WRITE: INHERIT is gone
