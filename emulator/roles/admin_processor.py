@@ -1,11 +1,13 @@
 """AdminBrokerProcessor: UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215),
-GET_ALL_TOPIC_CONFIG (21) (facts 2.6, 2.7).
+GET_ALL_TOPIC_CONFIG (21) (facts 2.6, 2.7), GET_MAX_OFFSET (30).
 
 UPDATE_AND_CREATE_TOPIC header: topic, readQueueNums, writeQueueNums, perm, topicFilterType,
 topicSysFlag (``defaultTopic`` and ``order`` are accepted and ignored, as RocketMQ does).
 DELETE_TOPIC_IN_BROKER header: topic. GET_ALL_TOPIC_CONFIG answers the whole
 TopicConfigSerializeWrapper ``{topicConfigTable, dataVersion}`` (what a slave syncs from).
-Writes on a slave are refused as in 4.9.4 ``validateSlave`` (facts 2.5).
+GET_MAX_OFFSET header: topic, queueId; answers ``offset``, the queue's max offset
+(``getMaxOffsetInQueue``: 0 for an unknown queue), which a consumer without a stored offset
+asks for under CONSUME_FROM_LAST_OFFSET (facts 4.7). Writes on a slave are refused as in 4.9.4 ``validateSlave`` (facts 2.5).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ class AdminProcessor:
 
     def _err(self, msg: Inbound, code: int, remark: str) -> list[Action]:
         return [Reply(msg.channel, msg.frame.response(code, remark))]
+
+    def get_max_offset(self, msg: Inbound, now: Now) -> list[Action]:
+        f = msg.frame
+        offset = self.b.store.max_offset(h_str(f, "topic", required=True), h_int(f, "queueId", required=True))
+        return [Reply(msg.channel, f.response(R.SUCCESS, fields={"offset": offset}))]
 
     def update_and_create_topic(self, msg: Inbound, now: Now) -> list[Action]:
         b, f = self.b, msg.frame

@@ -22,6 +22,14 @@ class AllocateError(ValueError):
     """``IllegalArgumentException`` from a strategy's argument checks."""
 
 
+def _java_split(text: str, sep: str) -> list[str]:
+    """Java's ``String.split``: trailing empty strings are removed ("idc@" has 1 part, not 2)."""
+    parts = text.split(sep)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def _check(group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> bool:
     """``AbstractAllocateMessageQueueStrategy.check``: False (after a [BUG] log) if not listed."""
     if not current_cid:
@@ -112,7 +120,7 @@ def make_by_machine_room(consumeridcs: Sequence[str]) -> Strategy:
             return []
         i, c = list(cid_all).index(current_cid), len(cid_all)
         premq = [mq for mq in mq_all
-                 if len(mq.broker_name.split("@")) == 2 and mq.broker_name.split("@")[0] in idcs]
+                 if len(_java_split(mq.broker_name, "@")) == 2 and mq.broker_name.split("@")[0] in idcs]
         mod, rem = len(premq) // c, len(premq) % c
         out = premq[i * mod: i * mod + mod]
         if rem > i:

@@ -98,6 +98,7 @@ class Broker(Role):
             RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
+            RC.GET_MAX_OFFSET: self.admin.get_max_offset,
             EmulatorCode.HA_TRANSFER: self.ha.on_transfer_request,
         }
 

@@ -233,6 +233,14 @@ def heartbeat_body(client_id: str, producer_groups: list[str],
             "consumerDataSet": consumer_data}
 
 
-def client_id_for(node_name: str) -> str:
-    """``clientIP@instanceName``; the node name makes it unique per emulated process."""
-    return f"127.0.0.1@{node_name}"
+def client_id_for(node_name: str, client_ip: str = "127.0.0.1", instance_name: str = "DEFAULT",
+                  unit_name: str = "") -> str:
+    """``buildMQClientId``: ``clientIP@instanceName[@unitName]`` (facts 3.1).
+
+    ``changeInstanceNameToPID`` turns ``DEFAULT`` into ``pid#nanoTime``; the node name stands
+    in for it (unique per emulated process, and readable in ``rebalance`` events). An
+    instanceName set in the topology is kept as is, so two processes given the same one
+    share a clientId, as in RocketMQ: the broker then lists that cid twice and the
+    allocation hands both the same queues."""
+    instance = node_name if instance_name == "DEFAULT" else instance_name
+    return f"{client_ip}@{instance}" + (f"@{unit_name}" if unit_name else "")

@@ -53,7 +53,7 @@ class Consumer(Role):
         self.cfg = cfg
         self.scale = scale
         self.rng = random.Random(f"{seed}:{name}")
-        self.client_id = client_id_for(name)
+        self.client_id = client_id_for(name, cfg.clientIP, cfg.instanceName, cfg.unitName)
         self.api_timeout_ms = cfg.mqClientApiTimeout * scale
         self.exception_delay_ms = cfg.pullTimeDelayMillsWhenException * scale
         self.instance = ClientInstance(

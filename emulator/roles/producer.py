@@ -33,7 +33,7 @@ class Producer(Role):
         self.cfg = cfg
         self.scale = scale
         self.rng = random.Random(f"{seed}:{name}")
-        self.client_id = client_id_for(name)
+        self.client_id = client_id_for(name, cfg.clientIP, cfg.instanceName, cfg.unitName)
         self.instance = ClientInstance(
             client_id=self.client_id, namesrv_addrs=namesrv_addrs,
             namesrv_names=namesrv_names or list(namesrv_addrs),

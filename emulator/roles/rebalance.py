@@ -22,7 +22,7 @@ from emulator.roles.subscription import RETRY_GROUP_TOPIC_PREFIX
 if TYPE_CHECKING:
     from emulator.roles.consumer import Consumer
 
-GET_MAX_OFFSET = 30  # RequestCode.GET_MAX_OFFSET; response header ``offset``
+GET_MAX_OFFSET = RequestCode.GET_MAX_OFFSET  # response header ``offset``
 # consumeFromWhere values that behave like CONSUME_FROM_LAST_OFFSET in 4.x
 LAST_OFFSET_POLICIES = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
                         "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET")
@@ -172,8 +172,6 @@ class Rebalancer:
         def on_reply(resp, rnow: Now) -> list[Action]:
             if resp is None:
                 return self._give_up(pq)
-            if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                return self._start(pq, 0, rnow)  # emulator gap: a broker without GET_MAX_OFFSET
             if resp.code != ResponseCode.SUCCESS:
                 return self._give_up(pq)
             return self._start(pq, int(resp.fields.get("offset", 0)), rnow)

@@ -27,13 +27,15 @@ class MQClientError(Exception):
 
     ``message`` is the description the emulator logs; ``str()`` is Java's ``getMessage()``:
     ``"CODE: <code>  DESC: <msg>"`` for coded exceptions, otherwise the message with the default
-    FAQ URL attached unless it already carries a ``"\\nSee "`` suggestion.
+    FAQ URL attached unless it already carries a ``"\\nSee "`` suggestion. ``coded=False`` is
+    ``new MQClientException(msg, null)`` followed by ``setResponseCode(code)`` (the "No route
+    info" and "No name server" errors): a code, but the plain message.
     """
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, coded: bool | None = None) -> None:
         self.code = code
         self.message = message
-        if code == -1:
+        if not (code != -1 if coded is None else coded):
             text = message if "\nSee " in message else message + DEFAULT_FAQ_URL
         else:
             text = f"CODE: {code}  DESC: {message}"
@@ -42,11 +44,11 @@ class MQClientError(Exception):
 
 def no_route_error(topic: str) -> MQClientError:
     """facts 3.2 step 4: the producer's answer when no publish info has a queue."""
-    return MQClientError(10005, f"No route info of this topic: {topic}{FAQ_SUFFIX}")
+    return MQClientError(10005, f"No route info of this topic: {topic}{FAQ_SUFFIX}", coded=False)
 
 
 def no_name_server_error() -> MQClientError:
-    return MQClientError(10004, f"No name server address, please set it.{FAQ_SUFFIX}")
+    return MQClientError(10004, f"No name server address, please set it.{FAQ_SUFFIX}", coded=False)
 
 
 def check_topic(topic: str | None) -> None:

@@ -207,6 +207,17 @@ def test_batch_send():
     assert d.role.store.max_offset("B", 0) == 2
 
 
+def test_get_max_offset_answers_the_next_offset_of_the_queue():
+    """AdminBrokerProcessor.getMaxOffset: what a LAST_OFFSET consumer without an offset starts at."""
+    d = broker()
+    for _ in range(3):
+        send(d, "M", queue_id=1)
+    resp, _ = d.send(RC.GET_MAX_OFFSET, {"topic": "M", "queueId": 1}, b"", channel="c", peer="cg-0")
+    assert (resp.code, resp.fields["offset"]) == (ResponseCode.SUCCESS, 3)
+    resp, _ = d.send(RC.GET_MAX_OFFSET, {"topic": "Unknown", "queueId": 0}, b"", channel="c", peer="cg-0")
+    assert (resp.code, resp.fields["offset"]) == (ResponseCode.SUCCESS, 0)
+
+
 def test_max_message_size():
     d = broker(config={"maxMessageSize": 4})
     resp, _ = send(d, "TBW102", body="12345")

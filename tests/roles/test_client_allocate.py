@@ -111,6 +111,12 @@ def test_machine_room():
     assert [m.queue_id for m in s("g", "c1", mqs, ["c0", "c1"])] == [2, 3]
 
 
+def test_machine_room_splits_broker_names_as_java_does():
+    """String.split drops trailing empty parts: "idc1@" is one part (not kept), "idc1@b@" two."""
+    mqs = sorted([MessageQueue("T", "idc1@", 0), MessageQueue("T", "idc1@b@", 0), MessageQueue("T", "idc1@b@c", 0)])
+    assert make_by_machine_room(["idc1"])("g", "c0", mqs, ["c0"]) == [MessageQueue("T", "idc1@b@", 0)]
+
+
 def test_unknown_strategy_named():
     with pytest.raises(ValueError, match="BOGUS"):
         strategy_from_spec("BOGUS")

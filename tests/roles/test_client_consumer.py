@@ -78,6 +78,21 @@ def test_route_event_without_a_master_keeps_the_subscribe_view_only():
     assert ev["publish_queues"] == [] and ev["subscribe_queues"] == [["b1", i] for i in range(4)]
 
 
+def test_a_shared_instance_name_gives_a_shared_client_id_and_the_same_queues():
+    """clientIP@instanceName (facts 3.1): two processes configured with one instanceName share a
+    cid; the broker lists it twice, each finds itself at index 0 and takes the first half,
+    so half of the queues go to both and the other half to none (a known RocketMQ pitfall)."""
+    shared = "10.0.0.1@shared"
+    d = started(cids=[shared, shared], config={"clientIP": "10.0.0.1", "instanceName": "shared"})
+    ev = d.events("rebalance")[-1]
+    assert ev["cid"] == shared and ev["cids"] == [shared, shared]
+    assert ev["allocated"] == [["b1", i] for i in range(4)]  # b2's queues: nobody's
+    hb = d.pending_to(code=RequestCode.HEART_BEAT)[0].frame.json_body()
+    assert hb["clientID"] == shared
+    unit = make(config={"instanceName": "x", "unitName": "u1"})
+    assert unit.role.client_id == "127.0.0.1@x@u1"
+
+
 def test_rebalance_event_and_pulls_for_allocated_queues():
     d = started(cids=["127.0.0.1@cg-1-1", ME])
     ev = d.events("rebalance")[-1]

@@ -17,7 +17,7 @@ from emulator.roles.route_cache import (
     to_subscribe_info,
 )
 from emulator.roles.send_flow import should_retry_sync
-from emulator.roles.validators import MQClientError, check_group, check_message, no_route_error
+from emulator.roles.validators import MQClientError, check_group, check_message, no_name_server_error, no_route_error
 
 # ---------------------------------------------------------------- validators (facts 3.5)
 
@@ -61,6 +61,13 @@ def test_valid_message_and_group():
 def test_no_route_error_text():
     e = no_route_error("T")
     assert e.code == 10005 and e.message == "No route info of this topic: T" + FAQ_SUFFIX
+
+
+def test_no_route_and_no_name_server_carry_a_code_but_the_plain_message():
+    """new MQClientException(msg, null) + setResponseCode: getMessage() is the text itself."""
+    assert str(no_route_error("T")) == "No route info of this topic: T" + FAQ_SUFFIX
+    assert str(no_name_server_error()).startswith("No name server address, please set it.")
+    assert no_name_server_error().code == 10004
 
 
 def test_plain_client_exception_gets_default_url():

@@ -184,6 +184,20 @@ def test_sync_retry_walks_to_another_broker():
     assert "BrokersSent: [" in fail["error"] and not d.pending
 
 
+def test_stored_result_survives_the_call_timeout_with_retry_another_broker():
+    """retryAnotherBrokerWhenNotStoreOK: a SLAVE_NOT_AVAILABLE (stored) answer continues the
+    loop, but past the send timeout the loop ends and the stored result is returned (facts 3.2),
+    not "sendDefaultImpl call timeout"."""
+    d = make(config={"retryAnotherBrokerWhenNotStoreOK": True})
+    send(d, msg())
+    answer_route(d, route("b1", "b2"))
+    first = d.pending_to(code=RequestCode.SEND_MESSAGE_V2)[0]
+    d.time.mono_ms += 10_000  # the answer comes after the whole send timeout
+    d.answer(first, response(ResponseCode.SLAVE_NOT_AVAILABLE, fields={"msgId": "x", "queueId": 0, "queueOffset": 0}))
+    assert [(e["outcome"], e["code"]) for e in d.events("send")] == [("ok", ResponseCode.SLAVE_NOT_AVAILABLE)]
+    assert not d.events("send.fail") and not d.pending_to(code=RequestCode.SEND_MESSAGE_V2)
+
+
 def test_non_retry_code_stops_at_once():
     d = make()
     send(d, msg())
