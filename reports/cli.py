@@ -187,6 +187,10 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
         if os.environ.get("RMQEMU_DEBUG"):
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:300]
+        if "JAVA_GATEWAY_EXITED" in first:  # no usable java: say what Spark needs
+            java = os.environ.get("JAVA_HOME")
+            first += (" Spark needs Java 17 or newer: `java` on PATH or JAVA_HOME set"
+                      + (f" (JAVA_HOME is {java})" if java else "") + ".")
         _fail(f"report failed: {type(exc).__name__}: {first} (RMQEMU_DEBUG=1 for the traceback)", 1)
     finally:
         sessions.close()

@@ -188,3 +188,17 @@ def test_stop_session_ends_the_jvm():
     pid, status = out.stdout.split()[-2:]
     assert int(pid) > 0
     assert status != "None", "the JVM was still running after stop_session"
+
+
+def test_without_java_the_error_says_what_spark_needs(tmp_path):
+    """A real `rmqemu report` whose JAVA_HOME points nowhere: exit 1 and a line naming Java."""
+    import os
+    import subprocess
+    import sys
+
+    run = kill_run(tmp_path / "run")
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
+    out = subprocess.run([sys.executable, "-c", "from emulator.cli import main; main()", "report", str(run)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert "Spark needs Java 17 or newer" in out.stderr and str(tmp_path / "no-java") in out.stderr
