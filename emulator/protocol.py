@@ -31,6 +31,7 @@ class RequestCode(IntEnum):
     CONSUMER_SEND_MSG_BACK = 36
     GET_CONSUMER_LIST_BY_GROUP = 38
     NOTIFY_CONSUMER_IDS_CHANGED = 40
+    GET_ALL_CONSUMER_OFFSET = 43  # a slave's SlaveSynchronize asks its master (facts 2.1)
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105

@@ -95,6 +95,7 @@ class Broker(Role):
             RC.GET_CONSUMER_LIST_BY_GROUP: self.clients.get_consumer_list_by_group,
             RC.QUERY_CONSUMER_OFFSET: self.clients.query_consumer_offset,
             RC.UPDATE_CONSUMER_OFFSET: self.clients.update_consumer_offset,
+            RC.GET_ALL_CONSUMER_OFFSET: self.clients.get_all_consumer_offset,
             RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,

@@ -1,6 +1,11 @@
 """ClientManageProcessor + ConsumerManageProcessor: HEART_BEAT (34), UNREGISTER_CLIENT (35),
 GET_CONSUMER_LIST_BY_GROUP (38), QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15)
-(facts 4.2, 4.3).
+(facts 4.2, 4.3), and GET_ALL_CONSUMER_OFFSET (43), which RocketMQ serves from
+AdminBrokerProcessor: the whole offset table, what a slave's SlaveSynchronize adopts (slave_sync).
+
+A slave answers QUERY_CONSUMER_OFFSET from its synced table and accepts UPDATE_CONSUMER_OFFSET
+(clients commit with ``findBrokerAddressInAdmin``, i.e. to the slave while the master is out of
+the route); its next sync from the master overwrites such commits (facts 2.1).
 
 HEART_BEAT body (HeartbeatData): ``{clientID, producerDataSet: [{groupName}], consumerDataSet:
 [{groupName, consumeType, messageModel, consumeFromWhere, subscriptionDataSet: [...], unitMode}]}``.
@@ -114,3 +119,11 @@ class ClientProcessor:
         self.b.offsets.commit_offset(h_str(f, "consumerGroup", required=True), h_str(f, "topic", required=True),
                                      h_int(f, "queueId", required=True), h_int(f, "commitOffset", required=True))
         return [Reply(msg.channel, f.response(R.SUCCESS))]
+
+    def get_all_consumer_offset(self, msg: Inbound, now: Now) -> list[Action]:
+        """``ConsumerOffsetManager.encode()``: ``{"offsetTable": {"topic@group": {"queueId":
+        offset}}}``, the same JSON as consumerOffset.json. Any broker answers it, a slave too.
+        (RocketMQ's "No consumer offset in this broker" needs an empty encoding, which an empty
+        table is not.)"""
+        table = {key: {str(q): o for q, o in sorted(qs.items())} for key, qs in self.b.offsets.table.items()}
+        return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body={"offsetTable": table}))]

@@ -1,10 +1,20 @@
-"""SlaveSynchronize (facts 2.1): every 10 s (initial 3 s, scaled) a slave asks its master --
-the ``masterAddr`` of the first successful REGISTER_BROKER answer -- for GET_ALL_TOPIC_CONFIG
-and, when the master's DataVersion differs, adopts the whole table (broker.topic how=sync,
-topics.json persisted).
+"""SlaveSynchronize (facts 2.1): every 10 s (initial 3 s, scaled) a slave asks its master -- the
+``masterAddr`` of the first successful REGISTER_BROKER answer -- for, one after the other as
+``syncAll`` does:
 
-Not emulated: consumer offsets, delay offsets and subscription-group sync. Messages reach a
-slave through HA commit-log replication (ha.py, ha_client.py), not through this sync.
+- GET_ALL_TOPIC_CONFIG (21): when the master's DataVersion differs, the slave adopts the whole
+  table (broker.topic how=sync, topics.json persisted);
+- GET_ALL_CONSUMER_OFFSET (43): the master's ConsumerOffsetManager as JSON
+  ``{"offsetTable": {"topic@group": {"queueId": offset}}}``. The slave ``putAll``s it into its own
+  table -- each ``topic@group`` entry the master has replaces the slave's whole entry; entries only
+  the slave has stay -- and persists consumerOffset.json. So an offset a client committed to the
+  slave while the master was out of the route (clients commit with ``findBrokerAddressInAdmin``)
+  is overwritten by the master's next answer, and a slave that becomes the address clients use
+  answers QUERY_CONSUMER_OFFSET with offsets at most one sync period old.
+
+Each request fails on its own (timeout or error: only logged in RocketMQ), and the next still
+goes. Not emulated: delay offsets and subscription-group sync. Messages reach a slave through HA
+commit-log replication (ha.py, ha_client.py), not through this sync.
 """
 
 from __future__ import annotations
@@ -18,7 +28,19 @@ from emulator.roles.topic_config import parse_wrapper
 if TYPE_CHECKING:
     from emulator.roles.broker import Broker
 
-SYNC_TIMEOUT_MS = 3000  # BrokerOuterAPI.getAllTopicConfig's invokeSync timeout
+SYNC_TIMEOUT_MS = 3000  # BrokerOuterAPI.getAllTopicConfig's / getAllConsumerOffset's invokeSync timeout
+
+
+def parse_offset_table(body: object) -> dict[str, dict[int, int]]:
+    """A GET_ALL_CONSUMER_OFFSET body as ``{"topic@group": {queueId: offset}}``; ValueError if
+    it is not one (the slave then keeps its table, as a failed decode does in RocketMQ)."""
+    table = body.get("offsetTable") if isinstance(body, dict) else None
+    if not isinstance(table, dict):
+        raise ValueError("no offsetTable")
+    try:
+        return {str(key): {int(q): int(o) for q, o in queues.items()} for key, queues in table.items()}
+    except (AttributeError, TypeError) as e:
+        raise ValueError(str(e)) from e
 
 
 class SlaveSync:
@@ -26,13 +48,38 @@ class SlaveSync:
         self.b = broker
 
     def sync_all(self, now: Now) -> list[Action]:
-        master = self.b.master_addr
-        if not self.b.is_slave or not master or master == self.b.addr:
+        master = self._master()
+        if master is None:
             return []
         return [Request(master, request(RequestCode.GET_ALL_TOPIC_CONFIG), self.b.ms(SYNC_TIMEOUT_MS), self._on_topics)]
 
+    def _master(self) -> str | None:
+        master = self.b.master_addr
+        if not self.b.is_slave or not master or master == self.b.addr:
+            return None
+        return master
+
     def _on_topics(self, resp: Frame | None, now: Now) -> list[Action]:
+        actions: list[Action] = []
+        if resp is not None and resp.code == ResponseCode.SUCCESS:  # otherwise only logged
+            table, version = parse_wrapper(resp.json_body())
+            actions += self.b.topics.adopt(table, version)
+        return actions + self._sync_consumer_offset()
+
+    def _sync_consumer_offset(self) -> list[Action]:
+        master = self._master()  # re-read: masterAddr may have changed while topics were asked
+        if master is None:
+            return []
+        frame = request(RequestCode.GET_ALL_CONSUMER_OFFSET)
+        return [Request(master, frame, self.b.ms(SYNC_TIMEOUT_MS), self._on_offsets)]
+
+    def _on_offsets(self, resp: Frame | None, now: Now) -> list[Action]:
         if resp is None or resp.code != ResponseCode.SUCCESS:
-            return []  # only logged in RocketMQ
-        table, version = parse_wrapper(resp.json_body())
-        return self.b.topics.adopt(table, version)
+            return []  # "SyncConsumerOffset Exception": only logged
+        try:
+            table = parse_offset_table(resp.json_body())
+        except ValueError:  # BadFrame too
+            return []
+        offsets = self.b.offsets
+        offsets.table.update(table)  # offsetTable.putAll: per topic@group key, not a replacement
+        return [offsets.persist()]
