@@ -1,5 +1,6 @@
 """Consumer offsets in memory (facts 4.5, 4.7): ``RemoteBrokerOffsetStore`` for CLUSTERING
-(committed to the queue's master by UPDATE_CONSUMER_OFFSET) and ``LocalFileOffsetStore`` for
+(committed by UPDATE_CONSUMER_OFFSET to ``findBrokerAddressInAdmin``: the queue's master, or its
+slave while the master is out of the route) and ``LocalFileOffsetStore`` for
 BROADCASTING (persisted to ``offsets.json`` in the node's store dir, restored on restart)."""
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 One outstanding PULL_MESSAGE per owned queue, long-polled (suspend 15 s, request timeout 30 s,
 both scaled). The node to pull from follows the broker's ``suggestWhichBrokerId`` and falls back
 through ``findBrokerAddressInSubscribe``, so a broker whose master left the route is pulled from
-its slave (without the commit-offset flag). Consumption is immediate: the listener succeeds
+its slave (without the commit-offset flag); offsets are committed with ``findBrokerAddressInAdmin``
+(the master, else the remaining slave). Consumption is immediate: the listener succeeds
 unless the workload's ``fail_rate`` says RECONSUME_LATER; failed messages of a CLUSTERING group
 go back with CONSUMER_SEND_MSG_BACK (the broker then picks %RETRY% or %DLQ%), and are consumed
 again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``.
@@ -187,15 +188,21 @@ class Puller:
     # ------------------------------------------------------------------ offsets
 
     def persist_offset(self, mq: MessageQueue) -> list[Action]:
-        """``persist(mq)``: UPDATE_CONSUMER_OFFSET oneway to the master only (or the local file)."""
+        """``persist(mq)``: UPDATE_CONSUMER_OFFSET oneway to ``findBrokerAddressInAdmin`` -- the
+        master, or the slave while the master is out of the route (the slave accepts it; its next
+        sync from the master overwrites it) -- or the local file when BROADCASTING."""
         c = self.c
         offset = c.offset_store.read_memory(mq)
         if offset < 0:
             return []
         if c.broadcasting:
             return [c.offset_store.persist_local()]
-        found = c.instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
+        found = c.instance.find_broker_address_in_admin(mq.broker_name)
         if found is None:
+            # updateConsumeOffsetToBroker refreshes the route and looks once more before "The
+            # broker[X] not exist" (only logged). Not modelled: persist's callers have no clock
+            # here, and a name missing from the address table is in no cached route with
+            # addresses (gone, or an orphan queue data, facts 1.7), which one fetch seldom changes.
             return []
         frame = oneway(RequestCode.UPDATE_CONSUMER_OFFSET, {
             "consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset})

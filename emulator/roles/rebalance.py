@@ -135,9 +135,6 @@ class Rebalancer:
         if c.broadcasting:
             local = c.offset_store.read_memory(mq)
             return self._start(pq, local, now) if local >= 0 else self._policy(pq, now)
-        found = c.instance.find_broker_address_in_subscribe(mq.broker_name, 0, True)
-        if found is None:
-            return self._give_up(pq)  # readOffset -2: "add new mq failed"
         frame = request(RequestCode.QUERY_CONSUMER_OFFSET,
                         {"consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id})
 
@@ -148,7 +145,16 @@ class Rebalancer:
                 return self._start(pq, int(resp.fields.get("offset", 0)), rnow)
             return self._policy(pq, rnow)  # QUERY_NOT_FOUND or any broker code: readOffset -1
 
-        return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
+        def query(found: tuple[str, bool] | None, qnow: Now) -> list[Action]:
+            if found is None:  # "The broker[X] not exist" -> readOffset -2: "add new mq failed"
+                return self._give_up(pq)
+            if pq.dropped or c.process_table.get(mq) is not pq:
+                return []  # dropped while the route was refreshed
+            return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
+
+        # findBrokerAddressInAdmin (master, else the slave left in the route), route refresh and
+        # one more look if none: RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker in 4.x
+        return c.instance.with_admin_broker(mq.topic, mq.broker_name, now, query)
 
     def _policy(self, pq: ProcessQueue, now: Now) -> list[Action]:
         """No stored offset: CONSUME_FROM_FIRST_OFFSET -> 0; LAST_OFFSET -> 0 for a retry topic,

@@ -179,9 +179,12 @@ def test_pull_from_slave_when_master_missing():
     assert d.events("pull")[-1]["broker_id"] == 1
 
 
-def test_new_queue_without_master_is_not_added():
-    d = started(routes={"T": route("b1", masters=False)})  # QUERY_CONSUMER_OFFSET needs the master
-    assert not d.pending_to(code=RequestCode.PULL_MESSAGE) and not d.role.process_table
+def test_new_queue_without_master_is_added_through_the_slave():
+    """QUERY_CONSUMER_OFFSET goes to findBrokerAddressInAdmin: the slave left in the route
+    (more in test_consumer_offsets_slave.py)."""
+    d = started(routes={"T": route("b1", masters=False)})
+    assert {r.addr for r in d.pending_to(code=RequestCode.PULL_MESSAGE)} == {"s-b1"}
+    assert len(d.role.process_table) == 4
 
 
 def test_offset_query_not_found_uses_max_offset():
