@@ -2,7 +2,7 @@
 
 State machines live in the helpers (topic_config_manager, message_store, consumer_manager);
 request handling in the processors (send, pull, client, admin); namesrv traffic in
-broker_outer_api; the slave's topic sync in slave_sync; commit-log replication in ha (master side,
+broker_outer_api; the slave's topic and consumer-offset sync in slave_sync; commit-log replication in ha (master side,
 every broker) and ha_client (a slave's loop). This module owns identity, timers and channel events.
 
 Timers (all RocketMQ intervals x ``scale``):

@@ -29,6 +29,20 @@ LAST_OFFSET_POLICIES = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AN
 
 
 @dataclass
+class _Added:
+    """The queues one rebalance added, while their first offsets are being looked up.
+
+    ``updateProcessQueueTableInRebalance`` sets ``changed`` for a new queue only once its
+    offset is known (``computePullFromWhere`` >= 0) and the queue really joins the table
+    (facts 4.3); here that lookup is asynchronous, so messageQueueChanged (new subVersion,
+    heartbeat) waits until every lookup of the rebalance has ended."""
+
+    topic: str
+    pending: int
+    changed: bool  # a queue was removed, or one has been added
+
+
+@dataclass
 class ProcessQueue:
     """``ProcessQueue``: messages pulled but not yet acked, and the next offset to pull."""
 
@@ -38,6 +52,7 @@ class ProcessQueue:
     ready: bool = False  # first offset known, pulling
     msgs: dict[int, dict[str, Any]] = field(default_factory=dict)
     queue_offset_max: int = -1
+    batch: "_Added | None" = None  # the rebalance that added this queue, until its offset is known
 
     def put(self, msgs: list[dict[str, Any]]) -> None:
         for m in msgs:
@@ -100,15 +115,25 @@ class Rebalancer:
             "group": c.group, "topic": topic, "cid": c.client_id, "cids": cids,
             "strategy": "BROADCASTING" if c.broadcasting else c.strategy_name,
             "allocated": [mq.pair() for mq in allocated]})]
-        changed, more = self._update_process_queue_table(topic, set(allocated), now)
-        actions += more
-        if changed:  # messageQueueChanged: new subVersion, heartbeat at once
-            c.subscriptions[topic]["subVersion"] = int(now.wall_ms)
-            actions += c.send_heartbeat()
-        return actions
+        return actions + self._update_process_queue_table(topic, set(allocated), now)
 
-    def _update_process_queue_table(self, topic: str, mq_set: set[MessageQueue],
-                                    now: Now) -> tuple[bool, list[Action]]:
+    def _message_queue_changed(self, topic: str, now: Now) -> list[Action]:
+        """messageQueueChanged: a new subVersion, and a heartbeat at once."""
+        if topic not in self.c.subscriptions:
+            return []
+        self.c.subscriptions[topic]["subVersion"] = int(now.wall_ms)
+        return self.c.send_heartbeat()
+
+    def _settled(self, pq: ProcessQueue, added: bool, now: Now) -> list[Action]:
+        """One first-offset lookup of a rebalance has ended (``added``: the queue joined)."""
+        batch, pq.batch = pq.batch, None
+        if batch is None:
+            return []
+        batch.pending -= 1
+        batch.changed = batch.changed or added
+        return self._message_queue_changed(batch.topic, now) if batch.pending == 0 and batch.changed else []
+
+    def _update_process_queue_table(self, topic: str, mq_set: set[MessageQueue], now: Now) -> list[Action]:
         c = self.c
         changed, actions = False, []
         for mq, pq in list(c.process_table.items()):
@@ -118,15 +143,20 @@ class Rebalancer:
                 c.offset_store.remove(mq)
                 del c.process_table[mq]
                 changed = True
-        for mq in sorted(mq_set):
-            if mq in c.process_table or mq.topic not in c.subscriptions:
-                continue  # truncateMessageQueueNotMyTopic drops foreign queues (CONFIG strategy)
+        new = [mq for mq in sorted(mq_set)  # truncateMessageQueueNotMyTopic drops foreign queues (CONFIG)
+               if mq not in c.process_table and mq.topic in c.subscriptions]
+        if not new:
+            return actions + (self._message_queue_changed(topic, now) if changed else [])
+        batch = _Added(topic, len(new), changed)
+        pqs = []
+        for mq in new:
             c.offset_store.remove(mq)  # removeDirtyOffset
-            pq = ProcessQueue(mq)
-            c.process_table[mq] = pq
-            changed = True
+            pq = ProcessQueue(mq, batch=batch)
+            c.process_table[mq] = pq  # in the table while its offset is looked up (not pulled)
+            pqs.append(pq)
+        for pq in pqs:
             actions += self._compute_pull_from_where(pq, now)
-        return changed, actions
+        return actions
 
     # ------------------------------------------------------------------ first offset
 
@@ -140,16 +170,18 @@ class Rebalancer:
 
         def on_reply(resp, rnow: Now) -> list[Action]:
             if resp is None:
-                return self._give_up(pq)
-            if resp.code == ResponseCode.SUCCESS:
-                return self._start(pq, int(resp.fields.get("offset", 0)), rnow)
+                return self._give_up(pq, rnow)
+            if resp.code == ResponseCode.SUCCESS:  # readOffset(READ_FROM_STORE) keeps it in memory
+                offset = int(resp.fields.get("offset", 0))
+                c.offset_store.update(mq, offset, False)
+                return self._start(pq, offset, rnow)
             return self._policy(pq, rnow)  # QUERY_NOT_FOUND or any broker code: readOffset -1
 
         def query(found: tuple[str, bool] | None, qnow: Now) -> list[Action]:
             if found is None:  # "The broker[X] not exist" -> readOffset -2: "add new mq failed"
-                return self._give_up(pq)
+                return self._give_up(pq, qnow)
             if pq.dropped or c.process_table.get(mq) is not pq:
-                return []  # dropped while the route was refreshed
+                return self._settled(pq, False, qnow)  # dropped while the route was refreshed
             return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
 
         # findBrokerAddressInAdmin (master, else the slave left in the route), route refresh and
@@ -172,26 +204,24 @@ class Rebalancer:
         c, mq = self.c, pq.mq
         addr = c.instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
-            return self._give_up(pq)
+            return self._give_up(pq, now)
         frame = request(GET_MAX_OFFSET, {"topic": mq.topic, "queueId": mq.queue_id})
 
         def on_reply(resp, rnow: Now) -> list[Action]:
-            if resp is None:
-                return self._give_up(pq)
-            if resp.code != ResponseCode.SUCCESS:
-                return self._give_up(pq)
+            if resp is None or resp.code != ResponseCode.SUCCESS:
+                return self._give_up(pq, rnow)
             return self._start(pq, int(resp.fields.get("offset", 0)), rnow)
 
         return [Request(addr, frame, c.api_timeout_ms, on_reply)]
 
-    def _give_up(self, pq: ProcessQueue) -> list[Action]:
-        """nextOffset < 0: the queue is not added; the next rebalance tries again."""
+    def _give_up(self, pq: ProcessQueue, now: Now) -> list[Action]:
+        """nextOffset < 0: "add new mq failed"; the next rebalance tries again."""
         if self.c.process_table.get(pq.mq) is pq:
             del self.c.process_table[pq.mq]
-        return []
+        return self._settled(pq, False, now)
 
     def _start(self, pq: ProcessQueue, offset: int, now: Now) -> list[Action]:
         if pq.dropped or self.c.process_table.get(pq.mq) is not pq:
-            return []
+            return self._settled(pq, False, now)
         pq.next_offset, pq.ready = offset, True
-        return self.c.puller.pull(pq.mq, now)
+        return self._settled(pq, True, now) + self.c.puller.pull(pq.mq, now)

@@ -106,15 +106,35 @@ def test_rebalance_event_and_pulls_for_allocated_queues():
     assert f["subVersion"] == d.role.subscriptions["T"]["subVersion"]
 
 
-def test_allocation_change_bumps_subversion_and_heartbeats():
+def test_allocation_change_bumps_subversion_and_heartbeats_once_the_queues_are_added():
+    """messageQueueChanged (facts 4.3) follows a rebalance that really added a queue: after
+    its first offset is known, once for the whole rebalance."""
     d = make()
     serve_routes(d, {"T": route("b1")})
     before = d.role.subscriptions["T"]["subVersion"]
     d.time.mono_ms += 5
     n = len(d.pending_to(code=RequestCode.HEART_BEAT))
     cid_list(d, [ME])
-    assert d.role.subscriptions["T"]["subVersion"] == before + 5
-    assert len(d.pending_to(code=RequestCode.HEART_BEAT)) > n
+    assert d.role.subscriptions["T"]["subVersion"] == before  # offsets not known yet
+    d.time.mono_ms += 5
+    offsets(d)
+    assert d.role.subscriptions["T"]["subVersion"] == before + 10
+    assert len(d.pending_to(code=RequestCode.HEART_BEAT)) == n + 2  # once, to b1's master and slave
+
+
+def test_a_rebalance_whose_queues_all_fail_to_add_changes_nothing():
+    """nextOffset < 0 for every new queue ("add new mq failed"): no subVersion bump, no heartbeat."""
+    d = make()
+    serve_routes(d, {"T": route("b1")})
+    before = d.role.subscriptions["T"]["subVersion"]
+    n = len(d.pending_to(code=RequestCode.HEART_BEAT))
+    cid_list(d, [ME])
+    d.time.mono_ms += 5
+    for req in d.pending_to(code=RequestCode.QUERY_CONSUMER_OFFSET):
+        d.answer(req, None)  # timeouts: readOffset -2
+    assert d.role.subscriptions["T"]["subVersion"] == before
+    assert len(d.pending_to(code=RequestCode.HEART_BEAT)) == n
+    assert not [mq for mq in d.role.process_table if mq.topic == "T"]
 
 
 def test_notify_consumer_ids_changed_triggers_rebalance():

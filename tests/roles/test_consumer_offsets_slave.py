@@ -27,8 +27,8 @@ def commits(d: Driver, since: int = 0) -> list[Oneway]:
 
 def consume_queue0(d: Driver, start: int, count: int) -> None:
     """Answer the pending pull of queue 0 with ``count`` messages from ``start``: the consumed
-    offset is what ``persistOffsets`` commits. (The emulator's readOffset does not keep the
-    broker's answer in memory, RocketMQ's does, so a queue only queried has nothing to commit.)"""
+    offset is what ``persistOffsets`` commits for it (the other queues commit the offset their
+    query returned: readOffset keeps the broker's answer in memory, as RocketMQ's does)."""
     req = [p for p in d.pending_to(code=RC.PULL_MESSAGE) if p.frame.fields["queueId"] == 0][0]
     body = msgs(0, range(start, start + count))
     d.answer(req, response(0, fields={"nextBeginOffset": start + count, "suggestWhichBrokerId": 0}, body=body))
@@ -65,12 +65,14 @@ def test_with_master_and_slave_the_master_then_the_slave_once_the_master_leaves(
     assert {p.addr for p in d.pending_to(code=RC.PULL_MESSAGE)} == {"m-b1"}
     consume_queue0(d, 3, 1)
     d.timer("persistOffsets")
-    assert [(o.addr, o.frame.fields["commitOffset"]) for o in commits(d)] == [("m-b1", 4)]
+    assert sorted((o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d)) == [
+        ("m-b1", 0, 4), ("m-b1", 1, 3), ("m-b1", 2, 3), ("m-b1", 3, 3)]
     d.timer("pollNameServer")
     serve_routes(d, {"T": route("b1", masters=False)})
     m = d.mark()
     d.timer("persistOffsets")
-    assert [(o.addr, o.frame.fields["commitOffset"]) for o in commits(d, m)] == [("s-b1", 4)]
+    assert sorted((o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d, m)) == [
+        ("s-b1", 0, 4), ("s-b1", 1, 3), ("s-b1", 2, 3), ("s-b1", 3, 3)]
 
 
 def orphan_route() -> dict:
@@ -114,7 +116,7 @@ def test_consumer_commit_served_by_a_real_slave():
     consume_queue0(d, 6, 2)
     d.timer("persistOffsets")
     slave = broker(broker_id=1)
-    (up,) = commits(d)
+    (up,) = [o for o in commits(d) if o.frame.fields["queueId"] == 0]
     assert up.addr == "s-b1"
     slave.serve(up, channel="cons-ch")
     resp = slave.call(RC.QUERY_CONSUMER_OFFSET, {"consumerGroup": "cg-1", "topic": "T", "queueId": 0})
