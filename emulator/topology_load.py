@@ -115,10 +115,16 @@ def parse_topology(data: Any, source: str = "<topology>") -> Topology:
     if not isinstance(data, dict):
         raise TopologyError(source, ["(top level): expected a mapping of keys (name, brokers, ...)"])
     try:
-        return Topology.model_validate(data)
+        topo = Topology.model_validate(data)
     except ValidationError as exc:
         problems = _messages(exc) + _independent_problems(data)
         raise TopologyError(source, list(dict.fromkeys(problems))) from None
+    from faults.launch_glue import topology_fault_problems  # needs the node plan below
+
+    problems = topology_fault_problems(topo)
+    if problems:
+        raise TopologyError(source, problems)
+    return topo
 
 
 def load_topology(path: str | Path) -> Topology:

@@ -45,6 +45,19 @@ def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = 
     return plan
 
 
+def topology_fault_problems(topo: "Topology") -> list[str]:
+    """The problems of a topology's ``faults:`` list (unknown targets, impossible partitions,
+    overlaps), found when the file is loaded so that ``validate`` reports them too."""
+    from emulator.topology_load import plan_nodes
+    from faults.nodes import NodeInfo
+    from faults.schedule import spec_problems
+
+    if not topo.faults:
+        return []
+    nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
+    return spec_problems(topo.faults, nodes, topo.seed, topo.timing.scale, topo.duration)
+
+
 def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None],
                elapsed_ms: Callable[[], float], total_ms: float) -> None:
     """Write ``plan.json``, run every step on time, heal everything at the end (or on error).

@@ -227,6 +227,31 @@ def check_plan(plan: Plan, nodes: Mapping[str, NodeInfo] | None = None) -> None:
             holders[(node, resource)] = step
 
 
+def spec_problems(specs: Sequence[FaultSpec], nodes: Mapping[str, NodeInfo], seed: int, scale: float,
+                  duration_s: float | None = None) -> list[str]:
+    """Every problem of a ``faults:`` list, one line each, for ``rmqemu validate``: each entry is
+    resolved on its own (so one bad target does not hide the next), then the whole plan is
+    checked for overlaps once every entry resolves."""
+    rng = fault_rng(seed)
+    problems: list[str] = []
+    steps: list[PlanStep] = []
+    for i, spec in enumerate(specs):
+        where = f"faults[{i}] ({spec.describe()})"
+        if duration_s is not None and spec.at > duration_s:
+            problems.append(f"{where}: starts after the end of the run ({duration_s:g}s)")
+            continue
+        try:
+            steps += resolve_spec(spec, f"f{i + 1}", nodes, rng, scale, f"faults[{i}]")
+        except FaultError as err:
+            text = str(err)
+            problems.append(text if text.startswith(f"faults[{i}]") else f"{where}: {text}")
+    try:  # overlaps among the entries that resolved
+        check_plan(Plan(seed, scale, sort_steps(steps), _wall(duration_s, scale), {"source": "topology"}), nodes)
+    except FaultError as err:
+        problems.append(str(err))
+    return problems
+
+
 def plan_from_specs(specs: Sequence[FaultSpec], nodes: Mapping[str, NodeInfo], seed: int, scale: float,
                     duration_s: float | None = None, origin: dict[str, Any] | None = None) -> Plan:
     """Resolve a topology's ``faults:`` list into a checked plan; fault ``faults[i]`` is ``f{i+1}``."""

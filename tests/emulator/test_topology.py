@@ -148,3 +148,17 @@ def test_broker_identity_keys_belong_to_the_entry() -> None:
         "brokers[1].brokerId: not settable here, set per node: 0 for the master, 1..N for `slaves: N`",
         "brokers[1].brokerName: not settable here, the entry's `name` sets it",
     ]
+
+
+def test_every_problem_of_the_faults_list_is_reported_at_load() -> None:
+    """A faults: list is resolved when the file loads (validate, launch and up all see it):
+    each entry on its own, then overlaps among those that resolve."""
+    got = problems({"name": "t", "brokers": [{"name": "broker-a"}, {"name": "broker-b"}], "duration": "100s",
+                    "faults": [{"at": "1s", "kill": "broker-z-0"},
+                               {"at": "3s", "pause": "broker-a-0", "duration": "10s"},
+                               {"at": "4s", "kill": "broker-a-0"},
+                               {"at": "500s", "kill": "broker-b-0"}]})
+    assert len(got) == 3, got
+    assert got[0].startswith("faults[0] (kill broker-z-0 at 1s): unknown target 'broker-z-0'")
+    assert got[1] == "faults[3] (kill broker-b-0 at 500s): starts after the end of the run (100s)"
+    assert got[2].startswith("faults[2]: start f3 (kill broker-a-0)") and "held by f2 (pause" in got[2]
