@@ -45,7 +45,8 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except (RmqemuError, FaultError) as exc:
             if os.environ.get("RMQEMU_DEBUG"):
                 raise
-            click.echo(f"error: {_one_line(str(exc))}", err=True)
+            notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a heal that failed after
+            click.echo(f"error: {_one_line(str(exc) + notes)}", err=True)
             sys.exit(1)
 
     return wrapper
@@ -97,7 +98,7 @@ RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), defau
 @click.option("--seed", type=int, help="override the topology's seed")
 @click.option("--duration", help="override the duration (cluster seconds: 60, 90s, 2m)")
 @click.option("--nemesis", help="random faults of these kinds: kill,pause,partition,clock,...")
-@click.option("--interval", default="30s", show_default=True, help="mean time between nemesis faults (cluster s)")
+@click.option("--interval", default="30s", show_default=True, help="each nemesis fault lasts one interval, then one interval of calm (cluster s)")
 @click.option("--replay", type=click.Path(path_type=Path), help="run the plan of an earlier run again")
 @click.option("--report/--no-report", default=False, help="run `rmqemu report` on the run afterwards")
 @click.option("--progress/--no-progress", default=True)

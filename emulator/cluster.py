@@ -222,9 +222,15 @@ class Cluster:
         if name not in self.procs:
             raise UnsafeSignal(f"refusing to signal {name!r}: not a process this run spawned")
         proc = self.procs[name]
-        if sig in (_signal.SIGKILL, _signal.SIGTERM):
+        ending = sig in (_signal.SIGKILL, _signal.SIGTERM)
+        was_expected = proc.expected_exit
+        if ending:  # before the signal: the pump may reap the exit at once
             proc.expected_exit = True
-        proc.send_signal(sig)
+        try:
+            proc.send_signal(sig)
+        except BaseException:
+            proc.expected_exit = was_expected  # refused (e.g. it had died on its own): still unexpected
+            raise
         if sig in (_signal.SIGKILL, _signal.SIGTERM):
             self.stopped.discard(name)
             proc.popen.wait(timeout=60)
@@ -249,11 +255,19 @@ class Cluster:
         self.push_links()
 
     def push_links(self) -> None:
-        """Send the full table to every running node (a stopped one gets it when resumed)."""
+        """Send the full table to every running node (a stopped one gets it when resumed).
+        Every node is tried even if one does not ack (a heal must reach all the others);
+        the ones that did not are named in one ControlError at the end."""
         args = {"rules": rules_to_wire(self.links), "peers": dict(self.addrs)}
+        failed: list[str] = []
         for name, proc in self.procs.items():
             if proc.alive() and name not in self.stopped:
-                self.control.call(name, "set_links", args, 5000)
+                try:
+                    self.control.call(name, "set_links", args, 5000)
+                except ControlError as exc:
+                    failed.append(f"{name}: {exc}")
+        if failed:
+            raise ControlError(f"link table not acknowledged by {len(failed)} node(s): {'; '.join(failed)}")
 
     def set_clock(self, name: str, setting: ClockSetting) -> None:
         self.clocks[name] = setting

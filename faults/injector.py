@@ -20,6 +20,7 @@ import threading
 from typing import Any, Iterable
 
 from emulator.clock import ClockSetting
+from emulator.errors import RmqemuError
 from emulator.links import LinkRule
 from faults.errors import FaultError, OverlappingFault
 from faults.kinds import ClockFault, Fault, ProcessExitFault, RestartFault
@@ -145,12 +146,20 @@ class Injector:
                     self._dead |= back
                     self._record("fault.end", fault, reason=reason, restarted=False, error=str(err))
                     raise
+                failed = set(restart_fault.failed)  # some came back, these did not: only they stay down
+                self._dead |= failed
+                came = back - failed
+                error = (FaultError(f"{fault_id}: restart failed for " + "; ".join(
+                    f"{n}: {e}" for n, e in sorted(restart_fault.failed.items()))) if failed else None)
                 try:
-                    self._sync(touched=back, came_back=back)
+                    self._sync(touched=came, came_back=came)
                 finally:
-                    self._record("fault.end", fault, reason=reason, restarted=True)
+                    extra = {"error": str(error), "not_restarted": sorted(failed)} if error else {}
+                    self._record("fault.end", fault, reason=reason, restarted=True, **extra)
                     self._record("fault.start", restart_fault)
                     self._record("fault.end", restart_fault, reason=reason)
+                if error is not None:
+                    raise error
                 return fault
             error: Exception | None = None
             try:
@@ -226,7 +235,7 @@ class Injector:
 
     def _reset_clocks(self, fault: ClockFault) -> ClockFault:
         """``clock: reset``: end the clock faults holding the targets, push the host clock."""
-        for holder in {h.fault_id for n in fault.targets if (h := self.holder(n, "clock"))}:
+        for holder in sorted({h.fault_id for n in fault.targets if (h := self.holder(n, "clock"))}):
             self.stop(holder, reason=f"reset by {fault.fault_id}")
         fault.start(self.ops, self.ops.host_ms())
         self._used_ids.add(fault.fault_id)
@@ -238,10 +247,14 @@ class Injector:
     def _sync(self, touched: set[str], came_back: set[str] = frozenset(), force: bool = False) -> None:  # type: ignore[assignment]
         """Push the merged link table if it changed (or nodes came back), and the clocks of the
         touched nodes that changed; nodes that are down get theirs when they come back."""
+        errors: list[Exception] = []  # one node that does not ack must not stop the rest
         table = self.link_table()
         if force or came_back or table != self._pushed_links:
-            self.ops.set_links(table)
-            self._pushed_links = table
+            try:
+                self.ops.set_links(table)
+                self._pushed_links = table
+            except (FaultError, RmqemuError) as err:
+                errors.append(err)
         down = self.down_nodes()
         for node in sorted(touched | set(came_back)):
             if node in down:
@@ -251,11 +264,17 @@ class Injector:
             if node in came_back and node not in self._pushed_clocks and setting == ClockSetting():
                 continue  # a resumed/restarted node already runs on the host clock
             if force or node in came_back or setting != previous:
-                self.ops.set_clock(node, setting)
+                try:
+                    self.ops.set_clock(node, setting)
+                except (FaultError, RmqemuError) as err:
+                    errors.append(err)
+                    continue
                 if setting == ClockSetting():
                     self._pushed_clocks.pop(node, None)
                 else:
                     self._pushed_clocks[node] = setting
+        if errors:
+            raise errors[0]
 
     def _record(self, kind: str, fault: Fault, **extra: Any) -> None:
         params = fault.params()

@@ -113,9 +113,15 @@ def _heal(plan: Plan, injector: Injector, everything: bool) -> list[str]:
     if everything:
         return injector.heal_all()
     own = {step.fault_id for step in plan.steps}
-    healed = []
+    healed: list[str] = []
+    failures: list[str] = []
     for fault in reversed(injector.active()):
         if fault.fault_id in own:
-            injector.stop(fault.fault_id, reason="heal", restart=False)
-            healed.append(fault.fault_id)
+            try:  # one fault that fails to heal must not leave the others in place
+                injector.stop(fault.fault_id, reason="heal", restart=False)
+                healed.append(fault.fault_id)
+            except FaultError as err:
+                failures.append(f"{fault.describe()}: {err}")
+    if failures:
+        raise FaultError("healing failed for " + "; ".join(failures))
     return healed

@@ -138,12 +138,21 @@ class RestartFault(Fault):
     """The restart after a kill/stop, logged as its own instantaneous fault (DESIGN section 4)."""
 
     after_ms: float | None = None
+    failed: dict[str, str] = field(default_factory=dict, init=False)  # node -> why it did not restart
     kind: ClassVar[str] = "restart"
 
     def start(self, ops: ClusterOps, now: float) -> None:
+        """Restart every target, even past one that fails; ``failed`` names those (the
+        injector keeps only them down). Raises if none came back."""
         super().start(ops, now)
+        self.failed = {}
         for node in self.targets:
-            ops.restart(node)
+            try:
+                ops.restart(node)
+            except Exception as err:  # noqa: BLE001 - the other targets must still come back
+                self.failed[node] = f"{type(err).__name__}: {err}"
+        if self.failed and len(self.failed) == len(self.targets):
+            raise FaultError(f"no node restarted: {'; '.join(f'{n}: {e}' for n, e in self.failed.items())}")
 
     def params(self) -> dict[str, Any]:
         return {"after_ms": self.after_ms}
@@ -161,11 +170,18 @@ class PauseFault(Fault):
         self.targets = _signal_each(self, ops, _signal.SIGSTOP)
 
     def stop(self, ops: ClusterOps, now: float) -> None:
+        """SIGCONT every target, even past one that fails (each left stopped is named)."""
+        failed: dict[str, str] = {}
         for node in self.targets:
             try:
                 ops.signal(node, _signal.SIGCONT)
             except ProcessGone as err:
                 self.notes.setdefault("gone", {})[node] = str(err)
+            except Exception as err:  # noqa: BLE001 - the other targets must still resume
+                failed[node] = f"{type(err).__name__}: {err}"
+        if failed:
+            self.notes["resume_failed"] = failed
+            raise FaultError(f"could not resume {', '.join(failed)}: {'; '.join(failed.values())}")
 
     def params(self) -> dict[str, Any]:
         return {"signal": int(_signal.SIGSTOP)}

@@ -71,16 +71,29 @@ def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None]
     write_plan(plan, cluster.run_dir / "plan.json")
     injector = Injector(cluster)
     replay = f"rmqemu launch --replay {cluster.run_dir}"
+    failure: BaseException | None = None
     try:
         try:
             run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for, wait_until_end=False, heal_at_end=False)
         except PlanFailed as err:
-            raise PlanFailed(str(err).replace("rmqemu launch --replay RUN_DIR", replay),
-                             seed=err.seed, step=err.step) from err.__cause__
+            named = PlanFailed(str(err).replace("rmqemu launch --replay RUN_DIR", replay), seed=err.seed, step=err.step)
+            for note in getattr(err, "__notes__", ()):  # e.g. healing failed too
+                named.add_note(note)
+            raise named from err.__cause__
         except (FaultError, RmqemuError) as err:  # a push that timed out, a restart that failed
             raise PlanFailed(f"fault plan failed: {err} [seed {plan.seed}; replay with: {replay}]",
                              seed=plan.seed) from err
         pump_for(total_ms - elapsed_ms())
+    except BaseException as err:
+        failure = err
+        raise
     finally:
         if injector.active():  # end of run, or interrupted (Ctrl-C): nothing may stay paused or cut off
-            injector.heal_all()
+            try:
+                injector.heal_all()
+            except FaultError as heal_err:  # never hide the failure (and its seed) that got us here
+                if failure is not None:
+                    failure.add_note(f"healing afterwards failed too: {heal_err}")
+                else:
+                    raise PlanFailed(f"{heal_err} [seed {plan.seed}; replay with: {replay}]",
+                                     seed=plan.seed) from heal_err

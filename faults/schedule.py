@@ -213,8 +213,10 @@ def check_plan(plan: Plan, nodes: Mapping[str, NodeInfo] | None = None) -> None:
         if step.fault_id in started:
             raise PlanError(f"{where}: fault id {step.fault_id} starts twice")
         started[step.fault_id] = step
-        if step.kind == "clock" and step.params.get("mode") == "reset":
-            holders = {k: v for k, v in holders.items() if not (k[1] == "clock" and k[0] in step.targets)}
+        if step.kind == "clock" and step.params.get("mode") == "reset":  # ends the whole holding faults,
+            ended = {v.fault_id for k, v in holders.items()   # as the injector does at run time
+                     if k[1] == "clock" and k[0] in step.targets}
+            holders = {k: v for k, v in holders.items() if v.fault_id not in ended}
         if resource is None:
             continue
         for node in step.targets:

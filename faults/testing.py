@@ -78,6 +78,7 @@ class FakeOps:
 
     def set_links(self, rules: dict[Link, LinkRule]) -> None:
         self.calls.append(("set_links", dict(rules)))
+        self._maybe_fail("set_links", "*")  # the push as a whole: some node did not ack
         self.links = {k: v for k, v in rules.items() if not v.is_noop()}
         self.clock.advance(self.ack_ms)
 

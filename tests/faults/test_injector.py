@@ -213,11 +213,13 @@ def test_heal_all_goes_on_past_a_failure_and_reports_it(ops, inj):
     inj.start(PauseFault("f2", ("namesrv-1",)))
     inj.start(partition("f3", [("pg-1-0", "broker-a-0")]))
     ops.fail[("signal", "namesrv-0")] = UnsafeSignal("pid reused")
-    with pytest.raises(FaultError, match=r"healing failed for f1 \(pause namesrv-0\): pid reused"):
+    with pytest.raises(FaultError, match=r"healing failed for f1 \(pause namesrv-0\): could not resume "
+                                         r"namesrv-0: UnsafeSignal: pid reused"):
         inj.heal_all()
     assert inj.active() == [] and ops.links == {} and ops.state["namesrv-1"] == "running"
     end_f1 = [e for e in ops.events if e["kind"] == "fault.end" and e["fault_id"] == "f1"]
-    assert end_f1[0]["error"] == "pid reused"
+    assert end_f1[0]["error"] == "could not resume namesrv-0: UnsafeSignal: pid reused"
+    assert end_f1[0]["params"]["resume_failed"] == {"namesrv-0": "UnsafeSignal: pid reused"}
 
 
 def test_killed_node_is_not_pushed_to_after_its_fault_ended(ops, inj):
@@ -310,3 +312,33 @@ def test_an_interrupt_while_a_pause_takes_effect_is_still_healed(ops, inj):
     assert inj.heal_all() == ["f1"]
     assert ops.state["namesrv-0"] == ops.state["namesrv-1"] == "running"
     assert [e["kind"] for e in ops.events] == ["fault.start", "fault.end"]
+
+
+def test_ending_a_pause_resumes_every_target_past_one_that_fails(ops, inj):
+    inj.start(PauseFault("p1", ("broker-a-0", "broker-b-0", "namesrv-0")))
+    ops.fail[("signal", "broker-a-0")] = UnsafeSignal("boom")
+    with pytest.raises(FaultError, match="could not resume broker-a-0"):
+        inj.stop("p1")
+    assert (ops.state["broker-b-0"], ops.state["namesrv-0"]) == ("running", "running")
+
+
+def test_a_restart_that_fails_for_one_node_keeps_only_that_node_down(ops, inj):
+    inj.start(KillFault("k1", ("broker-a-0", "broker-b-0"), restart_after_ms=100.0))
+    ops.fail[("restart", "broker-b-0")] = FaultError("restart failed")
+    with pytest.raises(FaultError, match="restart failed for broker-b-0"):
+        inj.stop("k1")
+    assert inj.down_nodes() == {"broker-b-0"} and ops.state["broker-a-0"] == "running"
+    end = [e for e in ops.events if e["kind"] == "fault.end" and e["fault_id"] == "k1"][0]
+    assert end["restarted"] is True and end["not_restarted"] == ["broker-b-0"]
+    inj.start(ClockFault("c1", ("broker-a-0",), mode="bump", offset_ms=5000.0))  # reaches the restarted node
+    assert ops.clocks["broker-a-0"] == ClockSetting(offset_ms=5000.0)
+
+
+def test_a_link_push_that_fails_still_lets_the_clocks_be_reset(ops, inj):
+    inj.start(ClockFault("c1", ("namesrv-1",), mode="bump", offset_ms=130_000.0))
+    inj.start(partition("x1", [("pg-1-0", "broker-a-0")]))
+    ops.fail[("set_links", "*")] = FaultError("broker-a-0: no ack")
+    with pytest.raises(FaultError, match="no ack"):
+        inj.heal_all()
+    assert ops.clocks["namesrv-1"] == ClockSetting()  # the clock reset was not skipped
+    assert inj.active() == [] and ops.links == {}  # and the final push cleared the links

@@ -1,6 +1,7 @@
 """How `rmqemu launch` runs a plan (faults.launch_glue) on FakeOps: every step runs even late,
 faults without an end last to the end of the run, failures name the seed and the replay command."""
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,23 @@ def test_build_plan_errors_name_the_seed(tmp_path):
     topo = parse_topology({"name": "t", "seed": 11, "brokers": [{"name": "broker-a"}], "duration": "20s"}, "t")
     with pytest.raises(PlanError, match=r"no room for a fault .* \[seed 11\]"):
         build_plan(topo, nemesis="kill", interval="10s")
+
+
+def test_a_heal_that_fails_after_a_failed_step_keeps_the_seed_and_adds_a_note(tmp_path):
+    """The plan fails at a step (its PlanFailed carries the seed), then healing fails too: the
+    error the user sees is still the plan failure, with the heal failure as a note."""
+
+    class NoResume(FakeCluster):
+        def signal(self, node, sig):
+            if node == "namesrv-0" and sig == signal.SIGCONT:
+                raise UnsafeSignal("cannot resume namesrv-0")
+            super().signal(node, sig)
+
+    c = NoResume(tmp_path)
+    plan = plan_from_specs(specs({"at": 0, "pause": "namesrv-0", "duration": 10},
+                                 {"at": 0.5, "pause": "broker-a-0", "duration": 10}),
+                           c.node_infos(), seed=11, scale=0.01)
+    c.fail[("signal", "broker-a-0")] = UnsafeSignal("refusing to signal broker-a-0: pid reused")
+    with pytest.raises(PlanFailed, match=r"pid reused \[seed 11; replay with") as info:
+        drive(c, plan, total_ms=1000.0)
+    assert any("healing failed" in n and "cannot resume namesrv-0" in n for n in info.value.__notes__)

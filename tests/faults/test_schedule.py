@@ -258,3 +258,13 @@ def test_zero_restart_after_restarts_right_after_the_kill():
                                   {"at": 10, "kill": "broker-a-0", "restart_after": 0}]), NODES, seed=1, scale=1)
     assert [(s.at_ms, s.action, s.fault_id) for s in plan.steps] == [
         (5000.0, "start", "f1"), (10000.0, "stop", "f1"), (10000.0, "start", "f2"), (10000.0, "stop", "f2")]
+
+
+def test_a_reset_frees_every_node_of_the_clock_faults_it_ends_as_at_run_time():
+    """`clock: reset` on one node ends the whole clock fault holding it (the injector stops that
+    fault), so its other targets are free for a later clock fault too."""
+    plan = plan_from_specs([FaultSpec.model_validate(e) for e in (
+        {"at": 1, "clock": "bump", "targets": ["namesrv-0", "namesrv-1"], "offset": "130s"},
+        {"at": 2, "clock": "reset", "targets": ["namesrv-0"]},
+        {"at": 3, "clock": "drift", "targets": ["namesrv-1"], "ppm": 500})], sample_nodes(), seed=1, scale=0.01)
+    assert [s.kind for s in plan.steps] == ["clock", "clock", "clock"]
