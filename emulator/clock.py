@@ -22,7 +22,8 @@ class ClockSetting:
     ``offset_ms``: a constant step (``bump``).
     ``drift_ppm``: drift since ``since_ms`` (host ms), ``drift_ppm * elapsed / 1e6`` ms.
     ``strobe_delta_ms`` / ``strobe_period_ms``: oscillate between ``offset_ms`` and
-    ``offset_ms + strobe_delta_ms``, switching every period (host time, from ``since_ms``).
+    ``offset_ms + strobe_delta_ms``, switching every period (host time, from ``since_ms``),
+    shifted first as Jepsen's strobe is (a strobe shorter than a period still jumps).
     """
 
     offset_ms: float = 0.0
@@ -35,7 +36,7 @@ class ClockSetting:
         """Total offset in ms at host time ``host_ms``."""
         elapsed = max(0.0, host_ms - self.since_ms)
         off = self.offset_ms + self.drift_ppm * elapsed / 1e6
-        if self.strobe_period_ms > 0 and int(elapsed // self.strobe_period_ms) % 2 == 1:
+        if self.strobe_period_ms > 0 and int(elapsed // self.strobe_period_ms) % 2 == 0:
             off += self.strobe_delta_ms
         return off
 
