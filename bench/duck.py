@@ -38,7 +38,7 @@ CREATE TEMP TABLE hosts AS WITH marks AS (
          first(broker ORDER BY ts, seq) FILTER (WHERE x = 0) AS broker, first(broker_id ORDER BY ts, seq) FILTER (WHERE x = 0) AS broker_id
   FROM u GROUP BY node, topic, life HAVING "start" IS NOT NULL AND "end" > "start";
 CREATE TEMP TABLE auto AS WITH marks AS (
-    SELECT node, ts, seq, 0 AS x FROM bt WHERE topic = 'TBW102' AND perm & 1 != 0),
+    SELECT node, ts, seq, 0 AS x FROM bt WHERE topic = 'TBW102' AND perm & 3 = 3),
   stops AS (SELECT e.node, e.ts, e.seq, 1 AS x FROM exits e WHERE node IN (SELECT node FROM marks)),
   u AS (SELECT *, coalesce(sum(x) OVER (PARTITION BY node ORDER BY ts, seq
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS life FROM (FROM marks UNION ALL FROM stops))
@@ -62,7 +62,7 @@ CREATE TEMP TABLE fl AS WITH s AS (
 CREATE TEMP TABLE pauses_raw AS WITH p AS (
     SELECT fault_id, unnest(targets) AS node, "start", fend FROM fl WHERE fault = 'pause'),
   r AS (SELECT unnest(targets) AS node, "start" AS r FROM fl WHERE fault = 'resume')
-  SELECT p.node, p."start", least(coalesce(p.fend, {run_end}), coalesce(min(r.r), {run_end})) AS "end"
+  SELECT p.node, p."start", coalesce(p.fend, min(r.r), {run_end}) AS "end"
   FROM p LEFT JOIN r ON r.node = p.node AND r.r > p."start" GROUP BY p.fault_id, p.node, p."start", p.fend;
 CREATE TEMP TABLE parts_raw AS SELECT least(l[1], l[2]) AS a, greatest(l[1], l[2]) AS b, "start", "end"
   FROM (SELECT unnest(params.links) AS l, "start", "end" FROM fl WHERE fault = 'partition') WHERE len(l) >= 2;
@@ -78,7 +78,9 @@ CREATE TEMP TABLE {out} AS SELECT {keys}, min("start") AS "start", max("end") AS
 """
 
 STALE = """
-CREATE TEMP TABLE masters AS SELECT node, topic, broker, "start", "end" FROM hosts WHERE broker_id = 0;
+CREATE TEMP TABLE masters AS SELECT h.node, h.topic, h.broker, greatest(h."start", l."start") AS "start",
+    least(h."end", l."end") AS "end"
+  FROM hosts h JOIN lives l ON l.node = h.node AND h."start" < l."end" AND l."start" < h."end" WHERE h.broker_id = 0;
 CREATE TEMP TABLE topics AS SELECT DISTINCT topic FROM (SELECT topic FROM hosts UNION ALL SELECT topic FROM views);
 CREATE TEMP TABLE segs AS WITH mp AS (SELECT p.*, m.topic FROM pauses p JOIN (SELECT DISTINCT node, topic FROM masters) m USING (node)),
   pts AS (SELECT DISTINCT topic, t FROM (
@@ -126,7 +128,8 @@ CREATE TEMP TABLE views AS WITH u AS (
 
 
 SENDS = """
-CREATE TEMP TABLE sends AS SELECT s.*, coalesce(s.broker_id, 0) AS tid,
+CREATE TEMP TABLE sends AS SELECT s.* REPLACE (least(s.ts, {run_end} - 0.001) AS ts), s.ts AS ts_logged,
+    coalesce(s.broker_id, 0) AS tid,
     CASE WHEN s.broker IS NOT NULL THEN coalesce(n.node, s.broker || '-' || coalesce(s.broker_id, 0)::VARCHAR) END AS target
   FROM (SELECT node AS producer, ts, seq, msg_id, topic, broker, broker_id, queue_id, outcome, latency_ms
         FROM ev WHERE kind = 'send') s
@@ -161,7 +164,7 @@ def compute(con: Any, paths: list[str], nodes: list[tuple[str, str | None, str |
     fmt = {"run_end": repr(float(run_end)), "run_start": repr(float(run_start))}
     for stmt in (SQL.format(**fmt), MERGE.format(out="pauses", keys="node", src="pauses_raw"),
                  MERGE.format(out="parts", keys="a, b", src="parts_raw"), views_sql(run_end),
-                 STALE.format(**fmt), SENDS):
+                 STALE.format(**fmt), SENDS.format(**fmt)):
         con.execute(stmt)
     def q(sql: str) -> Any:
         return con.execute(sql)

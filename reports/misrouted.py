@@ -23,6 +23,10 @@ from reports.intervals import contains_ts
 from reports.schema import AUTO_CREATE_TOPIC
 from reports.truth import broker_nodes
 
+#: How far before the run end a send at the run end is looked up (ms; above the float
+#: resolution of epoch-ms timestamps, about 0.0002 ms).
+END_EPSILON_MS = 0.001
+
 REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_topic", "bad_queue")
 
 
@@ -40,7 +44,7 @@ def _lookup(df: DataFrame, iv: DataFrame, keys: dict[str, str], flag: str,
     row columns. Adds boolean ``flag`` and the ``values`` (iv column -> new name)."""
     values = values or {}
     right = F.broadcast(iv.select(*keys, "start", "end", *values).alias("iv"))
-    cond = contains_ts("iv", F.col("l.ts"))
+    cond = contains_ts("iv", F.col("l._at"))
     for ivc, col in keys.items():
         cond = cond & (F.col(f"iv.{ivc}") == F.col(f"l.{col}"))
     return df.alias("l").join(right, cond, "left").select(
@@ -50,9 +54,13 @@ def _lookup(df: DataFrame, iv: DataFrame, keys: dict[str, str], flag: str,
 
 def classify_sends(send_df: DataFrame, nodes: DataFrame, lives: DataFrame, pauses: DataFrame,
                    partitions: DataFrame, hosts: DataFrame, autocreate: DataFrame,
-                   write_queues: DataFrame) -> DataFrame:
+                   write_queues: DataFrame, run_end: float | None = None) -> DataFrame:
     """All sends plus ``target`` (node), ``target_id`` and ``reason`` (null when the send
-    was well routed or had no broker)."""
+    was well routed or had no broker).
+
+    ``run_end``: intervals are ``[start, end)`` and the ones nothing ended stop at the run
+    end, so a send logged at the very end (the last line of a run cut short) is looked up
+    a hair earlier, inside them, instead of finding no life at all ("dead")."""
     bn = F.broadcast(broker_nodes(nodes).withColumnRenamed("node", "_node").alias("bn"))
     df = send_df.withColumn(
         "target_id", F.coalesce("broker_id", F.lit(0)))
@@ -62,6 +70,8 @@ def classify_sends(send_df: DataFrame, nodes: DataFrame, lives: DataFrame, pause
                   .alias("target")))
     df = df.withColumn("_a", F.least("producer", "target")).withColumn("_b", F.greatest("producer", "target"))
     df = df.withColumn("_tbw", F.lit(AUTO_CREATE_TOPIC))
+    at = F.col("ts") if run_end is None else F.least(F.col("ts"), F.lit(float(run_end) - END_EPSILON_MS))
+    df = df.withColumn("_at", at)
     df = _lookup(df, lives, {"node": "target"}, "_alive")
     df = _lookup(df, pauses, {"node": "target"}, "_paused")
     df = _lookup(df, partitions, {"a": "_a", "b": "_b"}, "_cut")
@@ -76,7 +86,7 @@ def classify_sends(send_df: DataFrame, nodes: DataFrame, lives: DataFrame, pause
               .when(~F.col("_hosts") & ~F.col("_auto"), "no_topic")
               .when(F.col("queue_id") >= wq, "bad_queue"))
     return df.withColumn("reason", reason).drop(
-        "_a", "_b", "_tbw", "_alive", "_paused", "_cut", "_hosts", "_auto", "_wq0", "_wq1", "_wq", "_wq_default")
+        "_a", "_b", "_at", "_tbw", "_alive", "_paused", "_cut", "_hosts", "_auto", "_wq0", "_wq1", "_wq", "_wq_default")
 
 
 def misrouted_by_reason(classified: DataFrame) -> DataFrame:

@@ -15,10 +15,11 @@ Choices where DESIGN leaves room (tested in ``tests/reports``):
   next life; so a restarted broker hosts again from its ``how=restore`` line (or any
   later writable line of that life). A later read-only ``broker.topic`` does not end
   hosting (the definition says "until it exits").
-* Auto-create: hosting ``TBW102`` with the inherit bit (``perm & 1``), same life rule.
-  The write bit is not required: RocketMQ's broker only checks ``isInherited``.
-* A pause ends at its own ``fault.end`` (same ``fault_id``) or at the first later
-  ``resume`` fault that targets the node, whichever is first; else at the run end.
+* Auto-create: *hosting* ``TBW102`` (``perm & 2``, as for any topic) with the inherit bit
+  (``perm & 1``), same life rule, as DESIGN words it. (RocketMQ's broker checks only
+  ``isInherited``, but a broker whose TBW102 is not writable is never in a TBW102 route.)
+* A pause ends at its own ``fault.end`` (same ``fault_id``); a pause without one ends at the
+  first later ``resume`` fault that targets the node (a hand-written log), else at the run end.
   Overlapping pauses of one node are merged.
 * A partition blocks each directed ``params.links`` pair from its ``fault.start`` to its
   ``fault.end`` (else the run end); both directions count, so links are stored as the
@@ -28,7 +29,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window, functions as F
 
-from reports.intervals import UNBOUNDED, compress, covers, elementary_segments, from_change_points, merge_intervals
+from reports.intervals import (
+    UNBOUNDED, compress, covers, elementary_segments, from_change_points, merge_intervals, overlap_pieces,
+)
 from reports.schema import AUTO_CREATE_TOPIC, PERM_INHERIT, PERM_WRITE
 
 
@@ -84,9 +87,10 @@ def hosts(events: DataFrame, nodes: DataFrame, run_end: float) -> DataFrame:
 
 
 def autocreate(events: DataFrame, nodes: DataFrame, run_end: float) -> DataFrame:
-    """``node, start, end``: the node holds ``TBW102`` with the inherit bit."""
+    """``node, start, end``: the node hosts ``TBW102`` (write bit) with the inherit bit."""
+    both = PERM_WRITE | PERM_INHERIT
     marks = (_topic_lines(events, nodes)
-             .filter((F.col("topic") == AUTO_CREATE_TOPIC) & ((F.col("perm").bitwiseAND(PERM_INHERIT)) != 0))
+             .filter((F.col("topic") == AUTO_CREATE_TOPIC) & ((F.col("perm").bitwiseAND(both)) == both))
              .select("node", "ts", "seq"))
     return _first_per_life(marks, exits(events), ["node"], run_end)
 
@@ -130,7 +134,7 @@ def pauses(events: DataFrame, run_end: float) -> DataFrame:
     res = fl.filter(F.col("fault") == "resume").select(F.explode("targets").alias("node"), F.col("start").alias("r"))
     p = (p.alias("p").join(res.alias("q"), (F.col("p.node") == F.col("q.node")) & (F.col("q.r") > F.col("p.start")), "left")
          .groupBy("p.fault_id", "p.node", "p.start", "p.fend").agg(F.min("q.r").alias("r"))
-         .withColumn("end", F.least(F.coalesce("fend", F.lit(float(run_end))), F.coalesce("r", F.lit(float(run_end))))))
+         .withColumn("end", F.coalesce("fend", "r", F.lit(float(run_end)))))
     return merge_intervals(p.select("node", "start", "end").filter(F.col("end") > F.col("start")), ["node"])
 
 
@@ -144,11 +148,17 @@ def partitions(events: DataFrame, run_end: float) -> DataFrame:
 
 
 def truth(host_iv: DataFrame, pause_iv: DataFrame, topics: DataFrame,
-          run_start: float, run_end: float) -> DataFrame:
+          run_start: float, run_end: float, life_iv: DataFrame | None = None) -> DataFrame:
     """``topic, start, end, brokers``: sorted broker names whose master (``broker_id`` 0)
     is alive, not paused and hosts the topic. Covers ``[run_start, run_end)`` for every
-    topic in ``topics`` (empty array where none does); adjacent equal sets are merged."""
+    topic in ``topics`` (empty array where none does); adjacent equal sets are merged.
+
+    ``life_iv`` (:func:`lives`): hosting counts only inside a life of the master, so a
+    ``broker.topic`` line logged before the node's ``node.start`` (a restore) or by a node
+    that never started does not make it part of truth."""
     masters = host_iv.filter(F.col("broker_id") == 0).select("node", "topic", "broker", "start", "end")
+    if life_iv is not None:
+        masters = overlap_pieces(masters, life_iv.select("node", "start", "end"), ["node"])
     mpause = pause_iv.join(masters.select("node", "topic").distinct(), "node")
     edge = topics.select("topic").distinct()
     bounds = (masters.select("topic", F.col("start").alias("t"))
