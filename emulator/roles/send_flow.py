@@ -106,7 +106,7 @@ class SendFlow:
             return self._attempt(job, info, now)
         exc = no_name_server_error() if not self.p.instance.has_namesrv() else no_route_error(job.topic)
         outcome = "no_route" if exc.code == 10005 else "error"
-        ev = self._event(job, None, 1, outcome, exc.code, 0.0, exc.message)
+        ev = self._event(job, None, 1, outcome, exc.code, None, exc.message)
         return [ev] + self._fail(job, exc.code, exc.message, attempts=0)
 
     # ------------------------------------------------------------------ attempts
@@ -128,13 +128,13 @@ class SendFlow:
         if addr is None:  # MQClientException: retried, broker isolated
             self.p.fault.update_fault_item(mq.broker_name, 0, True, now.wall_ms)
             job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{mq.broker_name}] not exist")
-            ev = self._event(job, mq, attempt, "error", BROKER_NOT_EXIST_EXCEPTION, 0.0, job.error[1])
+            ev = self._event(job, mq, attempt, "error", BROKER_NOT_EXIST_EXCEPTION, None, job.error[1])
             job.times += 1
             return [ev] + self._attempt(job, info, now)
         frame = self._frame(job, mq, now)
         if job.mode == "oneway":
             self.p.fault.update_fault_item(mq.broker_name, 0, False, now.wall_ms)
-            ev = self._event(job, mq, attempt, "oneway", None, 0.0)
+            ev = self._event(job, mq, attempt, "oneway", None, None)
             return [Oneway(addr, frame), ev] + self._done(job, True)
         sent_at = now.mono_ms
         return [Request(addr, frame, job.timeout_ms - cost,
@@ -187,7 +187,7 @@ class SendFlow:
         addr = self.p.instance.find_broker_address_in_publish(broker)
         if addr is None:
             job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{broker}] not exist")
-            ev = self._event(job, mq, attempt + 1, "error", BROKER_NOT_EXIST_EXCEPTION, 0.0, job.error[1])
+            ev = self._event(job, mq, attempt + 1, "error", BROKER_NOT_EXIST_EXCEPTION, None, job.error[1])
             return [ev] + self._async_retry(job, info, mq, frame, attempt + 1, now)
         remaining = job.timeout_ms - (now.mono_ms - job.begin_ms)
         sent_at = now.mono_ms
@@ -220,11 +220,14 @@ class SendFlow:
         return make(code, fields, self.body_of(job))
 
     def _event(self, job: SendJob, mq: MessageQueue | None, attempt: int, outcome: str, code: int | None,
-               latency: float, error: str | None = None) -> Emit:
+               latency: float | None, error: str | None = None) -> Emit:
+        """One ``send`` event per attempt; ``latency`` None for an attempt that never got an
+        answer on the wire (no route, no broker address, oneway), so it cannot pull the
+        latency percentiles towards 0."""
         fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.p.group,
                   "broker": mq.broker_name if mq else None, "broker_id": 0 if mq else None,
                   "queue_id": mq.queue_id if mq else None, "attempt": attempt, "outcome": outcome,
-                  "code": code, "latency_ms": round(latency, 3), "mode": job.mode}
+                  "code": code, "latency_ms": None if latency is None else round(latency, 3), "mode": job.mode}
         if len(job.msgs) > 1:
             fields["msg_ids"] = [m.msg_id for m in job.msgs]
         if error is not None:

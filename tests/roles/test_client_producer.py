@@ -106,6 +106,7 @@ def test_no_route_info_event_and_error_text():
     answer_route(d, code=ResponseCode.TOPIC_NOT_EXIST)  # createTopicKey route missing as well
     ev = d.events("send")[-1]
     assert ev["outcome"] == "no_route" and ev["broker"] is None and ev["queue_id"] is None
+    assert ev["latency_ms"] is None  # never on the wire: kept out of the latency percentiles
     assert ev["code"] == 10005 and ev["error"] == "No route info of this topic: Nowhere" + FAQ_SUFFIX
     assert d.events("send.fail")[-1]["code"] == 10005
 
@@ -243,7 +244,7 @@ def test_oneway_single_attempt():
     answer_route(d, route("b1"))
     ow = [a for a in d.actions if isinstance(a, Oneway)]
     assert len(ow) == 1 and ow[0].frame.is_oneway
-    assert d.events("send")[-1]["outcome"] == "oneway"
+    assert d.events("send")[-1]["outcome"] == "oneway" and d.events("send")[-1]["latency_ms"] is None
 
 
 def test_batch_uses_send_batch_message():
