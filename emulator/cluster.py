@@ -111,6 +111,8 @@ class Cluster:
         """Graceful shutdown in reverse start order (clients, then brokers, which unregister
         from the namesrvs still running, then namesrvs), then SIGKILL for anything left."""
         live = [p for p in self.procs.values() if p.alive()]
+        if self.started_ms and live:  # the end of the measured run: what follows is the shutdown
+            self.record({"node": "launcher", "kind": "run.stop"})
         for roles in (("producer", "consumer"), ("broker",), ("namesrv",)):
             group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
             for p in group:

@@ -4,7 +4,7 @@
       manifest.json            topology as resolved, seed, scale, versions, node -> pid/addr/create_time
       specs/<node>.json        what each node process reads at start (includes the control token)
       events/<node>.jsonl      one JSON object per line, flushed per line
-      faults.jsonl             fault.start / fault.end
+      faults.jsonl             fault.start / fault.end, and run.stop when the shutdown begins
       plan.json                the fault plan, written before it starts
       store/<node>/            a broker's store (config/topics.json, commit log)
       logs/<node>.log          a node's stdout/stderr (tracebacks land here)

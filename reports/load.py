@@ -46,7 +46,10 @@ class RunData:
 
     ``run_start``/``run_end`` are the first and last ``ts`` of any good event: the
     stretch of time the logs actually observed (the manifest's ``duration_s`` may be
-    longer than what was logged if the run was cut short).
+    longer than what was logged if the run was cut short). ``stop_ms``: the launcher's
+    ``run.stop`` (the shutdown begins), if logged; route views are measured up to it,
+    since brokers unregister while shutting down and would make every run look stale
+    at its end.
     """
 
     manifest: Manifest
@@ -56,6 +59,12 @@ class RunData:
     event_count: int
     run_start: float
     run_end: float
+    stop_ms: float | None = None
+
+    @property
+    def measure_end(self) -> float:
+        """Where route views stop being measured: ``run.stop`` if logged, else the run end."""
+        return self.run_end if self.stop_ms is None else min(self.stop_ms, self.run_end)
 
 
 def _is_uri(path: str) -> bool:
@@ -175,7 +184,8 @@ def file_stats(raw: DataFrame) -> DataFrame:
     good = ~_bad()
     return raw.groupBy("file").agg(
         F.count(F.when(good, 1)).alias("good"), F.count(F.when(~good, 1)).alias("bad"),
-        F.min(F.when(good, F.col("ts"))).alias("lo"), F.max(F.when(good, F.col("ts"))).alias("hi"))
+        F.min(F.when(good, F.col("ts"))).alias("lo"), F.max(F.when(good, F.col("ts"))).alias("hi"),
+        F.min(F.when(good & (F.col("kind") == "run.stop"), F.col("ts"))).alias("stop"))
 
 
 def _sql_literal(value: Any) -> str:
@@ -260,4 +270,5 @@ def load_run(spark: SparkSession, run_dir: str) -> RunData:
         event_count=int(n),
         run_start=float(min(r["lo"] for r in stats if r["lo"] is not None)),
         run_end=float(max(r["hi"] for r in stats if r["hi"] is not None)),
+        stop_ms=min((float(r["stop"]) for r in stats if r["stop"] is not None), default=None),
     )

@@ -84,8 +84,8 @@ def analysis_steps(run: RunData) -> list[Step]:
     return [
         step("hosts", lambda: m(truth.hosts(ev, nodes, end))),
         step("pauses", lambda: m(truth.pauses(ev, end))),
-        step("client_views", lambda: m(staleness.client_views(ev, end))),
-        step("namesrv_views", lambda: m(staleness.namesrv_views(ev, end))),
+        step("client_views", lambda: m(staleness.client_views(ev, end, run.measure_end))),
+        step("namesrv_views", lambda: m(staleness.namesrv_views(ev, end, run.measure_end))),
         step("lives", lambda: m(truth.lives(ev, end))),
         step("truth", lambda h, p, cv, nv, lv: m(truth.truth(h, p, _topics(h, cv, nv), start, end, lv)),
              "hosts", "pauses", "client_views", "namesrv_views", "lives"),

@@ -25,25 +25,28 @@ from reports.schema import PERM_WRITE
 from reports.truth import exits
 
 
-def _views(lines: DataFrame, events: DataFrame, who: str, run_end: float) -> DataFrame:
-    """Intervals of ``lines`` (``node, topic, ts, seq, view``) cut by the node's exits."""
+def _views(lines: DataFrame, events: DataFrame, who: str, run_end: float, until: float | None) -> DataFrame:
+    """Intervals of ``lines`` (``node, topic, ts, seq, view``) cut by the node's exits, and
+    at ``until`` (the run's ``run.stop``: the shutdown is not measured)."""
     stops = (exits(events).join(lines.select("node", "topic").distinct(), "node")
              .withColumn("_exit", F.lit(True)))
     both = lines.withColumn("_exit", F.lit(False)).unionByName(stops, allowMissingColumns=True)
-    return (from_change_points(both, ["node", "topic"], run_end).filter(~F.col("_exit"))
-            .select(F.col("node").alias(who), "topic", "start", "end", "view"))
+    iv = from_change_points(both, ["node", "topic"], run_end).filter(~F.col("_exit"))
+    if until is not None and until < run_end:
+        iv = iv.filter(F.col("start") < until).withColumn("end", F.least("end", F.lit(float(until))))
+    return iv.select(F.col("node").alias(who), "topic", "start", "end", "view")
 
 
-def client_views(events: DataFrame, run_end: float) -> DataFrame:
+def client_views(events: DataFrame, run_end: float, until: float | None = None) -> DataFrame:
     """``client, topic, start, end, view``: broker names in the client's publish queues."""
     lines = events.filter(F.col("kind") == "client.route").select(
         "node", "topic", "ts", "seq",
         F.array_sort(F.array_distinct(F.transform(
             F.coalesce("publish_queues", F.array().cast("array<array<string>>")), lambda q: q[0]))).alias("view"))
-    return _views(lines, events, "client", run_end)
+    return _views(lines, events, "client", run_end, until)
 
 
-def namesrv_views(events: DataFrame, run_end: float) -> DataFrame:
+def namesrv_views(events: DataFrame, run_end: float, until: float | None = None) -> DataFrame:
     """``namesrv, topic, start, end, view``: the producer route a namesrv would hand out."""
     qd = F.coalesce("queue_datas", F.array().cast("array<struct<broker:string,read:int,write:int,perm:int>>"))
     masters = F.coalesce("masters", F.array().cast("array<string>"))
@@ -51,7 +54,7 @@ def namesrv_views(events: DataFrame, run_end: float) -> DataFrame:
                       & (F.coalesce(q["write"], F.lit(1)) > 0) & F.array_contains(masters, q["broker"]))
     lines = events.filter(F.col("kind") == "ns.route").select(
         "node", "topic", "ts", "seq", F.array_sort(F.array_distinct(F.transform(usable, lambda q: q["broker"]))).alias("view"))
-    return _views(lines, events, "namesrv", run_end)
+    return _views(lines, events, "namesrv", run_end, until)
 
 
 def stale_pieces(views: DataFrame, truth: DataFrame, who: str) -> DataFrame:

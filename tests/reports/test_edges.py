@@ -61,3 +61,19 @@ def test_a_pause_lasts_until_its_own_fault_end_even_past_a_resume_fault(spark, t
               fault(3000, "fault.end", "f1", "pause", ["broker-a-0"])]
     m = run(spark, tmp_path, events, faults)
     assert m["misrouted"]["by_reason"]["paused"] == 1
+
+
+def test_views_are_measured_up_to_run_stop_not_through_the_shutdown(spark, tmp_path):
+    """After the launcher's run.stop the brokers unregister before they exit: a namesrv route
+    without them then is the shutdown, not staleness."""
+    events = [start(1000, "namesrv-0", "namesrv"), start(1000, "broker-a-0", "broker"),
+              topic(1000, "broker-a-0", T),
+              {"ts": 1000, "node": "namesrv-0", "kind": "ns.route", "topic": T,
+               "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}], "masters": ["broker-a"]},
+              {"ts": 2100, "node": "namesrv-0", "kind": "ns.route", "topic": T, "queue_datas": [], "masters": []},
+              exit_(2200, "broker-a-0", code=0), exit_(2300, "namesrv-0", code=0)]
+    faults = [{"ts": 2000, "node": "launcher", "kind": "run.stop"}]
+    m = run(spark, tmp_path, events, faults)
+    assert by(m["staleness"]["namesrvs"], namesrv="namesrv-0", topic=T)["stale_ms"] == 0.0
+    without = run(spark, tmp_path / "b", events)  # the same log without the marker: 100 ms stale
+    assert by(without["staleness"]["namesrvs"], namesrv="namesrv-0", topic=T)["stale_ms"] == 100.0
