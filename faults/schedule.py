@@ -152,7 +152,9 @@ def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], 
             else:
                 members = resolve_targets(spec.targets or ["all"], nodes, rng)
                 part = plan_partition(mode, members, oneway=spec.oneway, rng=rng)
-            targets = _order((n for g in part.groups for n in g), nodes)
+            # an isolate names the nodes cut off (the other side is "everyone else": in groups)
+            targets = (_order(chosen, nodes) if mode == "isolate"
+                       else _order((n for g in part.groups for n in g), nodes))
             params = {"mode": mode, "oneway": part.oneway, "links": [list(l) for l in part.links],
                       "groups": [list(g) for g in part.groups]}
         elif kind == "link":
@@ -201,7 +203,8 @@ def check_plan(plan: Plan, nodes: Mapping[str, NodeInfo] | None = None) -> None:
         where = f"{step.source + ': ' if step.source else ''}{step.describe()}"
         if step.kind not in FAULT_CLASSES or step.action not in ("start", "stop"):
             raise PlanError(f"{where}: unknown kind or action")
-        unknown = [t for t in step.targets if nodes is not None and t not in nodes]
+        named = list(step.targets) + [n for link in step.params.get("links") or [] for n in link]
+        unknown = list(dict.fromkeys(t for t in named if nodes is not None and t not in nodes))
         if unknown:
             raise PlanError(f"{where}: unknown node(s) {', '.join(unknown)} (is this plan for another topology?)")
         resource = HOLDS.get(step.kind) if step.params.get("mode") != "reset" else None
