@@ -6,7 +6,6 @@ Validation happens before anything is spawned (DESIGN section 5): a bad file rai
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from emulator.errors import TopologyError
+from emulator.roles.broker_config import did_you_mean
 from emulator import topology as _models
 from emulator.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
 
@@ -51,11 +51,6 @@ def _topology_keys() -> list[str]:
     return sorted(names)
 
 
-def _did_you_mean(key: str) -> str:
-    close = difflib.get_close_matches(key, _topology_keys(), n=1, cutoff=0.8)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
 def _messages(exc: ValidationError) -> list[str]:
     problems = []
     for err in exc.errors(include_url=False):
@@ -70,7 +65,7 @@ def _messages(exc: ValidationError) -> list[str]:
             msg = f"must be {op} {bound:g}, got {err['input']!r}" if isinstance(bound, float) else \
                 f"must be {op} {bound}, got {err['input']!r}"
         elif err["type"] == "extra_forbidden":
-            msg = "unknown key" + _did_you_mean(str(loc[-1]) if loc else "")
+            msg = "unknown key" + did_you_mean(str(loc[-1]) if loc else "", _topology_keys())
         elif err["type"] == "missing":
             msg = "required key is missing"
         for piece in msg.split("; ") if ";" in msg and err["type"] == "value_error" else [msg]:

@@ -120,7 +120,7 @@ def make_by_machine_room(consumeridcs: Sequence[str]) -> Strategy:
             return []
         i, c = list(cid_all).index(current_cid), len(cid_all)
         premq = [mq for mq in mq_all
-                 if len(_java_split(mq.broker_name, "@")) == 2 and mq.broker_name.split("@")[0] in idcs]
+                 if len(parts := _java_split(mq.broker_name, "@")) == 2 and parts[0] in idcs]
         mod, rem = len(premq) // c, len(premq) % c
         out = premq[i * mod: i * mod + mod]
         if rem > i:

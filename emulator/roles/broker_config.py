@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -144,9 +144,9 @@ def known_keys(cls: type) -> set[str]:
     return {f.name for f in fields(cls)}
 
 
-def _did_you_mean(key: str, known: set[str]) -> str:
-    """``" (did you mean X?)"`` for a near miss of a known key (a misspelt RocketMQ key is
-    the common case: autoCreateTopicEnabel), else nothing."""
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """``" (did you mean X?)"`` for a near miss of a known key (a misspelt RocketMQ or topology
+    key is the common case: autoCreateTopicEnabel), else nothing."""
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -161,7 +161,7 @@ def config_from_dict(cls: type[T], d: dict[str, Any] | None) -> T:
     values: dict[str, Any] = {}
     for key, value in d.items():
         if key not in allowed:
-            raise ConfigError(key, f"{key}: unknown {cls.__name__} key{_did_you_mean(key, allowed)}")
+            raise ConfigError(key, f"{key}: unknown {cls.__name__} key{did_you_mean(key, allowed)}")
         values[key] = _check_value(cls, key, value)
     return cls(**values)
 
@@ -176,7 +176,7 @@ def _split(classes: tuple[type, ...], d: dict[str, Any] | None, what: str) -> li
                 break
         else:
             known = set().union(*(known_keys(c) for c in classes))
-            raise ConfigError(key, f"{key}: unknown {what} config key{_did_you_mean(key, known)}")
+            raise ConfigError(key, f"{key}: unknown {what} config key{did_you_mean(key, known)}")
     return [config_from_dict(cls, part) for cls, part in zip(classes, parts)]
 
 
