@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any
+from typing import Any, Literal
 
 FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -237,3 +237,19 @@ def decode(parts: list[bytes]) -> Frame:
         raise BadFrame("header fields must be an object and remark a string")
     body = parts[1] if len(parts) == 2 else b""
     return Frame(code=code, opaque=opaque, flag=flag, remark=remark, fields=fields, body=body)
+
+
+@dataclass(frozen=True)
+class ChannelEvent:
+    """A connection changed state (the transport reports it, a role reacts to it).
+
+    Server side (``channel`` set): ``closed`` when the peer's socket closed (process died,
+    graceful close) and ``idle`` when the idle timeout closed it (Netty's 120 s IdleStateHandler).
+    Client side (``addr`` set): ``connected`` / ``disconnected`` for an outbound connection,
+    which is how a client knows its chosen namesrv's channel is no longer OK.
+    """
+
+    kind: Literal["opened", "closed", "idle", "connected", "disconnected"]
+    channel: str | None = None
+    addr: str | None = None
+    peer: str | None = None

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import psutil
 import pytest
 
-from emulator.topology_load import load_topology, parse_topology
+from emulator.launcher.topology_load import load_topology, parse_topology
 
 if TYPE_CHECKING:
-    from emulator.cluster import Cluster
+    from emulator.launcher.cluster import Cluster
 
 
 def read_events(run_dir: Path, kind: str | None = None, node: str | None = None,
@@ -93,7 +93,7 @@ def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
 def start_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
     """``start_cluster(topology, **overrides)``: a started :class:`Cluster`; ``topology`` is a
     path or a dict; overrides replace top-level keys (``duration="60s"``, ``faults=[]``)."""
-    from emulator.cluster import Cluster  # imported here: the plugin loads in every pytest run
+    from emulator.launcher.cluster import Cluster  # imported here: the plugin loads in every pytest run
 
     clusters: list[Cluster] = []
 
@@ -103,7 +103,9 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
         else:
             data = load_topology(topology).model_dump(mode="json", exclude_unset=True)
         data.update(overrides)
-        topo = parse_topology(data, "start_cluster")
+        from faults.launch_glue import check_topology_faults  # the plugin loads in every pytest run
+
+        topo = check_topology_faults(parse_topology(data, "start_cluster"), "start_cluster")
         cluster = Cluster(topo, run_dir=tmp_path / f"run-{len(clusters)}")
         clusters.append(cluster)
         cluster.start()

@@ -3,22 +3,22 @@ clock skew on plain local processes, seeded, recorded in ``faults.jsonl`` and al
 
 Layers, from pure to effectful:
 
-- :mod:`faults.spec` — ``FaultSpec``, one entry of a topology's ``faults:`` list;
+- :mod:`emulator.launcher.fault_spec` — ``FaultSpec``, one entry of a topology's ``faults:`` list;
 - :mod:`faults.targets`, :mod:`faults.partition` — pure, seeded target and partition maths;
 - :mod:`faults.schedule`, :mod:`faults.nemesis` — plans as plain data (``plan.json``);
 - :mod:`faults.kinds`, :mod:`faults.injector` — fault objects and the injector that merges them;
 - :mod:`faults.interpreter` — runs a plan on an injected clock and heals at the end;
-- :mod:`faults.ops` — ``ClusterOps``, what the launcher implements; :mod:`faults.signals` — the
+- :mod:`faults.ops` — ``ClusterOps``, what the launcher implements; :mod:`emulator.launcher.signals` — the
   pidfd / create_time safety the launcher uses to signal only its own processes;
 - :mod:`faults.verbs` — argument helpers for the interactive CLI verbs;
   :mod:`faults.supervisor_verbs` — their server side in an ``rmqemu up`` supervisor (one
-  injector per cluster); :mod:`faults.cli` — the ``rmqemu kill|stop|pause|resume|partition|
+  injector per cluster); :mod:`emulator.cli.fault_verbs` — the ``rmqemu kill|stop|pause|resume|partition|
   link|skew|heal|faults`` commands;
 - :mod:`faults.launch_glue` — the plan of ``rmqemu launch`` (topology, ``--nemesis``, ``--replay``);
 - :mod:`faults.testing` — ``FakeOps`` for tests.
 """
 
-from faults.errors import (
+from rmqemu.errors import (
     FaultError, OverlappingFault, PartitionError, PlanError, PlanFailed, ProcessGone, SpecError,
     TargetError, UnsafeSignal,
 )
@@ -28,12 +28,12 @@ from faults.kinds import (
     ClockFault, Fault, KillFault, LinkFault, PartitionFault, PauseFault, RestartFault, StopFault, build_fault,
 )
 from faults.nemesis import parse_nemesis_kinds, random_plan
-from faults.nodes import NodeInfo, index_nodes, node_table
+from emulator.launcher.nodes import NodeInfo, index_nodes, node_table
 from faults.ops import ClusterOps
 from faults.partition import PartitionPlan, plan_partition
 from faults.schedule import Plan, PlanStep, check_plan, plan_from_specs, read_plan, resolve_spec, write_plan
-from faults.signals import ProcessRegistry, SpawnedProcess
-from faults.spec import FAULT_KINDS, FaultSpec, parse_duration
+from emulator.launcher.signals import ProcessRegistry, SpawnedProcess
+from emulator.launcher.fault_spec import FAULT_KINDS, FaultSpec, parse_duration
 from faults.targets import resolve_targets
 from faults.verbs import (
     link_spec, one_fault_plan, parse_partition_args, parse_skew, partition_spec, process_spec, skew_spec,

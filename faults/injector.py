@@ -19,10 +19,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable
 
-from emulator.clock import ClockSetting
-from emulator.errors import RmqemuError
-from emulator.links import LinkRule
-from faults.errors import FaultError, OverlappingFault
+from emulator.node.clock import ClockSetting
+from rmqemu.errors import RmqemuError
+from emulator.node.links import LinkRule
+from rmqemu.errors import FaultError, OverlappingFault
 from faults.kinds import ClockFault, Fault, ProcessExitFault, RestartFault
 from faults.ops import ClusterOps
 

@@ -14,9 +14,9 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
-from emulator.clock import ClockSetting
-from emulator.links import LinkRule
-from faults.errors import FaultError, PlanError, ProcessGone
+from emulator.node.clock import ClockSetting
+from emulator.node.links import LinkRule
+from rmqemu.errors import FaultError, PlanError, ProcessGone
 from faults.ops import ClusterOps
 
 Link = tuple[str, str]

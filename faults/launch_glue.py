@@ -12,23 +12,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from emulator.errors import RmqemuError
-from faults.errors import FaultError, PlanError, PlanFailed
+from emulator.launcher.nodes import NodeInfo
+from emulator.launcher.topology_load import plan_nodes
+from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
 from faults.injector import Injector
 from faults.interpreter import run_plan
 from faults.nemesis import random_plan
-from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, write_plan
+from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, spec_problems, write_plan
 
 if TYPE_CHECKING:
-    from emulator.cluster import Cluster
-    from emulator.topology import Topology
+    from emulator.launcher.cluster import Cluster
+    from emulator.launcher.topology import Topology
 
 
 def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = "30s",
                replay: Path | None = None) -> Plan:
     """The run's fault plan, checked against the topology's nodes before anything is spawned."""
-    from emulator.topology_load import plan_nodes
-    from faults.nodes import NodeInfo
 
     nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
     scale = topo.timing.scale
@@ -48,14 +47,20 @@ def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = 
 def topology_fault_problems(topo: "Topology") -> list[str]:
     """The problems of a topology's ``faults:`` list (unknown targets, impossible partitions,
     overlaps), found when the file is loaded so that ``validate`` reports them too."""
-    from emulator.topology_load import plan_nodes
-    from faults.nodes import NodeInfo
-    from faults.schedule import spec_problems
 
     if not topo.faults:
         return []
     nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
     return spec_problems(topo.faults, nodes, topo.seed, topo.timing.scale, topo.duration)
+
+
+def check_topology_faults(topo: "Topology", source: str | None = None) -> "Topology":
+    """``topo`` if its ``faults:`` list can run on its nodes, else :class:`TopologyError` with
+    one line per problem: what ``validate``, ``launch`` and ``up`` check before spawning."""
+    problems = topology_fault_problems(topo)
+    if problems:
+        raise TopologyError(source or topo.name, problems)
+    return topo
 
 
 def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None],

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from emulator.clock import ClockSetting
-from emulator.links import LinkRule
-from faults.nodes import NodeInfo
+from emulator.node.clock import ClockSetting
+from emulator.node.links import LinkRule
+from emulator.launcher.nodes import NodeInfo
 
 Link = tuple[str, str]
 
@@ -26,15 +26,15 @@ class ClusterOps(Protocol):
         ...
 
     def host_ms(self) -> float:
-        """Host wall time in ms (``emulator.clock.host_ms`` in a real run)."""
+        """Host wall time in ms (``emulator.node.clock.host_ms`` in a real run)."""
         ...
 
     def signal(self, node: str, sig: int) -> None:
         """Send ``sig`` to the node's process and return once it took effect.
 
-        Must refuse with :class:`faults.errors.UnsafeSignal` anything but a process this run
-        spawned (use :class:`faults.signals.ProcessRegistry`), and raise
-        :class:`faults.errors.ProcessGone` if the node has exited. "Took effect": for SIGKILL and
+        Must refuse with :class:`rmqemu.errors.UnsafeSignal` anything but a process this run
+        spawned (use :class:`emulator.launcher.signals.ProcessRegistry`), and raise
+        :class:`rmqemu.errors.ProcessGone` if the node has exited. "Took effect": for SIGKILL and
         SIGTERM the process has exited (reaped), for SIGSTOP it is stopped, for SIGCONT running.
         The launcher must remember which nodes it stopped: they cannot ack control commands.
         """

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from faults.errors import PartitionError
+from rmqemu.errors import PartitionError
 
 Link = tuple[str, str]
 

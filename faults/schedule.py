@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from faults.errors import FaultError, PlanError
+from rmqemu.errors import FaultError, PlanError
 from faults.kinds import FAULT_CLASSES
-from faults.nodes import NodeInfo
+from emulator.launcher.nodes import NodeInfo
 from faults.partition import plan_partition
-from faults.spec import FaultSpec
+from emulator.launcher.fault_spec import FaultSpec
 from faults.targets import resolve_targets
 
 PLAN_VERSION = 1

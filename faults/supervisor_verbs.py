@@ -1,7 +1,7 @@
 """The server side of the interactive fault verbs, inside an ``rmqemu up`` supervisor.
 
 ``rmqemu kill|stop|pause|resume|partition|link|skew|heal|faults`` each become one supervisor RPC
-(``emulator.supervisor.call(run_dir, verb, args)``). They share **one** :class:`Injector` for the
+(``emulator.cli.supervisor.call(run_dir, verb, args)``). They share **one** :class:`Injector` for the
 supervisor's lifetime, so a fault started by one CLI call is still known to the next: a second
 pause of a paused node is refused naming the first, ``resume`` finds the pause, ``heal`` ends
 everything.
@@ -21,8 +21,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emulator.clock import mono_ms
-from faults.errors import FaultError, PlanError
+from emulator.node.clock import mono_ms
+from rmqemu.errors import FaultError, PlanError
 from faults.injector import Injector
 from faults.kinds import Fault, build_fault
 from faults.ops import ClusterOps

@@ -1,7 +1,7 @@
 """A fake cluster for tests of the injector, the interpreter and the launcher's callers.
 
 :class:`FakeOps` implements :class:`faults.ops.ClusterOps` in memory on a
-:class:`emulator.clock.FakeClock`: each change "takes" ``ack_ms`` of fake time, as a real push
+:class:`emulator.node.clock.FakeClock`: each change "takes" ``ack_ms`` of fake time, as a real push
 waits for acks, so tests can check that ``fault.start`` is stamped after the effect.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import signal as _signal
 from typing import Any, Mapping
 
-from emulator.clock import ClockSetting, FakeClock
-from emulator.links import LinkRule
-from faults.errors import FaultError, ProcessGone, UnsafeSignal
-from faults.nodes import NodeInfo, node_table
+from emulator.node.clock import ClockSetting, FakeClock
+from emulator.node.links import LinkRule
+from rmqemu.errors import FaultError, ProcessGone, UnsafeSignal
+from emulator.launcher.nodes import NodeInfo, node_table
 
 Link = tuple[str, str]
 

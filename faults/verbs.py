@@ -20,10 +20,10 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from faults.errors import SpecError
-from faults.nodes import NodeInfo
+from rmqemu.errors import SpecError
+from emulator.launcher.nodes import NodeInfo
 from faults.schedule import Plan, check_plan, resolve_spec, sort_steps
-from faults.spec import FaultSpec, parse_duration
+from emulator.launcher.fault_spec import FaultSpec, parse_duration
 
 _PPM = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*ppm\s*$")
 

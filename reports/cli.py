@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from reports.load import RunInputError
+from rmqemu.errors import RunInputError
 
 
 #: Below this many bytes of logs a run counts as small (about 100k events).

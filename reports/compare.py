@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.html import CSS, esc
-from reports.load import RunInputError
+from rmqemu.errors import RunInputError
 from reports.summary import fmt_num, headline_values
 
 Metrics = dict[str, Any]

@@ -21,7 +21,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from reports import html, plotdata, plots
-from reports.load import RunData, RunInputError, load_run
+from reports.load import RunData, load_run
+from rmqemu.errors import RunInputError
 from reports.metrics import assemble, metric_steps
 from reports.pipeline import TABLES, Analysis, analysis_steps, built
 from reports.tasks import Step, run_steps, step

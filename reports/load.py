@@ -18,11 +18,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
+from rmqemu.errors import RunInputError
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
-
-
-class RunInputError(Exception):
-    """The run directory cannot be analysed; the message names the file at fault."""
 
 
 @dataclass(frozen=True)

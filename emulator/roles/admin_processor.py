@@ -27,18 +27,18 @@ VALIDATE_SLAVE_REMARK = "Can't modify topic or subscription group from slave bro
 
 class AdminProcessor:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
 
     def _err(self, msg: Inbound, code: int, remark: str) -> list[Action]:
         return [Reply(msg.channel, msg.frame.response(code, remark))]
 
     def get_max_offset(self, msg: Inbound, now: Now) -> list[Action]:
         f = msg.frame
-        offset = self.b.store.max_offset(h_str(f, "topic", required=True), h_int(f, "queueId", required=True))
+        offset = self.broker.store.max_offset(h_str(f, "topic", required=True), h_int(f, "queueId", required=True))
         return [Reply(msg.channel, f.response(R.SUCCESS, fields={"offset": offset}))]
 
     def update_and_create_topic(self, msg: Inbound, now: Now) -> list[Action]:
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         if b.is_slave:  # 1
             return self._err(msg, R.SYSTEM_ERROR, VALIDATE_SLAVE_REMARK)
         topic = h_str(f, "topic", required=True)
@@ -61,7 +61,7 @@ class AdminProcessor:
 
     def delete_topic_in_broker(self, msg: Inbound, now: Now) -> list[Action]:
         """Removes the config and the queues; the namesrv keeps the route (issue #288)."""
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         if b.is_slave:
             return self._err(msg, R.SYSTEM_ERROR, VALIDATE_SLAVE_REMARK)
         topic = h_str(f, "topic", required=True)
@@ -69,4 +69,4 @@ class AdminProcessor:
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
 
     def get_all_topic_config(self, msg: Inbound, now: Now) -> list[Action]:
-        return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.b.topics.wrapper()))]
+        return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.broker.topics.wrapper()))]

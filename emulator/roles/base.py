@@ -2,7 +2,7 @@
 
 A role (NameServer, broker, producer, consumer) is a state machine: it takes a message, a timer
 tick or a channel event together with ``now`` and returns a list of *actions*. It never touches a
-socket, a file or the real clock; the runtime loop (``emulator/runtime.py``) performs the actions.
+socket, a file or the real clock; the runtime loop (``emulator/node/runtime.py``) performs the actions.
 That is what lets unit tests drive the RocketMQ logic with a fake clock and no sockets: call the
 role, inspect the actions, and feed ``Request.on_reply`` whatever response the test wants.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, Union
 
-from emulator.protocol import Frame
+from emulator.protocol import ChannelEvent, Frame
 
 
 @dataclass(frozen=True)
@@ -42,22 +42,6 @@ class Inbound:
     channel: str
     peer: str
     frame: Frame
-
-
-@dataclass(frozen=True)
-class ChannelEvent:
-    """A connection changed state.
-
-    Server side (``channel`` set): ``closed`` when the peer's socket closed (process died,
-    graceful close) and ``idle`` when the idle timeout closed it (Netty's 120 s IdleStateHandler).
-    Client side (``addr`` set): ``connected`` / ``disconnected`` for an outbound connection,
-    which is how a client knows its chosen namesrv's channel is no longer OK.
-    """
-
-    kind: Literal["opened", "closed", "idle", "connected", "disconnected"]
-    channel: str | None = None
-    addr: str | None = None
-    peer: str | None = None
 
 
 # ----------------------------------------------------------------------------- actions

@@ -38,11 +38,11 @@ def _perm_rewritten(table: dict[str, TopicConfig], broker_permission: int) -> di
 
 class NamesrvRegistrar:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
         self.rounds = 0
 
     def _header(self) -> dict[str, Any]:
-        b = self.b
+        b = self.broker
         return {"brokerAddr": b.addr, "brokerName": b.cfg.brokerName, "brokerId": b.broker_id,
                 "clusterName": b.cfg.brokerClusterName}
 
@@ -50,44 +50,44 @@ class NamesrvRegistrar:
 
     def register_all(self, now: Now, oneway_: bool, force: bool) -> list[Action]:
         """``registerBrokerAll(checkOrderConfig, oneway, forceRegister)``."""
-        table = _perm_rewritten(self.b.topics.table, self.b.cfg.brokerPermission)
-        version = self.b.topics.data_version
+        table = _perm_rewritten(self.broker.topics.table, self.broker.cfg.brokerPermission)
+        version = self.broker.topics.data_version
         if force:
             return self._do_register(table, version, oneway_)
         return self._need_register(version, lambda: self._do_register(
-            _perm_rewritten(self.b.topics.table, self.b.cfg.brokerPermission), self.b.topics.data_version, oneway_))
+            _perm_rewritten(self.broker.topics.table, self.broker.cfg.brokerPermission), self.broker.topics.data_version, oneway_))
 
     def register_increment(self, tc: TopicConfig) -> list[Action]:
         """``registerIncrementBrokerData``: a wrapper with only ``tc`` and the current version."""
-        table = _perm_rewritten({tc.topicName: tc}, self.b.cfg.brokerPermission)
-        return self._do_register(table, self.b.topics.data_version, False)
+        table = _perm_rewritten({tc.topicName: tc}, self.broker.cfg.brokerPermission)
+        return self._do_register(table, self.broker.topics.data_version, False)
 
     def _do_register(self, table: dict[str, TopicConfig], version: DataVersion, oneway_: bool) -> list[Action]:
         body = json.dumps({"topicConfigSerializeWrapper": wrapper_json(table, version), "filterServerList": []},
                           separators=(",", ":")).encode()
-        fields = {**self._header(), "haServerAddr": self.b.ha_server_addr, "compressed": False, "bodyCrc32": crc32(body)}
+        fields = {**self._header(), "haServerAddr": self.broker.ha_server_addr, "compressed": False, "bodyCrc32": crc32(body)}
         if oneway_:
-            return [Oneway(addr, oneway(RequestCode.REGISTER_BROKER, fields, body)) for addr in self.b.namesrv_addrs]
+            return [Oneway(addr, oneway(RequestCode.REGISTER_BROKER, fields, body)) for addr in self.broker.namesrv_addrs]
         self.rounds += 1
         state = {"done": False}
-        timeout = self.b.cfg.registerBrokerTimeoutMills * self.b.scale
+        timeout = self.broker.cfg.registerBrokerTimeoutMills * self.broker.scale
 
         def on_reply(resp: Frame | None, now: Now) -> list[Action]:
             if resp is None or resp.code != ResponseCode.SUCCESS or state["done"]:
                 return []
             state["done"] = True  # the first result of the round is the one used (facts 2.1)
-            return self.b.on_register_result(resp.fields.get("masterAddr"), resp.fields.get("haServerAddr"), now)
+            return self.broker.on_register_result(resp.fields.get("masterAddr"), resp.fields.get("haServerAddr"), now)
 
         frame = request(RequestCode.REGISTER_BROKER, fields, body)
-        return [Request(addr, frame, timeout, on_reply) for addr in self.b.namesrv_addrs]
+        return [Request(addr, frame, timeout, on_reply) for addr in self.broker.namesrv_addrs]
 
     def _need_register(self, version: DataVersion, then: Any) -> list[Action]:
         """QUERY_DATA_VERSION to every namesrv; register when any says changed or fails."""
-        addrs = list(self.b.namesrv_addrs)
+        addrs = list(self.broker.namesrv_addrs)
         if not addrs:
             return []
         state = {"left": len(addrs), "need": False}
-        timeout = self.b.cfg.registerBrokerTimeoutMills * self.b.scale
+        timeout = self.broker.cfg.registerBrokerTimeoutMills * self.broker.scale
 
         def on_reply(resp: Frame | None, now: Now) -> list[Action]:
             changed = resp is None or resp.code != ResponseCode.SUCCESS or str(resp.fields.get("changed")).lower() == "true"
@@ -102,5 +102,5 @@ class NamesrvRegistrar:
 
     def unregister_all(self) -> list[Action]:
         frame = request(RequestCode.UNREGISTER_BROKER, self._header())
-        timeout = UNREGISTER_TIMEOUT_MS * self.b.scale
-        return [Request(addr, frame, timeout, lambda resp, now: []) for addr in self.b.namesrv_addrs]
+        timeout = UNREGISTER_TIMEOUT_MS * self.broker.scale
+        return [Request(addr, frame, timeout, lambda resp, now: []) for addr in self.broker.namesrv_addrs]

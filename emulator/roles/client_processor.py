@@ -38,17 +38,17 @@ RW = Perm.READ | Perm.WRITE
 
 class ClientProcessor:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
 
     def notify_change(self, cgi: ConsumerGroupInfo) -> list[Action]:
         """The CHANGE event of DefaultConsumerIdsChangeListener."""
-        if not self.b.cfg.notifyConsumerIdsChangedEnable:
+        if not self.broker.cfg.notifyConsumerIdsChangedEnable:
             return []
         frame = oneway(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": cgi.groupName})
         return [Reply(ch, frame) for ch in cgi.channels]
 
     def heart_beat(self, msg: Inbound, now: Now) -> list[Action]:
-        b = self.b
+        b = self.broker
         data = msg.frame.json_body() or {}
         client_id = str(data.get("clientID", ""))
         actions: list[Action] = []
@@ -77,7 +77,7 @@ class ClientProcessor:
 
     def unregister_client(self, msg: Inbound, now: Now) -> list[Action]:
         """Header: clientID, producerGroup, consumerGroup."""
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         actions: list[Action] = []
         pg = h_str(f, "producerGroup")
         if pg:
@@ -94,14 +94,14 @@ class ClientProcessor:
     def get_consumer_list_by_group(self, msg: Inbound, now: Now) -> list[Action]:
         """Header consumerGroup -> ``{"consumerIdList": [...]}`` in channel order (unsorted)."""
         group = h_str(msg.frame, "consumerGroup", required=True)
-        cgi = self.b.consumers.table.get(group)
+        cgi = self.broker.consumers.table.get(group)
         ids = cgi.client_ids() if cgi else []
         if not ids:
             return [Reply(msg.channel, msg.frame.response(R.SYSTEM_ERROR, f"no consumer for this group, {group}"))]
         return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body={"consumerIdList": ids}))]
 
     def query_consumer_offset(self, msg: Inbound, now: Now) -> list[Action]:
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         group = h_str(f, "consumerGroup", required=True)
         topic = h_str(f, "topic", required=True)
         queue_id = h_int(f, "queueId", required=True)
@@ -116,7 +116,7 @@ class ClientProcessor:
     def update_consumer_offset(self, msg: Inbound, now: Now) -> list[Action]:
         """Header: consumerGroup, topic, queueId, commitOffset; flushed by the offset_flush timer."""
         f = msg.frame
-        self.b.offsets.commit_offset(h_str(f, "consumerGroup", required=True), h_str(f, "topic", required=True),
+        self.broker.offsets.commit_offset(h_str(f, "consumerGroup", required=True), h_str(f, "topic", required=True),
                                      h_int(f, "queueId", required=True), h_int(f, "commitOffset", required=True))
         return [Reply(msg.channel, f.response(R.SUCCESS))]
 
@@ -125,5 +125,5 @@ class ClientProcessor:
         offset}}}``, the same JSON as consumerOffset.json. Any broker answers it, a slave too.
         (RocketMQ's "No consumer offset in this broker" needs an empty encoding, which an empty
         table is not.)"""
-        table = {key: {str(q): o for q, o in sorted(qs.items())} for key, qs in self.b.offsets.table.items()}
+        table = {key: {str(q): o for q, o in sorted(qs.items())} for key, qs in self.broker.offsets.table.items()}
         return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body={"offsetTable": table}))]

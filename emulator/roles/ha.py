@@ -77,7 +77,7 @@ def wait_store_msg_ok(properties: dict[str, str]) -> bool:
 
 class HAService:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
         self.cfg = broker.store_cfg
         self.connections: dict[str, HAConnection] = {}
         self.push2slave_max_offset = 0
@@ -102,19 +102,19 @@ class HAService:
         if conn is None:
             conn = self.connections[msg.channel] = HAConnection(msg.channel, msg.peer, offset, now.mono_ms)
             actions.append(Emit("broker.ha", {"change": "slave_connected", "slave": msg.peer, "offset": offset,
-                                              "master_offset": self.b.store.max_phy_offset()}))
+                                              "master_offset": self.broker.store.max_phy_offset()}))
         conn.ack_offset, conn.last_seen_ms = offset, now.mono_ms
         actions += self.notify_transfer_some(offset, now)
-        if new or self.b.store.max_phy_offset() > offset:  # a new connection is answered at once (the accept)
+        if new or self.broker.store.max_phy_offset() > offset:  # a new connection is answered at once (the accept)
             return actions + [self._transfer(msg, offset)]
         name = f"ha_hold:{next(self._ids)}"
         self.held[name] = HeldTransfer(msg, offset)
-        return actions + [After(name, self.b.ms(self.cfg.haSendHeartbeatInterval))]
+        return actions + [After(name, self.broker.ms(self.cfg.haSendHeartbeatInterval))]
 
     def _transfer(self, msg: Inbound, offset: int) -> Reply:
         """One batch from ``offset`` (empty = the heartbeat)."""
-        lines, nxt = self.b.store.transfer_from(offset, self.cfg.haTransferBatchSize)
-        fields = {"masterPhyOffset": offset, "nextOffset": nxt, "maxOffset": self.b.store.max_phy_offset()}
+        lines, nxt = self.broker.store.transfer_from(offset, self.cfg.haTransferBatchSize)
+        fields = {"masterPhyOffset": offset, "nextOffset": nxt, "maxOffset": self.broker.store.max_phy_offset()}
         return Reply(msg.channel, msg.frame.response(R.SUCCESS, fields=fields, body="\n".join(lines).encode()))
 
     def on_hold_timeout(self, name: str, now: Now) -> list[Action]:
@@ -131,12 +131,12 @@ class HAService:
         if self.push_pending:
             return []
         self.push_pending = True
-        return [After("ha_push", self.b.ms(WAIT_NOTIFY_MS))]
+        return [After("ha_push", self.broker.ms(WAIT_NOTIFY_MS))]
 
     def push_held(self, now: Now) -> list[Action]:
         """Answer every held transfer that now has data past its offset."""
         self.push_pending = False
-        top = self.b.store.max_phy_offset()
+        top = self.broker.store.max_phy_offset()
         actions: list[Action] = []
         for name, h in list(self.held.items()):
             if top > h.offset:
@@ -146,7 +146,7 @@ class HAService:
 
     def _expire(self, now: Now) -> list[Action]:
         """``haHousekeepingInterval``: drop connections silent that long (none is while held)."""
-        limit = self.b.ms(self.cfg.haHousekeepingInterval)
+        limit = self.broker.ms(self.cfg.haHousekeepingInterval)
         waiting = {h.msg.channel for h in self.held.values()}
         gone = [ch for ch, c in self.connections.items()
                 if ch not in waiting and now.mono_ms - c.last_seen_ms > limit]
@@ -186,7 +186,7 @@ class HAService:
             return actions + on_done(PUT_OK, now)
         name = f"ha_wait:{next(self._ids)}"
         self.waits[name] = ReplicaWait(channel, next_offset, on_done)
-        return actions + [After(name, self.b.ms(self.cfg.syncFlushTimeout))]
+        return actions + [After(name, self.broker.ms(self.cfg.syncFlushTimeout))]
 
     def notify_transfer_some(self, offset: int, now: Now) -> list[Action]:
         """A slave acked ``offset``: raise push2SlaveMaxOffset, answer the waits it covers."""

@@ -36,7 +36,7 @@ RETRY_MS = 1000 * 5  # HAClient.run: waitForRunning(1000 * 5) after a failed con
 
 class HAClient:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
         self.master: str | None = None
         self.gen = 0
         self.inflight = False
@@ -48,7 +48,7 @@ class HAClient:
 
     def update_master(self, addr: str | None, now: Now) -> list[Action]:
         """``updateHaMasterAddress`` from a register result; a null address changes nothing."""
-        if not addr or addr == self.b.addr:
+        if not addr or addr == self.broker.addr:
             return []
         if addr == self.master:
             return [] if (self.inflight or self.retry_pending) else self._request(now)
@@ -75,7 +75,7 @@ class HAClient:
         self.gen += 1
         gen = self.gen
         self.inflight, self.retry_pending = True, False
-        b = self.b
+        b = self.broker
         fields = {"offset": b.store.max_phy_offset(), "brokerName": b.cfg.brokerName, "brokerId": b.broker_id}
         frame = request(EmulatorCode.HA_TRANSFER, fields)
         timeout = b.ms(b.store_cfg.haHousekeepingInterval)
@@ -92,10 +92,10 @@ class HAClient:
         if not self.connected:
             self.connected = True
             actions.append(Emit("broker.ha", {"change": "connected", "master": self.master,
-                                              "offset": self.b.store.max_phy_offset(),
+                                              "offset": self.broker.store.max_phy_offset(),
                                               "master_offset": resp.fields.get("maxOffset")}))
         if resp.body:
-            batch = self.b.store.append_replicated(resp.body.decode("utf-8", errors="replace").split("\n"))
+            batch = self.broker.store.append_replicated(resp.body.decode("utf-8", errors="replace").split("\n"))
             self.batches += 1
             self.accepted += batch.accepted
             self.rejected += batch.rejected
@@ -110,14 +110,14 @@ class HAClient:
             return []
         self.connected = False
         return [Emit("broker.ha", {"change": "disconnected", "master": self.master,
-                                   "offset": self.b.store.max_phy_offset(), "reason": reason})]
+                                   "offset": self.broker.store.max_phy_offset(), "reason": reason})]
 
     def _retry_later(self) -> list[Action]:
         if self.retry_pending:
             return []
         self.retry_pending = True
-        return [After(RETRY_TIMER, self.b.ms(RETRY_MS))]
+        return [After(RETRY_TIMER, self.broker.ms(RETRY_MS))]
 
     def snapshot(self) -> dict[str, Any]:
-        return {"master": self.master, "connected": self.connected, "offset": self.b.store.max_phy_offset(),
+        return {"master": self.master, "connected": self.connected, "offset": self.broker.store.max_phy_offset(),
                 "batches": self.batches, "accepted": self.accepted, "rejected": self.rejected}

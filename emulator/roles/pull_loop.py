@@ -46,7 +46,7 @@ def parse_timer(name: str) -> tuple[str, MessageQueue] | None:
 
 class Puller:
     def __init__(self, consumer: "Consumer") -> None:
-        self.c = consumer
+        self.consumer = consumer
         self.reconsume: dict[MessageQueue, list[dict[str, Any]]] = {}
         self.pending_moves: dict[MessageQueue, int] = {}
 
@@ -56,7 +56,7 @@ class Puller:
         return [After(timer_name("pull", mq), delay_ms)]
 
     def pull(self, mq: MessageQueue, now: Now) -> list[Action]:
-        c = self.c
+        c = self.consumer
         pq = c.process_table.get(mq)
         if pq is None or pq.dropped or not pq.ready:
             return []
@@ -87,7 +87,7 @@ class Puller:
                         lambda resp, n: self._on_pull(pq, addr, slave, resp, n))]
 
     def _on_pull(self, pq: ProcessQueue, addr: str, slave: bool, resp, now: Now) -> list[Action]:
-        c, mq = self.c, pq.mq
+        c, mq = self.consumer, pq.mq
         if c.stopping:  # the client's channels are closed in RocketMQ: the answer is never seen
             return []
         code = None if resp is None else resp.code
@@ -121,17 +121,17 @@ class Puller:
         offset = self.pending_moves.pop(mq, None)
         if offset is None:
             return []
-        self.c.offset_store.update(mq, offset, False)
+        self.consumer.offset_store.update(mq, offset, False)
         actions = self.persist_offset(mq)
-        pq = self.c.process_table.get(mq)
+        pq = self.consumer.process_table.get(mq)
         if pq is not None and pq.dropped:
-            del self.c.process_table[mq]  # re-added by the next rebalance
+            del self.consumer.process_table[mq]  # re-added by the next rebalance
         return actions
 
     # ------------------------------------------------------------------ consuming
 
     def consume(self, pq: ProcessQueue, msgs: list[dict[str, Any]], now: Now) -> list[Action]:
-        c, mq = self.c, pq.mq
+        c, mq = self.consumer, pq.mq
         failed = [m for m in msgs if c.fail_rate > 0 and c.rng.random() < c.fail_rate]
         ok = [m for m in msgs if m not in failed]
         fields = {"group": c.group, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id,
@@ -148,7 +148,7 @@ class Puller:
     def _ack(self, pq: ProcessQueue, msgs: list[dict[str, Any]]) -> list[Action]:
         offset = pq.remove([int(m["queueOffset"]) for m in msgs])
         if offset >= 0 and not pq.dropped:
-            self.c.offset_store.update(pq.mq, offset, True)
+            self.consumer.offset_store.update(pq.mq, offset, True)
         return []
 
     @staticmethod
@@ -156,7 +156,7 @@ class Puller:
         return (m.get("properties") or {}).get("UNIQ_KEY") or m.get("msgId")
 
     def _send_back(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:
-        c = self.c
+        c = self.consumer
         addr = c.instance.find_broker_address_in_publish(pq.mq.broker_name)
         if addr is None:
             return self._consume_later(pq, m)
@@ -176,11 +176,11 @@ class Puller:
 
     def _consume_later(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:
         self.reconsume.setdefault(pq.mq, []).append(m)
-        return [After(timer_name("reconsume", pq.mq), RECONSUME_LATER_DELAY_MS * self.c.scale)]
+        return [After(timer_name("reconsume", pq.mq), RECONSUME_LATER_DELAY_MS * self.consumer.scale)]
 
     def reconsume_due(self, mq: MessageQueue, now: Now) -> list[Action]:
         msgs = self.reconsume.pop(mq, [])
-        pq = self.c.process_table.get(mq)
+        pq = self.consumer.process_table.get(mq)
         if not msgs or pq is None or pq.dropped:
             return []
         return self.consume(pq, msgs, now)
@@ -191,7 +191,7 @@ class Puller:
         """``persist(mq)``: UPDATE_CONSUMER_OFFSET oneway to ``findBrokerAddressInAdmin`` -- the
         master, or the slave while the master is out of the route (the slave accepts it; its next
         sync from the master overwrites it) -- or the local file when BROADCASTING."""
-        c = self.c
+        c = self.consumer
         offset = c.offset_store.read_memory(mq)
         if offset < 0:
             return []
@@ -209,7 +209,7 @@ class Puller:
         return [Oneway(found[0], frame)]
 
     def persist_all(self) -> list[Action]:
-        c = self.c
+        c = self.consumer
         owned = [mq for mq in c.offset_store.table if mq in c.process_table]
         if c.broadcasting:
             return [c.offset_store.persist_local()] if owned else []

@@ -58,7 +58,7 @@ class HeldPull:
 
 class PullProcessor:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
         self.held: dict[str, HeldPull] = {}
         self._ids = itertools.count(1)
 
@@ -74,7 +74,7 @@ class PullProcessor:
 
     def process(self, msg: Inbound, now: Now, allow_suspend: bool) -> list[Action]:
         """``processRequest(channel, request, brokerAllowSuspend)``; checks in facts 4.5 order."""
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         group = h_str(f, "consumerGroup", required=True)
         topic = h_str(f, "topic", required=True)
         queue_id = h_int(f, "queueId", required=True)
@@ -143,14 +143,14 @@ class PullProcessor:
 
     def notify_message_arriving(self, topic: str, queue_id: int, now: Now) -> list[Action]:
         """A put on (topic, queue): wake held pulls behind the new max offset whose filter matches."""
-        newest = self.b.store.max_offset(topic, queue_id)
+        newest = self.broker.store.max_offset(topic, queue_id)
         actions: list[Action] = []
         for name, h in list(self.held.items()):
             if h.topic != topic or h.queue_id != queue_id or newest <= h.offset:
                 continue
-            cgi = self.b.consumers.table.get(h.msg.frame.fields.get("consumerGroup", ""))
+            cgi = self.broker.consumers.table.get(h.msg.frame.fields.get("consumerGroup", ""))
             sub = cgi.subscriptionTable.get(topic) if cgi else None
-            last = self.b.store.queues[(topic, queue_id)][newest - 1]
+            last = self.broker.store.queues[(topic, queue_id)][newest - 1]
             if sub is not None and not tag_matcher(sub)(last):
                 continue
             del self.held[name]
@@ -162,7 +162,7 @@ class PullProcessor:
         their offset (no tag check: the consume queue's tagsCode is not consulted there)."""
         actions: list[Action] = []
         for name, h in list(self.held.items()):
-            if self.b.store.max_offset(h.topic, h.queue_id) > h.offset:
+            if self.broker.store.max_offset(h.topic, h.queue_id) > h.offset:
                 del self.held[name]
                 actions += [Cancel(name), *self.process(h.msg, now, allow_suspend=False)]
         return actions

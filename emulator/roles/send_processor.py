@@ -73,7 +73,7 @@ def human_ms(ms: float) -> str:
 
 class SendProcessor:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
 
     def _err(self, msg: Inbound, code: int, remark: str, pre: list[Action] | None = None) -> list[Action]:
         return [*(pre or []), Reply(msg.channel, msg.frame.response(code, remark))]
@@ -81,7 +81,7 @@ class SendProcessor:
     def _msg_check(self, msg: Inbound, topic: str, now: Now) -> tuple[TopicConfig | None, list[Action], str | None]:
         """preSend + msgCheck (facts 2.4). Returns (topic config, side actions, None) or an error
         already answered: (None, actions including the Reply, "error")."""
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         if now.wall_ms < b.cfg.startAcceptSendRequestTimeStamp:
             remark = f"broker unable to service, until {human_ms(b.cfg.startAcceptSendRequestTimeStamp)}"
             return None, self._err(msg, R.SYSTEM_ERROR, remark), "error"
@@ -116,7 +116,7 @@ class SendProcessor:
         return tc, actions, None
 
     def send_message(self, msg: Inbound, now: Now) -> list[Action]:
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         topic = h_str(f, "topic", required=True)
         tc, actions, err = self._msg_check(msg, topic, now)
         if err:
@@ -124,7 +124,7 @@ class SendProcessor:
         assert tc is not None
         queue_id = h_int(f, "queueId", 0)
         if queue_id < 0:
-            queue_id = self.b.rng.randrange(1 << 31) % max(1, tc.writeQueueNums)
+            queue_id = self.broker.rng.randrange(1 << 31) % max(1, tc.writeQueueNums)
         reconsume = h_int(f, "reconsumeTimes", 0) or 0
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # handleRetryAndDLQ
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
@@ -168,7 +168,7 @@ class SendProcessor:
     def consumer_send_msg_back(self, msg: Inbound, now: Now) -> list[Action]:
         """``asyncConsumerSendMsgBack`` (facts 4.7). Header: offset, group, delayLevel,
         originMsgId, originTopic, unitMode, maxReconsumeTimes."""
-        b, f = self.b, msg.frame
+        b, f = self.broker, msg.frame
         group = h_str(f, "group", required=True)
         sgc, actions = b.sub_groups.find(group)
         if sgc is None:

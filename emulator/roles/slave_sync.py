@@ -45,17 +45,17 @@ def parse_offset_table(body: object) -> dict[str, dict[int, int]]:
 
 class SlaveSync:
     def __init__(self, broker: "Broker") -> None:
-        self.b = broker
+        self.broker = broker
 
     def sync_all(self, now: Now) -> list[Action]:
         master = self._master()
         if master is None:
             return []
-        return [Request(master, request(RequestCode.GET_ALL_TOPIC_CONFIG), self.b.ms(SYNC_TIMEOUT_MS), self._on_topics)]
+        return [Request(master, request(RequestCode.GET_ALL_TOPIC_CONFIG), self.broker.ms(SYNC_TIMEOUT_MS), self._on_topics)]
 
     def _master(self) -> str | None:
-        master = self.b.master_addr
-        if not self.b.is_slave or not master or master == self.b.addr:
+        master = self.broker.master_addr
+        if not self.broker.is_slave or not master or master == self.broker.addr:
             return None
         return master
 
@@ -63,7 +63,7 @@ class SlaveSync:
         actions: list[Action] = []
         if resp is not None and resp.code == ResponseCode.SUCCESS:  # otherwise only logged
             table, version = parse_wrapper(resp.json_body())
-            actions += self.b.topics.adopt(table, version)
+            actions += self.broker.topics.adopt(table, version)
         return actions + self._sync_consumer_offset()
 
     def _sync_consumer_offset(self) -> list[Action]:
@@ -71,7 +71,7 @@ class SlaveSync:
         if master is None:
             return []
         frame = request(RequestCode.GET_ALL_CONSUMER_OFFSET)
-        return [Request(master, frame, self.b.ms(SYNC_TIMEOUT_MS), self._on_offsets)]
+        return [Request(master, frame, self.broker.ms(SYNC_TIMEOUT_MS), self._on_offsets)]
 
     def _on_offsets(self, resp: Frame | None, now: Now) -> list[Action]:
         if resp is None or resp.code != ResponseCode.SUCCESS:
@@ -80,6 +80,6 @@ class SlaveSync:
             table = parse_offset_table(resp.json_body())
         except ValueError:  # BadFrame too
             return []
-        offsets = self.b.offsets
+        offsets = self.broker.offsets
         offsets.table.update(table)  # offsetTable.putAll: per topic@group key, not a replacement
         return [offsets.persist()]

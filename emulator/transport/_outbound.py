@@ -18,7 +18,7 @@ import zmq
 from emulator.transport._monitor import recv_monitor_message
 
 from emulator.protocol import Frame, encode
-from emulator.roles.base import ChannelEvent
+from emulator.protocol import ChannelEvent
 from emulator.transport.base import SendFailed, addr_to_endpoint
 
 OUT_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
-from emulator.links import LinkRule
+from emulator.node.links import LinkRule
 from emulator.protocol import Frame
-from emulator.roles.base import ChannelEvent
+from emulator.protocol import ChannelEvent
 
 OUT_PREFIX = "out:"
 

@@ -25,7 +25,7 @@ from typing import Any
 import zmq
 from emulator.transport._monitor import recv_monitor_message
 
-from emulator.errors import ControlError
+from rmqemu.errors import ControlError
 from emulator.transport._conns import ConnTracker
 from emulator.transport.base import peer_label
 

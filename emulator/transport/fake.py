@@ -12,8 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emulator.clock import FakeClock
-from emulator.links import LinkRule
+from emulator.node.clock import FakeClock
+from emulator.node.links import LinkRule
 from emulator.protocol import Flag, Frame
 from emulator.transport.base import ControlCommand, Received, TransportEvent, out_channel
 

@@ -11,7 +11,7 @@
   the connection's socket through a duplicate of its fd; libzmq then sees EOF, the peer sees the
   close, and our monitor reports ``DISCONNECTED`` like any other close.
 - Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)``, the receiver the
-  block of ``(src, self)`` (:mod:`emulator.links`). Delayed frames wait in a heap.
+  block of ``(src, self)`` (:mod:`emulator.node.links`). Delayed frames wait in a heap.
 - Control: :mod:`._control_client`, never faulted.
 """
 
@@ -28,10 +28,10 @@ from typing import Any
 import zmq
 from emulator.transport._monitor import recv_monitor_message
 
-from emulator.clock import mono_ms
-from emulator.links import LinkRule, LinkTable
+from emulator.node.clock import mono_ms
+from emulator.node.links import LinkRule, LinkTable
 from emulator.protocol import BadFrame, Frame, decode, encode
-from emulator.roles.base import ChannelEvent
+from emulator.protocol import ChannelEvent
 from emulator.transport._conns import ConnTracker
 from emulator.transport._control_client import ControlClient
 from emulator.transport._outbound import Outbound

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-WITHOUT_PYSPARK = "import sys; sys.modules['pyspark'] = None; from emulator.cli import main; main()"
+WITHOUT_PYSPARK = "import sys; sys.modules['pyspark'] = None; from emulator.cli.main import main; main()"
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.clock import ClockSetting
+from emulator.node.clock import ClockSetting
 
 
 def test_strobe_starts_shifted_and_switches_every_period() -> None:

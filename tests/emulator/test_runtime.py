@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from emulator.clock import ClockSetting, FakeClock, SkewableClock
-from emulator.node_io import EventLog, StoreDir
+from emulator.node.clock import ClockSetting, FakeClock, SkewableClock
+from emulator.node.io import EventLog, StoreDir
 from emulator.protocol import Frame, request
 from emulator.roles.base import (
     Action, After, Append, Cancel, ChannelEvent, Emit, Every, Exit, Inbound, Now, Persist, Reply, Request, Role,
 )
-from emulator.runtime import EXIT_LAUNCHER_LOST, Runtime
+from emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
 from emulator.transport.base import BadInput, ControlLost
 from emulator.transport.fake import FakeTransport
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from emulator.cli import main
-from emulator.errors import TopologyError
-from emulator.topology_load import load_topology, parse_topology, plan_nodes
+from emulator.cli.main import main
+from rmqemu.errors import TopologyError
+from emulator.launcher.topology_load import load_topology, parse_topology, plan_nodes
+from faults.launch_glue import check_topology_faults
 
 TOPOLOGIES = sorted(Path(__file__).resolve().parents[2].joinpath("topologies").glob("*.yaml"))
 
@@ -18,8 +19,9 @@ BASE = {"name": "t", "brokers": [{"name": "broker-a"}]}
 
 
 def problems(data: dict) -> list[str]:
+    """Every problem ``validate`` reports: the schema's, then the faults list's against the nodes."""
     with pytest.raises(TopologyError) as info:
-        parse_topology(data, "t.yaml")
+        check_topology_faults(parse_topology(data, "t.yaml"), "t.yaml")
     return info.value.problems
 
 

@@ -13,10 +13,10 @@ from typing import Callable, Iterator
 import pytest
 import zmq
 
-from emulator.errors import ControlError
-from emulator.links import LinkRule
+from rmqemu.errors import ControlError
+from emulator.node.links import LinkRule
 from emulator.protocol import Flag, Frame, request
-from emulator.roles.base import ChannelEvent
+from emulator.protocol import ChannelEvent
 from emulator.transport.base import (
     BadInput, ControlCommand, ControlLost, Received, SendFailed, TransportEvent, out_channel,
 )

@@ -17,11 +17,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
-from emulator.cluster import Cluster
+from emulator.launcher.cluster import Cluster
 from emulator.testing import kill_survivors, process_alive, process_stopped, read_events, run_processes  # noqa: F401
 from faults.injector import Injector
 from faults.kinds import Fault, build_fault
-from faults.spec import FaultSpec
+from emulator.launcher.fault_spec import FaultSpec
 from faults.verbs import one_fault_plan
 
 SCALE = 0.01
@@ -75,7 +75,7 @@ def median_latency(events: list[dict[str, Any]]) -> float:
 # -- processes of a run, for subprocess tests (launch, up) ------------------------------------
 
 def rmqemu(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from emulator.cli import main; main()", *args]
+    return [sys.executable, "-c", "from emulator.cli.main import main; main()", *args]
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:

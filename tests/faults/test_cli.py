@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import emulator.supervisor
-from emulator.cli import main
-from emulator.errors import ControlError
+import emulator.cli.supervisor
+from emulator.cli.main import main
+from rmqemu.errors import ControlError
 from faults.supervisor_verbs import VerbServer
 from faults.testing import FakeOps
 
@@ -30,7 +30,7 @@ def env(tmp_path, monkeypatch):
         except Exception as exc:  # what the supervisor does: the error text only
             raise ControlError(str(exc)) from None
 
-    monkeypatch.setattr(emulator.supervisor, "call", fake_call)
+    monkeypatch.setattr(emulator.cli.supervisor, "call", fake_call)
     return run, ops, calls
 
 

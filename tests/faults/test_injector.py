@@ -4,9 +4,9 @@ import signal
 
 import pytest
 
-from emulator.clock import ClockSetting
-from emulator.links import LinkRule
-from faults.errors import FaultError, OverlappingFault, PlanError, UnsafeSignal
+from emulator.node.clock import ClockSetting
+from emulator.node.links import LinkRule
+from rmqemu.errors import FaultError, OverlappingFault, PlanError, UnsafeSignal
 from faults.injector import Injector
 from faults.kinds import (
     ClockFault, KillFault, LinkFault, PartitionFault, PauseFault, StopFault, build_fault,

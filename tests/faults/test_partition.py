@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from faults.errors import PartitionError
+from rmqemu.errors import PartitionError
 from faults.partition import (
     bridge, cut, halves, isolate, majorities_ring, majority, plan_partition,
 )

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from emulator.clock import FakeClock
-from faults.errors import PlanError, PlanFailed
+from emulator.node.clock import FakeClock
+from rmqemu.errors import PlanError, PlanFailed
 from faults.injector import Injector
 from faults.interpreter import run_plan
 from faults.nemesis import parse_nemesis_kinds, random_plan
 from faults.schedule import Plan, PlanStep, check_plan, plan_from_specs, read_plan, write_plan
-from faults.spec import FaultSpec
+from emulator.launcher.fault_spec import FaultSpec
 from faults.testing import FakeOps, sample_nodes
 
 NODES = sample_nodes()

@@ -7,8 +7,8 @@ import sys
 import psutil
 import pytest
 
-from faults.errors import ProcessGone, UnsafeSignal
-from faults.signals import ProcessRegistry, SpawnedProcess
+from rmqemu.errors import ProcessGone, UnsafeSignal
+from emulator.launcher.signals import ProcessRegistry, SpawnedProcess
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(30)"]
 

@@ -5,9 +5,9 @@ import signal
 
 import pytest
 
-from emulator.clock import ClockSetting
-from emulator.links import LinkRule
-from faults.errors import FaultError, OverlappingFault, SpecError
+from emulator.node.clock import ClockSetting
+from emulator.node.links import LinkRule
+from rmqemu.errors import FaultError, OverlappingFault, SpecError
 from faults.supervisor_verbs import VerbServer, register_verbs
 from faults.testing import FakeOps
 

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from faults.errors import TargetError
-from faults.nodes import NodeInfo, index_nodes, node_table
+from rmqemu.errors import TargetError
+from emulator.launcher.nodes import NodeInfo, index_nodes, node_table
 from faults.targets import resolve_targets, selector_size
 
 NODES = node_table(namesrvs=2, brokers={"broker-a": 1, "broker-b": 0},

@@ -2,8 +2,8 @@
 
 import pytest
 
-topology_load = pytest.importorskip("emulator.topology_load")
-errors = pytest.importorskip("emulator.errors")
+topology_load = pytest.importorskip("emulator.launcher.topology_load")
+errors = pytest.importorskip("rmqemu.errors")
 
 
 def test_loader_reports_fault_problems_with_their_paths():

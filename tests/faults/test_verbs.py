@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from emulator.clock import ClockSetting
-from faults.errors import SpecError
+from emulator.node.clock import ClockSetting
+from rmqemu.errors import SpecError
 from faults.injector import Injector
 from faults.interpreter import run_plan
 from faults.kinds import PauseFault

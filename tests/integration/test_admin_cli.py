@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from emulator.cli import main
+from emulator.cli.main import main
 from emulator.testing import read_events
 
 TOPO = {

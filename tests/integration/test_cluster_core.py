@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from emulator.cluster import Cluster
+from emulator.launcher.cluster import Cluster
 from emulator.testing import read_events
 
 SCALE = 0.01
@@ -79,7 +79,7 @@ def test_sigstop_expires_only_after_the_scaled_120s_and_sigcont_registers_again(
     c = start_cluster(CORE)
     proc = c.procs["broker-b-0"]
     proc.send_signal(signal.SIGSTOP)
-    from emulator.clock import host_ms
+    from emulator.node.clock import host_ms
 
     paused_at = host_ms()
     try:
@@ -99,7 +99,7 @@ def test_namesrv_clock_bump_expires_brokers_and_they_come_back(start_cluster) ->
     registration did not come first: a registration between the bump and the scan is stamped
     with the bumped clock (facts 1.3 step 6), so that broker survives, as in RocketMQ (about
     one broker in six at these periods). So bump again until each one has been caught once."""
-    from emulator.clock import ClockSetting
+    from emulator.node.clock import ClockSetting
 
     c = start_cluster(CORE)
     ns = "namesrv-1"

@@ -13,14 +13,14 @@ import sys
 import psutil
 import pytest
 
-from emulator.clock import mono_ms
+from emulator.node.clock import mono_ms
 from emulator.testing import read_events
-from faults.errors import ProcessGone, UnsafeSignal
+from rmqemu.errors import ProcessGone, UnsafeSignal
 from faults.interpreter import run_plan
 from faults.kinds import PauseFault
 from faults.schedule import plan_from_specs
-from faults.signals import SpawnedProcess
-from faults.spec import FaultSpec
+from emulator.launcher.signals import SpawnedProcess
+from emulator.launcher.fault_spec import FaultSpec
 from tests.faults.live import (  # noqa: F401 - live is a fixture
     SCALE, alive, fault_events, live, manifest_procs, ns_broker, sends, start_fault,
 )

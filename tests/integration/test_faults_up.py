@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 
-from emulator.supervisor import call
+from emulator.cli.supervisor import call
 from emulator.testing import read_events
 from tests.faults.live import alive, kill_survivors, manifest_procs, run_cli, stopped, wait_until
 

@@ -40,7 +40,7 @@ def wait_until(cond, timeout_s: float, what: str) -> None:
 
 
 def rmqemu(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from emulator.cli import main; main()", *args]
+    return [sys.executable, "-c", "from emulator.cli.main import main; main()", *args]
 
 
 def start_launch(tmp_path: Path) -> tuple[subprocess.Popen, Path]:

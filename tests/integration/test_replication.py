@@ -15,7 +15,7 @@ from __future__ import annotations
 import signal
 from collections import Counter
 
-from emulator.clock import host_ms
+from emulator.node.clock import host_ms
 from emulator.testing import read_events
 from tests.eventdoc import undocumented
 from tests.integration.seeds_lib import acked, consumed, pulls

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from emulator.cli import main
+from emulator.cli.main import main
 from tests.integration.seeds_lib import (
     NO_ROUTE_PREFIX,
     SEED_FILES,

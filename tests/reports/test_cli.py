@@ -126,7 +126,7 @@ def test_compare_two_runs(spark, reported, tmp_path):
 
 
 def test_report_command_is_registered():
-    from emulator.cli import main
+    from emulator.cli.main import main
 
     assert main.commands["report"] is report_command
 
@@ -198,7 +198,7 @@ def test_without_java_the_error_says_what_spark_needs(tmp_path):
 
     run = kill_run(tmp_path / "run")
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
-    out = subprocess.run([sys.executable, "-c", "from emulator.cli import main; main()", "report", str(run)], env=env,
+    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "report", str(run)], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr[-2000:]
     assert "Spark needs Java 17 or newer" in out.stderr and str(tmp_path / "no-java") in out.stderr

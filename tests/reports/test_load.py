@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from reports.load import RunInputError, event_paths, load_run, parse_manifest, read_manifest
+from rmqemu.errors import RunInputError
+from reports.load import event_paths, load_run, parse_manifest, read_manifest
 from tests.reports.runlog import exit_, start, write_run
 
 

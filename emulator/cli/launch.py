@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.cluster import Cluster
-from emulator.topology import Topology
+from emulator.launcher.cluster import Cluster
+from emulator.launcher.topology import Topology
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import psutil
 
-from faults.errors import ProcessGone, UnsafeSignal
+from rmqemu.errors import ProcessGone, UnsafeSignal
 
 # psutil derives create_time from boot time + start ticks, identically on every call; the tolerance
 # only absorbs float formatting through JSON (a clock tick is 10 ms, pid reuse that fast is absurd).

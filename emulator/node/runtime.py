@@ -23,9 +23,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from emulator.clock import ClockSetting, SkewableClock, mono_ms
-from emulator.links import rules_from_wire
-from emulator.node_io import EventLog, StoreDir
+from emulator.node.clock import ClockSetting, SkewableClock, mono_ms
+from emulator.node.links import rules_from_wire
+from emulator.node.io import EventLog, StoreDir
 from emulator.roles.base import (
     Action, After, Append, Cancel, ChannelEvent, CloseChannel, Emit, Every, Exit, Inbound, Now, Oneway, Persist,
     Reply, Request, Role,
@@ -57,7 +57,7 @@ class Runtime:
                  store: StoreDir, mono: Callable[[], float] = mono_ms, start_fields: dict[str, Any] | None = None,
                  stop_grace_ms: float = 5000.0) -> None:
         self.role = role
-        self.t = transport
+        self.transport = transport
         self.clock = clock
         self.events = events
         self.store = store
@@ -99,7 +99,7 @@ class Runtime:
         due = self._next_due()
         if due is not None:
             wait = max(0.0, min(wait, due - self.mono()))
-        for ev in self.t.poll(wait):
+        for ev in self.transport.poll(wait):
             self._on_transport_event(ev)
             if self.exit_code is not None:
                 return
@@ -187,14 +187,14 @@ class Runtime:
         try:
             result = self._command_result(cmd)
         except Exception as exc:  # a bad command is refused, the node keeps running
-            self.t.ack(cmd.cmd_id, False, {"error": f"{type(exc).__name__}: {exc}"})
+            self.transport.ack(cmd.cmd_id, False, {"error": f"{type(exc).__name__}: {exc}"})
             return
-        self.t.ack(cmd.cmd_id, True, result)
+        self.transport.ack(cmd.cmd_id, True, result)
 
     def _command_result(self, cmd: ControlCommand) -> dict[str, Any]:
         if cmd.name == "set_links":
-            self.t.set_links(rules_from_wire(cmd.args.get("rules", [])), dict(cmd.args.get("peers", {})))
-            return {"rules": len(self.t.link_rules())}
+            self.transport.set_links(rules_from_wire(cmd.args.get("rules", [])), dict(cmd.args.get("peers", {})))
+            return {"rules": len(self.transport.link_rules())}
         if cmd.name == "set_clock":
             self.clock.set(ClockSetting.from_dict(cmd.args.get("setting", {})))
             local = self.clock.now_ms()
@@ -212,12 +212,12 @@ class Runtime:
         return {"timers": sorted(self.timers), "pending": len(self.pending), "errors": self.errors,
                 "clock": self.clock.setting.to_dict(),
                 "clock_offset_ms": self.clock.now_ms() - self.events.host(), "stopping": self.stopping_since is not None,
-                "transport": self.t.stats()}
+                "transport": self.transport.stats()}
 
     def watch_wake_fd(self, fd: int) -> None:
         """A signal wake-up pipe: its readability makes ``poll`` return so the stop flag is seen."""
         self.wake_fd = fd
-        self.t.watch_fd(fd)
+        self.transport.watch_fd(fd)
 
     def _drain_wake_fd(self) -> None:
         if self.wake_fd is None:
@@ -249,11 +249,11 @@ class Runtime:
         while queue:
             a = queue.popleft()
             if isinstance(a, Reply):
-                self.t.send_to_channel(a.channel, a.frame)
+                self.transport.send_to_channel(a.channel, a.frame)
             elif isinstance(a, Request):
                 queue.extend(self._request(a))
             elif isinstance(a, Oneway):
-                self.t.send_to_addr(a.addr, a.frame)
+                self.transport.send_to_addr(a.addr, a.frame)
             elif isinstance(a, Emit):
                 self.events.write(a.kind, a.fields)
             elif isinstance(a, Persist):
@@ -267,14 +267,14 @@ class Runtime:
             elif isinstance(a, Cancel):
                 self.timers.pop(a.name, None)
             elif isinstance(a, CloseChannel):
-                self.t.close_channel(a.channel)
+                self.transport.close_channel(a.channel)
             elif isinstance(a, Exit):
                 self.stop_code = a.code
                 self.begin_stop()
 
     def _request(self, a: Request) -> list[Action]:
         opaque = next(self._opaques)
-        if not self.t.send_to_addr(a.addr, a.frame.with_opaque(opaque)):
+        if not self.transport.send_to_addr(a.addr, a.frame.with_opaque(opaque)):
             return self._call(lambda now: a.on_reply(None, now))  # cannot connect: fails at once
         deadline = self.mono() + a.timeout_ms
         self.pending[opaque] = _Pending(a, deadline)

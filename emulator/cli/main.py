@@ -7,49 +7,19 @@ line per problem and exits 2; any other failure exits 1. No traceback reaches a 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from emulator.errors import RmqemuError, TopologyError
-from emulator.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
-from emulator.topology_load import load_topology, parse_topology
-
-
-def _one_line(text: str) -> str:
-    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
-
-
-def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Bad input (a topology, a fault verb's arguments) exits 2, anything a run or a cluster
-    refuses exits 1; each as clear lines on stderr, no traceback unless RMQEMU_DEBUG=1. Shared
-    by every command group (admin, fault verbs)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from faults.errors import FaultError, SpecError
-
-        try:
-            return fn(*args, **kwargs)
-        except TopologyError as exc:  # one line per problem, by design
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-        except SpecError as exc:
-            click.echo(f"error: {_one_line(str(exc))}", err=True)
-            sys.exit(2)
-        except (RmqemuError, FaultError) as exc:
-            if os.environ.get("RMQEMU_DEBUG"):
-                raise
-            notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a heal that failed after
-            click.echo(f"error: {_one_line(str(exc) + notes)}", err=True)
-            sys.exit(1)
-
-    return wrapper
+from emulator.cli.errors import handle_errors
+from rmqemu.errors import RmqemuError, TopologyError
+from emulator.launcher.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
+from emulator.launcher.topology_load import load_topology, parse_topology
+from faults.launch_glue import check_topology_faults
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,12 +32,12 @@ def main() -> None:
 @handle_errors
 def validate(files: tuple[Path, ...]) -> None:
     """Check topology files; one line per problem, exit 2 if any is bad."""
-    from emulator.topology_load import plan_nodes
+    from emulator.launcher.topology_load import plan_nodes
 
     bad: list[TopologyError] = []
     for f in files:
         try:
-            topo = load_topology(f)
+            topo = check_topology_faults(load_topology(f), str(f))
             nodes = plan_nodes(topo)
             click.echo(f"{f}: ok ({len(nodes)} nodes, {topo.duration:g} cluster s at scale {topo.timing.scale:g})")
         except TopologyError as exc:
@@ -80,7 +50,7 @@ def validate(files: tuple[Path, ...]) -> None:
 @main.command()
 def schema() -> None:
     """Print the topology JSON Schema (for editors: yaml-language-server, VS Code)."""
-    from emulator.topology import Topology
+    from emulator.launcher.topology import Topology
 
     click.echo(json.dumps(Topology.model_json_schema(), indent=2))
 
@@ -106,19 +76,21 @@ RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), defau
 def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None, duration: str | None,
            nemesis: str | None, interval: str, replay: Path | None, report: bool, progress: bool) -> None:
     """Run a topology to completion (default: topologies/quickstart.yaml)."""
-    from faults.spec import parse_duration
+    from emulator.launcher.fault_spec import parse_duration
 
     if replay is not None and file is None:  # the replayed run's topology, as it resolved it
-        topo = parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"], str(replay))
+        topo = check_topology_faults(parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"],
+                                                    str(replay)), str(replay))
     else:
-        topo = load_topology(file or Path("topologies/quickstart.yaml"))
+        path = file or Path("topologies/quickstart.yaml")
+        topo = check_topology_faults(load_topology(path), str(path))
     if seed is not None or duration is not None:
         topo = topo.model_copy(update={k: v for k, v in (("seed", seed), ("duration",
                                parse_duration(duration) if duration else None)) if v is not None})
     plan = _fault_plan(topo, nemesis, interval, replay)
     if report and _report_import_error is not None:  # say so before the run, not after it
         raise RmqemuError(f"--report needs PySpark: pip install 'rmqemu[spark]' ({_report_import_error})")
-    from emulator.launch import run_topology
+    from emulator.cli.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
     try:
@@ -158,9 +130,9 @@ def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | No
 @handle_errors
 def up(file: Path, root: Path) -> None:
     """Start a cluster and leave it running (stop it with `rmqemu down`)."""
-    from emulator.supervisor import start_detached
+    from emulator.cli.supervisor import start_detached
 
-    topo = load_topology(file)
+    topo = check_topology_faults(load_topology(file), str(file))
     run = new_run_dir(topo.name, root).resolve()
     start_detached(file.resolve(), run)
     click.echo(f"{topo.name} is up: {run}")
@@ -171,7 +143,7 @@ def up(file: Path, root: Path) -> None:
 @handle_errors
 def status(run: Path | None) -> None:
     """Show the nodes of a running cluster."""
-    from emulator.supervisor import call
+    from emulator.cli.supervisor import call
 
     res = call(resolve_run(run), "status")
     click.echo(res["run"])
@@ -187,7 +159,7 @@ def down(run: Path | None) -> None:
     """Stop a cluster started with `rmqemu up` (brokers unregister, every process ends)."""
     import time
 
-    from emulator.supervisor import STATE_FILE, call
+    from emulator.cli.supervisor import STATE_FILE, call
 
     path = resolve_run(run)
     call(path, "down")
@@ -212,13 +184,15 @@ def _report_missing(exc: ImportError) -> click.Command:
 
 def _register_commands() -> None:
     """Commands that live in other packages: admin verbs, fault verbs, the Spark report."""
-    from emulator.admin_cli import admin
-    from faults.cli import register as register_fault_verbs
+    from emulator.cli.admin import admin
+    from emulator.cli.fault_verbs import register as register_fault_verbs
 
     main.add_command(admin)
     register_fault_verbs(main)
     global _report_import_error
     try:
+        import pyspark.sql  # noqa: F401  (the `spark` extra; reports.cli itself imports it lazily)
+
         from reports.cli import report_command
     except ImportError as exc:
         _report_import_error = exc

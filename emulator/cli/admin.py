@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from emulator import admin as _admin
-from emulator.errors import RmqemuError
-from emulator.run_dir import read_json, resolve_run
+from emulator.launcher import admin as _admin
+from rmqemu.errors import RmqemuError
+from emulator.launcher.run_dir import read_json, resolve_run
+from emulator.cli.errors import handle_errors
 
 
 def _nodes(run: Path | None) -> dict[str, Any]:
@@ -28,10 +29,7 @@ def _namesrv_addr(run: Path | None, namesrv: str | None) -> str:
     return nodes[name]["addr"]
 
 
-def _handled(fn: Any) -> Any:
-    from emulator.cli import handle_errors
-
-    return handle_errors(fn)
+_handled = handle_errors
 
 
 RUN = click.option("--run", type=click.Path(path_type=Path), default=None,
@@ -88,7 +86,7 @@ def topic_list(run: Path | None, namesrv: str | None) -> None:
 @_handled
 def update_topic(topic: str, brokers: tuple[str, ...], queues: int, perm: int, run: Path | None) -> None:
     """UPDATE_AND_CREATE_TOPIC on the master of each named broker."""
-    from emulator.topology import TopicEntry
+    from emulator.launcher.topology import TopicEntry
 
     nodes = _nodes(run)
     entry = TopicEntry(name=topic, brokers=list(brokers), queues=queues, perm=perm)

@@ -1,7 +1,7 @@
 """A node's file I/O: its JSON-lines event log and its store directory.
 
 Kept out of the roles (they return ``Emit`` / ``Persist`` / ``Append`` actions) and out of the
-runtime loop's logic, so both stay testable; only :mod:`emulator.runtime` calls these.
+runtime loop's logic, so both stay testable; only :mod:`emulator.node.runtime` calls these.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from emulator.clock import host_ms
+from emulator.node.clock import host_ms
 
 
 class EventLog:
@@ -22,21 +22,21 @@ class EventLog:
         self.node = node
         self.local_ms = local_ms
         self.host = host
-        self.f: TextIO | None = open(path, "a", encoding="utf-8") if path is not None else None
+        self.file: TextIO | None = open(path, "a", encoding="utf-8") if path is not None else None
         self.written = 0
 
     def write(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         event = {"ts": self.host(), "node": self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
-        if self.f is not None:
-            self.f.write(json.dumps(event, default=str, separators=(",", ":")) + "\n")
-            self.f.flush()
+        if self.file is not None:
+            self.file.write(json.dumps(event, default=str, separators=(",", ":")) + "\n")
+            self.file.flush()
         self.written += 1
         return event
 
     def close(self) -> None:
-        if self.f is not None:
-            self.f.close()
-            self.f = None
+        if self.file is not None:
+            self.file.close()
+            self.file = None
 
 
 class StoreDir:

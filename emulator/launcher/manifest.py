@@ -6,10 +6,10 @@ import platform
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from emulator.run_dir import write_json
+from emulator.launcher.run_dir import write_json
 
 if TYPE_CHECKING:
-    from emulator.cluster import Cluster
+    from emulator.launcher.cluster import Cluster
 
 
 def _version(dist: str) -> str:

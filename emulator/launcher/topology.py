@@ -2,7 +2,7 @@
 
 The models are the single source of truth for what a topology may say; ``rmqemu schema`` exports
 them as JSON Schema for editors. Loading, error formatting and node naming live in
-``emulator/topology_load.py``. Broker and client entries accept any RocketMQ key by its own name
+``emulator/launcher/topology_load.py``. Broker and client entries accept any RocketMQ key by its own name
 (``pollNameServerInterval``, ``sendLatencyFaultEnable``, ...); those are checked against the
 config dataclasses of the roles, so a typo is an error, not a silently ignored key.
 """
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
-from faults.spec import FaultSpec, parse_duration
+from emulator.launcher.fault_spec import FaultSpec, parse_duration
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (facts 3.5)
 

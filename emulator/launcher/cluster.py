@@ -15,17 +15,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator import manifest as _manifest
-from emulator.clock import ClockSetting, host_ms
-from emulator.errors import ClusterError, ControlError, LaunchError
-from emulator.links import LinkRule, rules_to_wire
-from emulator.processes import NodeProcess, kill_all, spawn_node
-from emulator.run_dir import append_event, new_run_dir, prepare_run_dir
-from emulator.topology import Topology
-from emulator.topology_load import NodePlan, plan_nodes
+from emulator.launcher import manifest as _manifest
+from emulator.node.clock import ClockSetting, host_ms
+from rmqemu.errors import ClusterError, ControlError, LaunchError
+from emulator.node.links import LinkRule, rules_to_wire
+from emulator.launcher.processes import NodeProcess, kill_all, spawn_node
+from emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
+from emulator.launcher.topology import Topology
+from emulator.launcher.topology_load import NodePlan, plan_nodes
 from emulator.transport.control import ControlServer, NodeGone, NodeReady
-from faults.errors import FaultError, UnsafeSignal
-from faults.nodes import NodeInfo
+from rmqemu.errors import FaultError, UnsafeSignal
+from emulator.launcher.nodes import NodeInfo
 
 READY_TIMEOUT_S = 30.0
 
@@ -205,7 +205,7 @@ class Cluster:
         self.wait_for(all_registered, timeout_s, "every broker to register on every namesrv")
 
     def create_topics(self) -> None:
-        from emulator.admin import update_topic
+        from emulator.launcher.admin import update_topic
 
         for topic in self.topo.topics:
             for b in topic.brokers:

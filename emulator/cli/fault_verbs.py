@@ -18,23 +18,20 @@ from typing import Any, Callable
 import click
 
 from faults.verbs import spec_from_args
+from emulator.cli.errors import handle_errors
 
 RUN = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
                    help="run directory (default: the latest under runs/)")
 DURATION = click.option("--duration", help="heal after this long (cluster seconds: 30s, 2m)")
 
 
-def fault_verb(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Bad arguments exit 2, anything the cluster refuses exits 1; one line each, no traceback."""
-    from emulator.cli import handle_errors  # imported late: emulator.cli registers these verbs
-
-    return handle_errors(fn)
+fault_verb = handle_errors  # bad arguments exit 2, anything the cluster refuses exits 1
 
 
 def _call(run: Path | None, verb: str, args: dict[str, Any]) -> tuple[dict[str, Any], float]:
     """Send one verb to the run's supervisor; the result and the run's ``timing.scale``."""
-    from emulator.run_dir import read_json, resolve_run
-    from emulator.supervisor import call
+    from emulator.launcher.run_dir import read_json, resolve_run
+    from emulator.cli.supervisor import call
 
     path = resolve_run(run)
     scale = float(read_json(path / "manifest.json").get("scale") or 1.0)
@@ -87,7 +84,7 @@ def _start(run: Path | None, verb: str, args: dict[str, Any]) -> None:
 
 
 def register(main: click.Group) -> None:
-    """Add the fault verbs to the ``rmqemu`` group (called by ``emulator.cli``)."""
+    """Add the fault verbs to the ``rmqemu`` group (called by ``emulator.cli.main``)."""
     for command in (kill, stop, pause, resume, partition, link, skew, heal, faults):
         main.add_command(command)
 

@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from emulator.errors import RunDirError
+from rmqemu.errors import RunDirError
 
 DEFAULT_ROOT = Path("runs")
 LATEST = "latest"

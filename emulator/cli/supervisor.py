@@ -1,6 +1,6 @@
 """``rmqemu up``: a detached supervisor process that keeps a cluster running between commands.
 
-``up`` starts ``python -m emulator.supervisor TOPOLOGY RUN_DIR`` in its own session and waits for
+``up`` starts ``python -m emulator.cli.supervisor TOPOLOGY RUN_DIR`` in its own session and waits for
 ``supervisor.json`` to say ``up`` (or ``failed``). The supervisor owns the :class:`Cluster` (its
 nodes die with it) and answers the CLI's ``status``, ``down`` and fault verbs over a token-checked
 RPC socket. ``down`` stops the nodes gracefully and ends the supervisor.
@@ -18,10 +18,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.cluster import Cluster
-from emulator.errors import ControlError, LaunchError, RmqemuError
-from emulator.run_dir import read_json, write_json
-from emulator.topology_load import load_topology
+from emulator.launcher.cluster import Cluster
+from rmqemu.errors import ControlError, LaunchError, RmqemuError
+from emulator.launcher.run_dir import read_json, write_json
+from emulator.launcher.topology_load import load_topology
 from emulator.transport.control import SupervisorServer, supervisor_call
 from faults.supervisor_verbs import register_verbs
 
@@ -106,7 +106,7 @@ def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> d
     """Start the supervisor in its own session and wait until it is up (or failed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir / "supervisor.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "emulator.supervisor", str(topo_path), str(run_dir)],
+    proc = subprocess.Popen([sys.executable, "-m", "emulator.cli.supervisor", str(topo_path), str(run_dir)],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     log.close()

@@ -10,9 +10,9 @@ import itertools
 import os
 from typing import Any
 
-from emulator.errors import ControlError
+from rmqemu.errors import ControlError
 from emulator.protocol import Frame, RequestCode, ResponseCode, request
-from emulator.topology import TopicEntry
+from emulator.launcher.topology import TopicEntry
 
 ADMIN_TIMEOUT_MS = 3000.0
 _calls = itertools.count(1)  # one identity per call: a new connection is never taken for an old one

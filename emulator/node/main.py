@@ -1,7 +1,7 @@
 """One node process: ``python -m emulator.node RUN_DIR NODE`` (the argv names the node in ``ps``).
 
 Reads ``specs/<node>.json`` (written by the launcher), binds its transport, builds its role,
-says ready on the control plane and runs the :class:`~emulator.runtime.Runtime` loop. SIGTERM and
+says ready on the control plane and runs the :class:`~emulator.node.runtime.Runtime` loop. SIGTERM and
 SIGINT ask for a graceful stop (a broker unregisters from every namesrv, as ``shutdown()`` does);
 the launcher's ``shutdown`` command does the same. Exit codes: 0 after a graceful stop, 2 for a
 bad spec, 3 when the launcher is gone, 4 when the role could not start.
@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from emulator.clock import SkewableClock
-from emulator.node_io import EventLog, StoreDir
+from emulator.node.clock import SkewableClock
+from emulator.node.io import EventLog, StoreDir
 from emulator.roles.registry import build_role
-from emulator.runtime import Runtime
+from emulator.node.runtime import Runtime
 from emulator.transport.zmq_node import ZmqTransport
 
 NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (facts 1.5)
@@ -28,7 +28,7 @@ MIN_CONNECT_TIMEOUT_MS = 100.0  # a local connect + handshake under load; scaled
 
 
 def build(spec: dict[str, Any]) -> Runtime:
-    """Transport, role and runtime for a node spec (see ``emulator.manifest.write_spec``)."""
+    """Transport, role and runtime for a node spec (see ``emulator.launcher.manifest.write_spec``)."""
     name = spec["name"]
     scale = float(spec.get("scale", 0.01))
     config = spec.get("config") or {}
@@ -72,13 +72,10 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, ask_stop)
     signal.signal(signal.SIGINT, ask_stop)
     runtime.watch_wake_fd(rfd)
-    runtime.t.ready({"addr": runtime.t.address, "pid": os.getpid()})
+    runtime.transport.ready({"addr": runtime.transport.address, "pid": os.getpid()})
     try:
         return runtime.run()
     finally:
         runtime.events.close()
-        runtime.t.close()
+        runtime.transport.close()
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

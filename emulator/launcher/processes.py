@@ -4,7 +4,7 @@ Three layers keep a run from leaving processes behind: every node gets ``PR_SET_
 (SIGKILL when the process that spawned it dies, even by SIGKILL), every node exits when its
 control connection to the launcher closes, and the launcher kills what is left on shutdown.
 Nodes run in their own session so a Ctrl-C at the terminal reaches only the launcher, which then
-stops them in order. Signals go through ``faults.signals.SpawnedProcess`` (a pidfd taken at spawn
+stops them in order. Signals go through ``emulator.launcher.signals.SpawnedProcess`` (a pidfd taken at spawn
 time plus pid/create_time checks), so a reused pid can never be hit.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from faults.errors import FaultError
-from faults.signals import SpawnedProcess
+from rmqemu.errors import FaultError
+from emulator.launcher.signals import SpawnedProcess
 
 _PR_SET_PDEATHSIG = 1
 
@@ -36,7 +36,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 @dataclass
 class NodeProcess:
-    """One spawned node: its Popen and its identity (pid, create_time, pidfd) from faults.signals."""
+    """One spawned node: its Popen and its identity (pid, create_time, pidfd) from emulator.launcher.signals."""
 
     name: str
     popen: subprocess.Popen
@@ -64,7 +64,7 @@ class NodeProcess:
             return False
 
     def send_signal(self, sig: int) -> None:
-        """Signal through the pidfd after checking pid and create_time (faults.signals)."""
+        """Signal through the pidfd after checking pid and create_time (emulator.launcher.signals)."""
         self.ident.send(sig)
 
     def exit_info(self) -> dict[str, int]:
