@@ -7,6 +7,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from emulator.launcher.run_dir import write_json
+from emulator.roles.node_spec import NodeSpec
 
 if TYPE_CHECKING:
     from emulator.launcher.cluster import Cluster
@@ -56,23 +57,24 @@ def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
     """What ``python -m emulator.node`` reads; holds the control token, so mode 0600."""
     plan = cluster.plans[name]
     names = [n for n in namesrv_names if n in cluster.addrs]
-    spec: dict[str, Any] = {
-        "name": name,
-        "role": plan.role,
-        "seed": cluster.topo.seed,
-        "scale": cluster.scale,
-        "port": cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
-        "control": cluster.control.endpoint,
-        "token": cluster.token,
-        "store_dir": str(cluster.run_dir / "store" / name),
-        "events": str(cluster.run_dir / "events" / f"{name}.jsonl"),
-        "namesrv_addrs": [cluster.addrs[n] for n in names],
-        "namesrv_names": names,
-        "config": plan.config,
-        "workload": plan.workload,
-    }
-    for key in ("broker", "broker_id", "cluster", "group"):
-        if getattr(plan, key) is not None:
-            spec[key] = getattr(plan, key)
+    spec = NodeSpec(
+        name=name,
+        role=plan.role,  # type: ignore[arg-type]
+        seed=cluster.topo.seed,
+        scale=cluster.scale,
+        port=cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
+        control=cluster.control.endpoint,
+        token=cluster.token,
+        store_dir=str(cluster.run_dir / "store" / name),
+        events=str(cluster.run_dir / "events" / f"{name}.jsonl"),
+        namesrv_addrs=tuple(cluster.addrs[n] for n in names),
+        namesrv_names=tuple(names),
+        config=plan.config,
+        workload=plan.workload,
+        broker=plan.broker,
+        broker_id=plan.broker_id,
+        cluster=plan.cluster,
+        group=plan.group,
+    )
     (cluster.run_dir / "store" / name).mkdir(parents=True, exist_ok=True)
-    write_json(cluster.run_dir / "specs" / f"{name}.json", spec, private=True)
+    write_json(cluster.run_dir / "specs" / f"{name}.json", spec.to_dict(), private=True)

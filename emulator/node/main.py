@@ -9,7 +9,6 @@ bad spec, 3 when the launcher is gone, 4 when the role could not start.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 
 from emulator.node.clock import SkewableClock
 from emulator.node.io import EventLog, StoreDir
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.registry import build_role
 from emulator.node.runtime import Runtime
 from emulator.transport.zmq_node import ZmqTransport
@@ -27,25 +27,23 @@ CONNECT_TIMEOUT_MS = 3000  # NettyClientConfig.connectTimeoutMillis
 MIN_CONNECT_TIMEOUT_MS = 100.0  # a local connect + handshake under load; scaled 30 ms is too tight
 
 
-def build(spec: dict[str, Any]) -> Runtime:
-    """Transport, role and runtime for a node spec (see ``emulator.launcher.manifest.write_spec``)."""
-    name = spec["name"]
-    scale = float(spec.get("scale", 0.01))
-    config = spec.get("config") or {}
-    idle_ms = float(config.get("serverChannelMaxIdleTimeSeconds", NETTY_IDLE_S)) * 1000 * scale
+def build(spec: NodeSpec) -> Runtime:
+    """Transport, role and runtime for a node spec (written by ``emulator.launcher.manifest.write_spec``)."""
+    scale = spec.scale
+    idle_ms = float(spec.config.get("serverChannelMaxIdleTimeSeconds", NETTY_IDLE_S)) * 1000 * scale
     transport = ZmqTransport(
-        name, int(spec.get("port") or 0), idle_ms=idle_ms, heartbeat_ms=NETTY_IDLE_S * 1000 * scale,
-        connect_timeout_ms=max(CONNECT_TIMEOUT_MS * scale, MIN_CONNECT_TIMEOUT_MS), seed=int(spec.get("seed", 0)),
-        control_endpoint=spec.get("control"), token=spec.get("token", ""),
+        spec.name, spec.port, idle_ms=idle_ms, heartbeat_ms=NETTY_IDLE_S * 1000 * scale,
+        connect_timeout_ms=max(CONNECT_TIMEOUT_MS * scale, MIN_CONNECT_TIMEOUT_MS), seed=spec.seed,
+        control_endpoint=spec.control, token=spec.token,
     )
     clock = SkewableClock()
-    store = StoreDir(Path(spec["store_dir"]) if spec.get("store_dir") else None)
+    store = StoreDir(Path(spec.store_dir) if spec.store_dir else None)
     role = build_role(spec, transport.address, store.read)
-    events = EventLog(Path(spec["events"]) if spec.get("events") else None, name, clock.now_ms)
-    fields = {"pid": os.getpid(), "addr": transport.address}
+    events = EventLog(Path(spec.events) if spec.events else None, spec.name, clock.now_ms)
+    fields: dict[str, Any] = {"pid": os.getpid(), "addr": transport.address}
     for key in ("broker", "broker_id", "group"):
-        if spec.get(key) is not None:
-            fields[key] = spec[key]
+        if getattr(spec, key) is not None:
+            fields[key] = getattr(spec, key)
     return Runtime(role, transport, clock, events, store, start_fields=fields,
                    stop_grace_ms=max(6000 * scale * 2, 500.0))
 
@@ -56,7 +54,7 @@ def main(argv: list[str]) -> int:
         return 2
     run_dir, name = Path(argv[0]), argv[1]
     try:
-        spec = json.loads((run_dir / "specs" / f"{name}.json").read_text())
+        spec = NodeSpec.read(run_dir / "specs" / f"{name}.json")
     except (OSError, ValueError) as exc:
         print(f"{name}: cannot read its spec: {exc}", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ import random
 from typing import Any, Callable
 
 from emulator.protocol import MASTER_ID, EmulatorCode, RequestCode as RC
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
 from emulator.roles.broker_config import BrokerConfigs, broker_configs_from_dict
 from emulator.roles.broker_outer_api import NamesrvRegistrar
@@ -104,14 +105,12 @@ class Broker(Role):
         }
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], addr: str, read_store: StoreReader) -> "Broker":
-        """Spec keys: name, broker, broker_id, cluster, namesrv_addrs, scale, seed, config."""
-        configs = broker_configs_from_dict(spec.get("config"))
-        configs.broker.brokerName = spec.get("broker", configs.broker.brokerName)
-        configs.broker.brokerId = int(spec.get("broker_id", 0))
-        configs.broker.brokerClusterName = spec.get("cluster") or configs.broker.brokerClusterName
-        return cls(spec["name"], addr, configs, list(spec.get("namesrv_addrs") or []),
-                   float(spec.get("scale", 0.01)), int(spec.get("seed", 0) or 0), read_store)
+    def from_spec(cls, spec: NodeSpec, addr: str, read_store: StoreReader) -> "Broker":
+        configs = broker_configs_from_dict(dict(spec.config))
+        configs.broker.brokerName = spec.broker or configs.broker.brokerName
+        configs.broker.brokerId = spec.broker_id or 0
+        configs.broker.brokerClusterName = spec.cluster or configs.broker.brokerClusterName
+        return cls(spec.name, addr, configs, list(spec.namesrv_addrs), spec.scale, spec.seed, read_store)
 
     def ms(self, rocketmq_ms: float) -> float:
         """A RocketMQ interval under ``timing.scale``."""

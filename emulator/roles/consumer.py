@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from emulator.protocol import RequestCode
 from emulator.roles.allocate import strategy_from_spec
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.base import Action, ChannelEvent, Emit, Every, Inbound, Now, Role
 from emulator.roles.client_config import ConsumerConfig, config_from_dict
 from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
@@ -77,16 +78,16 @@ class Consumer(Role):
         self.stopping = False  # shutdown began: late pull answers are not processed
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> "Consumer":
-        cfg = config_from_dict(ConsumerConfig, spec.get("config"))
-        workload = ConsumerWorkload.from_dict(spec.get("workload"))
+    def from_spec(cls, spec: NodeSpec, addr: str, read_store: Callable[[str], str | None]) -> "Consumer":
+        cfg = config_from_dict(ConsumerConfig, dict(spec.config))
+        workload = ConsumerWorkload.from_dict(dict(spec.workload))
         if workload.messageModel:
-            cfg = config_from_dict(ConsumerConfig, {**(spec.get("config") or {}), "messageModel": workload.messageModel})
-        group = spec.get("group") or cfg.consumerGroup
+            cfg = config_from_dict(ConsumerConfig, {**spec.config, "messageModel": workload.messageModel})
+        group = spec.group or cfg.consumerGroup
         cfg.consumerGroup = group
-        return cls(spec["name"], addr, group=group, cfg=cfg, scale=float(spec.get("scale", 0.01)),
-                   seed=int(spec.get("seed", 0)), namesrv_addrs=list(spec.get("namesrv_addrs", [])),
-                   namesrv_names=spec.get("namesrv_names"), workload=workload, read_store=read_store)
+        return cls(spec.name, addr, group=group, cfg=cfg, scale=spec.scale, seed=spec.seed,
+                   namesrv_addrs=list(spec.namesrv_addrs), namesrv_names=list(spec.namesrv_names) or None,
+                   workload=workload, read_store=read_store)
 
     # ------------------------------------------------------------------ lifecycle
 

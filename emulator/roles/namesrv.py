@@ -22,6 +22,7 @@ import zlib
 from typing import Any, Callable
 
 from emulator.protocol import FAQ_SUFFIX, RequestCode as RC, ResponseCode
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
 from emulator.roles.broker_config import NamesrvConfigs, namesrv_configs_from_dict
 from emulator.roles.route_info import BROKER_CHANNEL_EXPIRED_TIME, Removed, RouteInfoManager
@@ -59,8 +60,8 @@ class NameServer(Role):
         }
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> "NameServer":
-        return cls(spec["name"], addr, float(spec.get("scale", 0.01)), namesrv_configs_from_dict(spec.get("config")))
+    def from_spec(cls, spec: NodeSpec, addr: str, read_store: Callable[[str], str | None]) -> "NameServer":
+        return cls(spec.name, addr, spec.scale, namesrv_configs_from_dict(dict(spec.config)))
 
     # ------------------------------------------------------------------ Role interface
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.base import Action, ChannelEvent, Emit, Every, Now, Role
 from emulator.roles.client_config import ProducerConfig, config_from_dict, send_timeout_wall_ms
 from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
@@ -48,14 +49,14 @@ class Producer(Role):
         self.counts = {"sent": 0, "ok": 0, "failed": 0, "skipped_ticks": 0}
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> "Producer":
-        cfg = config_from_dict(ProducerConfig, spec.get("config"))
-        group = spec.get("group") or cfg.producerGroup
+    def from_spec(cls, spec: NodeSpec, addr: str, read_store: Callable[[str], str | None]) -> "Producer":
+        cfg = config_from_dict(ProducerConfig, dict(spec.config))
+        group = spec.group or cfg.producerGroup
         cfg.producerGroup = group
-        workload = ProducerWorkload.from_dict(spec["workload"]) if spec.get("workload") else None
-        return cls(spec["name"], addr, group=group, cfg=cfg, scale=float(spec.get("scale", 0.01)),
-                   seed=int(spec.get("seed", 0)), namesrv_addrs=list(spec.get("namesrv_addrs", [])),
-                   namesrv_names=spec.get("namesrv_names"), workload=workload)
+        workload = ProducerWorkload.from_dict(dict(spec.workload)) if spec.workload else None
+        return cls(spec.name, addr, group=group, cfg=cfg, scale=spec.scale, seed=spec.seed,
+                   namesrv_addrs=list(spec.namesrv_addrs), namesrv_names=list(spec.namesrv_names) or None,
+                   workload=workload)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from typing import Callable
 
 from emulator.roles.base import Role
+from emulator.roles.node_spec import NodeSpec
 
 ROLE_CLASSES = {
     "namesrv": "emulator.roles.namesrv:NameServer",
@@ -15,12 +16,12 @@ ROLE_CLASSES = {
 }
 
 
-def build_role(spec: dict[str, Any], addr: str, read_store: Callable[[str], str | None]) -> Role:
-    """Construct the role named by ``spec["role"]`` through its ``from_spec`` factory."""
+def build_role(spec: NodeSpec, addr: str, read_store: Callable[[str], str | None]) -> Role:
+    """Construct the role named by ``spec.role`` through its ``from_spec`` factory."""
     try:
-        target = ROLE_CLASSES[spec["role"]]
+        target = ROLE_CLASSES[spec.role]
     except KeyError:
-        raise ValueError(f"unknown role {spec.get('role')!r}; known: {', '.join(ROLE_CLASSES)}") from None
+        raise ValueError(f"unknown role {spec.role!r}; known: {', '.join(ROLE_CLASSES)}") from None
     module_name, cls_name = target.split(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
     return cls.from_spec(spec, addr, read_store)

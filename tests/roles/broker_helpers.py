@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import RequestCode as RC
 from emulator.roles.broker import Broker
 
@@ -24,7 +25,7 @@ def broker(broker_id: int = 0, config: dict[str, Any] | None = None, store: Fake
            time: FakeTime | None = None, start: bool = True) -> Driver:
     store = store if store is not None else FakeStore()
     addr = MASTER_ADDR if broker_id == 0 else SLAVE_ADDR
-    d = Driver(Broker.from_spec(spec(broker_id, config), addr, store), time=time, store=store)
+    d = Driver(Broker.from_spec(NodeSpec.from_dict(spec(broker_id, config)), addr, store), time=time, store=store)
     if start:
         d.start()
     return d

@@ -1,5 +1,6 @@
 """Push consumer role driven with hand-built frames and a fake clock (facts 4)."""
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import RequestCode, ResponseCode
 from emulator.roles.base import Inbound, Oneway
 from emulator.protocol import oneway
@@ -26,7 +27,7 @@ def make(workload=None, config=None):
     spec = {"name": "cg-1-0", "role": "consumer", "seed": 3, "scale": 0.01, "namesrv_addrs": NS,
             "namesrv_names": ["namesrv-0"], "group": "cg-1", "config": config or {},
             "workload": workload or {"subscribe": [{"topic": "T", "expression": "*"}], "allocate": "AVG"}}
-    d = Driver(Consumer.from_spec(spec, "127.0.0.1:7100", lambda p: None))
+    d = Driver(Consumer.from_spec(NodeSpec.from_dict(spec), "127.0.0.1:7100", lambda p: None))
     d.start()
     return d
 

@@ -1,5 +1,6 @@
 """Producer role driven with hand-built frames and a fake clock (facts 1.9, 3.2-3.6)."""
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
 from emulator.roles.base import ChannelEvent, Oneway
 from emulator.roles.producer import Producer
@@ -27,7 +28,7 @@ def make(config=None, workload=None, namesrvs=NS, seed=7):
             "namesrv_names": NAMES[: len(namesrvs)], "group": "pg-1", "config": config or {}}
     if workload:
         spec["workload"] = workload
-    d = Driver(Producer.from_spec(spec, "127.0.0.1:7000", lambda p: None))
+    d = Driver(Producer.from_spec(NodeSpec.from_dict(spec), "127.0.0.1:7000", lambda p: None))
     d.start()
     return d
 

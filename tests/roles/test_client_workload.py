@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.registry import build_role
 from emulator.roles.workload import ConsumerWorkload, MessageFactory, Pacer, ProducerWorkload
 
@@ -44,9 +45,10 @@ def test_consumer_workload_accepts_plain_topic_names():
 
 def test_registry_builds_client_roles():
     base = {"seed": 1, "scale": 0.01, "namesrv_addrs": ["127.0.0.1:1"], "namesrv_names": ["namesrv-0"], "config": {}}
-    p = build_role({**base, "name": "pg-0", "role": "producer", "group": "pg",
-                    "workload": {"topics": ["T"], "rate": 10}}, "127.0.0.1:2", lambda _: None)
-    c = build_role({**base, "name": "cg-0", "role": "consumer", "group": "cg",
-                    "workload": {"subscribe": [{"topic": "T", "expression": "*"}], "allocate": "CONSISTENT_HASH"}},
+    p = build_role(NodeSpec.from_dict({**base, "name": "pg-0", "role": "producer", "group": "pg",
+                                       "workload": {"topics": ["T"], "rate": 10}}), "127.0.0.1:2", lambda _: None)
+    c = build_role(NodeSpec.from_dict({**base, "name": "cg-0", "role": "consumer", "group": "cg",
+                                       "workload": {"subscribe": [{"topic": "T", "expression": "*"}],
+                                                    "allocate": "CONSISTENT_HASH"}}),
                    "127.0.0.1:3", lambda _: None)
     assert p.role == "producer" and c.role == "consumer" and c.state()["group"] == "cg"

@@ -3,6 +3,7 @@ see through register, auto-create, master death and restart."""
 
 from __future__ import annotations
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import RequestCode as RC, ResponseCode
 from emulator.roles.broker import Broker
 from emulator.roles.namesrv import NameServer
@@ -22,7 +23,7 @@ class Cluster:
     def add(self, name: str, bid: int, addr: str, config: dict | None = None, store: FakeStore | None = None) -> Driver:
         s = {**spec(bid, config), "name": f"{name}-{bid}", "broker": name, "namesrv_addrs": [NS1]}
         store = store if store is not None else FakeStore()
-        d = Driver(Broker.from_spec(s, addr, store), time=self.time, store=store)
+        d = Driver(Broker.from_spec(NodeSpec.from_dict(s), addr, store), time=self.time, store=store)
         self.brokers[addr] = d
         self.cursor[addr] = 0
         d.start()

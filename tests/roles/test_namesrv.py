@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import FAQ_SUFFIX, RequestCode as RC, ResponseCode
 from emulator.roles.base import CloseChannel, Every
 from emulator.roles.namesrv import NameServer, crc32
@@ -50,7 +51,7 @@ def test_start_schedules_scaled_scan(d):
 
 
 def test_from_spec():
-    ns = NameServer.from_spec({"name": "namesrv-1", "role": "namesrv", "scale": 0.5, "seed": 1}, "127.0.0.1:1", lambda p: None)
+    ns = NameServer.from_spec(NodeSpec(name="namesrv-1", role="namesrv", scale=0.5, seed=1), "127.0.0.1:1", lambda p: None)
     assert (ns.name, ns.addr, ns.scale) == ("namesrv-1", "127.0.0.1:1", 0.5)
 
 

@@ -1,0 +1,43 @@
+"""The node spec: typed, frozen, and strict about what the launcher writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emulator.roles.node_spec import NodeSpec
+
+
+def test_round_trip_through_json(tmp_path: Path) -> None:
+    spec = NodeSpec(name="broker-a-1", role="broker", seed=7, scale=0.05, port=9001, namesrv_addrs=("127.0.0.1:1",),
+                    config={"brokerRole": "SLAVE"}, broker="broker-a", broker_id=1, cluster="DefaultCluster")
+    path = tmp_path / "broker-a-1.json"
+    path.write_text(json.dumps(spec.to_dict()))
+    back = NodeSpec.read(path)
+    assert back == spec and back.config["brokerRole"] == "SLAVE" and back.namesrv_addrs == ("127.0.0.1:1",)
+    assert "group" not in spec.to_dict()  # None is left out
+
+
+def test_it_is_frozen_all_the_way_to_its_config() -> None:
+    spec = NodeSpec(name="namesrv-0", role="namesrv", config={"a": 1})
+    with pytest.raises(AttributeError):
+        spec.scale = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        spec.config["a"] = 2  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"role": "broker"}, "missing key(s) name"),
+    ({"name": "x", "role": "broker", "scael": 0.1}, "unknown key(s) scael"),
+    ({"name": "x", "role": "router"}, "role: expected one of namesrv, broker, producer, consumer, got 'router'"),
+    ({"name": "x", "role": "broker", "scale": 0}, "scale: expected a number > 0, got 0"),
+    ({"name": "x", "role": "broker", "port": "9000"}, "port: expected an integer, got '9000'"),
+])
+def test_a_bad_spec_names_the_key(data: dict, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError) as err:
+        NodeSpec.read(path)
+    assert str(path) in str(err.value) and message in str(err.value)
