@@ -61,7 +61,8 @@ OVERRIDES: dict[str, T.DataType] = {
     # Not every member: the members differ between fault kinds (maps of refused nodes, modes),
     # the report uses only the links, and ``params`` goes as it is into the ``faults`` Parquet
     # table, whose columns should not change with each new fault parameter.
-    "params": T.StructType([T.StructField(n, spark_type(event_kinds.FAULT_PARAMS.member(n).type)) for n in PARAMS_READ]),
+    "params": T.StructType([T.StructField(name, spark_type(event_kinds.FAULT_PARAMS.member(name).type))
+                            for name in PARAMS_READ]),
 }
 
 #: An item of ``ns.route`` ``queue_datas`` (``reports.staleness`` casts an empty array to it).

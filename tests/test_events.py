@@ -25,7 +25,8 @@ DESIGN = {
     "client.route": {"topic", "source", "publish_queues", "changed"},
     "send": {"msg_id", "topic", "broker", "queue_id", "attempt", "outcome", "code", "latency_ms"},
     "rebalance": {"group", "topic", "cid", "cids", "strategy", "allocated"},
-    "pull": {"group", "topic", "broker", "queue_id", "code"}, "consume": {"group", "topic", "broker", "queue_id", "msg_ids"},
+    "pull": {"group", "topic", "broker", "queue_id", "code"},
+    "consume": {"group", "topic", "broker", "queue_id", "msg_ids"},
     "fault.start": {"fault_id", "fault", "targets", "params"}, "fault.end": {"fault_id", "fault", "targets", "params"},
 }
 SEND = {"ts": 1.0, "node": "pg-1-0", "kind": "send", "local_ms": 1.0, "msg_id": "m", "topic": "T", "broker": "b",
