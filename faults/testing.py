@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from emulator.node.clock import ClockSetting, FakeClock
 from emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, ProcessGone, UnsafeSignal
+from rmqemu.events import check_line
 from emulator.launcher.nodes import NodeInfo, node_table
 
 Link = tuple[str, str]
@@ -90,7 +91,10 @@ class FakeOps:
         self.clock.advance(self.ack_ms)
 
     def record(self, event: dict[str, Any]) -> None:
-        self.events.append({"ts": self.clock(), **event})
+        """Like ``Cluster.record``: an unregistered kind or field is refused (``ValueError``)."""
+        line = {"ts": self.clock(), **event}
+        check_line(line)
+        self.events.append(line)
 
     def node_exited(self, node: str, signal: int) -> None:
         self.exits.append((node, signal, self.clock()))

@@ -1,10 +1,15 @@
-"""Explicit Spark schemas for the run's event logs (DESIGN section 6).
+"""Explicit Spark schemas for the run's event logs (DESIGN section 6), built from the event
+registry (:mod:`rmqemu.events`): one column per field any kind declares, of the declared type.
 
 Why explicit: schema inference reads every file twice, picks different types for
 different runs (an all-null column becomes a string, ``ts`` an integer when a hand-made
 log has whole milliseconds) and cannot tell us which lines were broken. With a fixed
 schema plus a corrupt-record column, a truncated last line of a killed node becomes a
 row with only ``_corrupt_record`` set, which we count and drop.
+
+Why from the registry: the writers check their lines against it and ``docs/events.md`` is
+rendered from it, so a field that exists is also read (``mode`` and ``subscribe_queues`` were
+documented and written, but missing here while this schema was kept by hand).
 
 One union schema serves every event kind: fields a kind does not write are null.
 Fields that hold ``[name, number]`` pairs (``publish_queues``, ``allocated``, ``links``)
@@ -15,74 +20,59 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from rmqemu import event_kinds
+from rmqemu.event_types import ListOf, MapOf, Pair, Scalar, Type
+from rmqemu.events import columns
+
 CORRUPT_COLUMN = "_corrupt_record"
 
 _STR = T.StringType()
 _INT = T.IntegerType()
-_DBL = T.DoubleType()
-_PAIRS = T.ArrayType(T.ArrayType(_STR))
+_SCALARS: dict[str, T.DataType] = {
+    "str": _STR, "int": _INT, "long": T.LongType(), "float": T.DoubleType(), "bool": T.BooleanType(),
+}
 
-QUEUE_DATA = T.StructType([
-    T.StructField("broker", _STR),
-    T.StructField("read", _INT),
-    T.StructField("write", _INT),
-    T.StructField("perm", _INT),
-])
 
-FAULT_PARAMS = T.StructType([
-    T.StructField("links", _PAIRS),
-    T.StructField("offset_ms", _DBL),
-])
+def spark_type(t: Type) -> T.DataType:
+    """The Spark type a registry type is read as. A pair is an array of strings: its items
+    differ in type (``[broker, queue_id]``) and Spark renders a JSON number as its text."""
+    if isinstance(t, Scalar):
+        return _SCALARS[t.name]
+    if isinstance(t, Pair):
+        return T.ArrayType(_STR)
+    if isinstance(t, ListOf):
+        return T.ArrayType(spark_type(t.item))
+    if isinstance(t, MapOf):
+        return T.MapType(_STR, spark_type(t.value))
+    return T.StructType([T.StructField(f.name, spark_type(f.type)) for f in t.fields])
 
-#: Every field any event kind of DESIGN section 6 carries (plus the extra facts the
-#: launcher/clients write: ``error``, ``group``, ``code``, ``signal``). ``signal`` and
-#: ``changed`` are strings so that ``"SIGKILL"`` or ``1`` cannot turn a whole line corrupt.
+
+#: The members of ``params`` the report reads: only ``links`` (partitions) is used, ``offset_ms``
+#: was read before the schema came from the registry and is kept so the ``faults`` table keeps
+#: its shape.
+PARAMS_READ = ("links", "offset_ms")
+
+#: Where the Spark type is not the registry's, and why.
+OVERRIDES: dict[str, T.DataType] = {
+    # Strings on purpose, so that "SIGKILL" or 1 cannot turn a whole line corrupt (a corrupt
+    # line is dropped, and a node.exit or client.route line matters to every metric).
+    "signal": _STR,
+    "changed": _STR,
+    # Not every member: the members differ between fault kinds (maps of refused nodes, modes),
+    # the report uses only the links, and ``params`` goes as it is into the ``faults`` Parquet
+    # table, whose columns should not change with each new fault parameter.
+    "params": T.StructType([T.StructField(name, spark_type(event_kinds.FAULT_PARAMS.member(name).type))
+                            for name in PARAMS_READ]),
+}
+
+#: An item of ``ns.route`` ``queue_datas`` (``reports.staleness`` casts an empty array to it).
+QUEUE_DATA = spark_type(event_kinds.QUEUE_DATA)
+#: ``fault.start`` / ``fault.end`` ``params`` as read.
+FAULT_PARAMS = OVERRIDES["params"]
+
+#: Every field any event kind carries (the common ones first), in registry order.
 EVENT_FIELDS: list[T.StructField] = [
-    T.StructField("ts", _DBL),
-    T.StructField("local_ms", _DBL),
-    T.StructField("node", _STR),
-    T.StructField("kind", _STR),
-    # node.start / node.exit
-    T.StructField("role", _STR),
-    T.StructField("pid", T.LongType()),
-    T.StructField("broker", _STR),
-    T.StructField("broker_id", _INT),
-    T.StructField("code", _INT),
-    T.StructField("signal", _STR),
-    # fault.start / fault.end
-    T.StructField("fault_id", _STR),
-    T.StructField("fault", _STR),
-    T.StructField("targets", T.ArrayType(_STR)),
-    T.StructField("params", FAULT_PARAMS),
-    # broker.topic
-    T.StructField("topic", _STR),
-    T.StructField("read_queues", _INT),
-    T.StructField("write_queues", _INT),
-    T.StructField("perm", _INT),
-    T.StructField("how", _STR),
-    # ns.broker / ns.route
-    T.StructField("broker_addr", _STR),
-    T.StructField("change", _STR),
-    T.StructField("queue_datas", T.ArrayType(QUEUE_DATA)),
-    T.StructField("masters", T.ArrayType(_STR)),
-    # client.route
-    T.StructField("source", _STR),
-    T.StructField("publish_queues", _PAIRS),
-    T.StructField("changed", _STR),
-    # send
-    T.StructField("msg_id", _STR),
-    T.StructField("queue_id", _INT),
-    T.StructField("attempt", _INT),
-    T.StructField("outcome", _STR),
-    T.StructField("latency_ms", _DBL),
-    T.StructField("error", _STR),
-    T.StructField("group", _STR),
-    # pull / consume / rebalance
-    T.StructField("msg_ids", T.ArrayType(_STR)),
-    T.StructField("cid", _STR),
-    T.StructField("cids", T.ArrayType(_STR)),
-    T.StructField("strategy", _STR),
-    T.StructField("allocated", _PAIRS),
+    T.StructField(name, OVERRIDES.get(name) or spark_type(f.type)) for name, f in columns().items()
 ]
 
 #: The schema handed to ``spark.read.json``: the event fields plus the corrupt-record column.

@@ -1,49 +1,45 @@
-"""The event reference (``docs/events.md``) as data, to check real runs against it: every
-kind a run wrote, and every top-level field of it, must be documented there."""
+"""Real runs checked against the event registry (:mod:`rmqemu.events`, which docs/events.md is
+rendered from): every kind a run wrote must be registered, every field of it too, with the
+registered type, and every required field present."""
 from __future__ import annotations
 
-import re
-from collections import defaultdict
+from collections import Counter
 from pathlib import Path
 
 from emulator.testing import read_events
+from rmqemu import events
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "events.md"
-COMMON = {"ts", "node", "kind", "local_ms"}
-
-
-def documented() -> dict[str, set[str]]:
-    """kind -> the field names its table rows mention (rows of one kind are merged)."""
-    out: dict[str, set[str]] = defaultdict(set)
-    in_kinds = False  # inside a table whose first column is "kind"
-    for line in DOC.read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
-        if len(cells) < 2:
-            in_kinds = False
-            continue
-        if "`" not in cells[0]:
-            in_kinds = in_kinds or cells[0] == "kind"
-            continue
-        kinds = re.findall(r"`([a-z]+(?:\.[a-z_]+)?)`", cells[0])
-        if not in_kinds or not kinds:
-            continue
-        names = set(re.findall(r"`([a-z_]+)", " ".join(cells[1:])))
-        for kind in kinds:
-            out[kind] |= names
-    return dict(out)
+MAX_SHOWN = 30
 
 
-def undocumented(run_dir: Path) -> dict[str, set[str]]:
-    """What ``run_dir`` wrote that the reference does not list: ``{kind: fields}``, with an
-    empty set for a kind missing altogether."""
-    doc = documented()
+def unregistered(run_dir: Path) -> dict[str, set[str]]:
+    """What ``run_dir`` wrote that the registry does not list: ``{kind: fields}``, with an empty
+    set for a kind missing altogether."""
     missing: dict[str, set[str]] = {}
     for ev in read_events(run_dir):
         kind = ev.get("kind", "")
-        if kind not in doc:
+        decl = events.KINDS.get(kind)
+        if decl is None:
             missing.setdefault(kind, set())
             continue
-        extra = set(ev) - COMMON - doc[kind]
+        extra = set(ev) - events.COMMON_NAMES - {f.name for f in decl.fields}
         if extra:
             missing.setdefault(kind, set()).update(extra)
     return missing
+
+
+def contract_problems(run_dir: Path) -> list[str]:
+    """One line per distinct problem of the run's lines (:func:`rmqemu.events.problems`: an
+    unregistered kind or field, a wrong type, a missing required field, a forbidden null), with
+    how many lines had it; empty for a run that keeps the contract."""
+    seen: Counter[str] = Counter()
+    for ev in read_events(run_dir):
+        for problem in events.problems(ev):
+            seen[problem] += 1
+    lines = [f"{problem} ({n} line(s))" for problem, n in sorted(seen.items())]
+    return lines[:MAX_SHOWN] + ([f"... and {len(lines) - MAX_SHOWN} more"] if len(lines) > MAX_SHOWN else [])
+
+
+def kinds_written(run_dir: Path) -> set[str]:
+    """The kinds a run wrote (to check that it exercised the kinds a test expects)."""
+    return {ev.get("kind", "") for ev in read_events(run_dir)}

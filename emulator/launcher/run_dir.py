@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rmqemu.errors import RunDirError
+from rmqemu.events import check_line
 
 DEFAULT_ROOT = Path("runs")
 LATEST = "latest"
@@ -86,7 +87,10 @@ def read_json(path: Path) -> Any:
 
 
 def append_event(path: Path, event: dict[str, Any]) -> None:
-    """Append one event line for a node that cannot write it itself (``node.exit`` of a dead node)."""
+    """Append one event line for a node that cannot write it itself (``node.exit`` of a dead node),
+    or a launcher/injector line of ``faults.jsonl``; refused (``ValueError``) unless its kind and
+    fields are registered (:mod:`rmqemu.events`)."""
+    check_line(event)
     with open(path, "a") as f:
         f.write(json.dumps(event, default=str) + "\n")
         f.flush()

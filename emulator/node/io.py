@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from emulator.node.clock import host_ms
+from rmqemu.events import check as check_event
 
 
 class EventLog:
@@ -26,6 +27,8 @@ class EventLog:
         self.written = 0
 
     def write(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Append one line; an unregistered kind or field raises ``ValueError`` (:mod:`rmqemu.events`)."""
+        check_event(kind, fields)
         event = {"ts": self.host(), "node": self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
         if self.file is not None:
             self.file.write(json.dumps(event, default=str, separators=(",", ":")) + "\n")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, Union
 
 from emulator.protocol import ChannelEvent, Frame
+from rmqemu.events import check as check_event
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,17 @@ class Request:
 
 @dataclass(frozen=True)
 class Emit:
-    """Write one event (DESIGN section 6). The runtime adds ``ts``, ``node`` and ``local_ms``."""
+    """Write one event (DESIGN section 6). The runtime adds ``ts``, ``node`` and ``local_ms``.
+
+    The kind and the field names must be in the event registry (:mod:`rmqemu.events`): an
+    unknown one raises ``ValueError`` here, where the bug is, instead of reaching a log that the
+    docs and the report do not know."""
 
     kind: str
     fields: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_event(self.kind, self.fields)
 
 
 @dataclass(frozen=True)

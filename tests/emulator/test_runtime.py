@@ -57,7 +57,7 @@ class Probe(Role):
 
     def reply_handler(self, resp: Frame | None, now: Now) -> list[Action]:
         self.replies.append(resp)
-        return [Emit("probe.reply", {"code": None if resp is None else resp.code})]
+        return [Emit("pull", {"code": None if resp is None else resp.code})]  # any registered kind
 
     def state(self) -> dict[str, Any]:
         return {"answer": 42}
@@ -128,7 +128,7 @@ def test_request_gets_its_response_once_and_a_late_one_is_ignored(rig) -> None:
     assert [r.code for r in role.replies] == [17]
     t.respond(sent, code=0)  # a duplicate (link fault) or late answer
     rt.step(0)
-    assert len(role.replies) == 1 and len(events("probe.reply")) == 1
+    assert len(role.replies) == 1 and len(events("pull")) == 1
 
 
 def test_request_timeout_and_refused_connect_answer_none(rig) -> None:

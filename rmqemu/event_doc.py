@@ -1,0 +1,99 @@
+"""``docs/events.md``, rendered from the event registry (the page is generated, not written).
+
+Why generate it: the page, the writers' checks and the Spark schema used to be three copies of
+one contract that drifted apart; now the page is one view of :mod:`rmqemu.event_kinds`, and
+``tests/test_events.py`` fails when the checked-in page is not what this module renders.
+Regenerate with ``python -m rmqemu.events > docs/events.md``.
+"""
+
+from __future__ import annotations
+
+from rmqemu.event_kinds import CLOCK_SETTING, COMMON, FAULT_PARAMS, QUEUE_DATA, SECTIONS
+from rmqemu.event_types import Field, Kind, Struct, describe
+
+REGENERATE = "python -m rmqemu.events > docs/events.md"
+
+INTRO = f"""\
+# Events of a run
+
+<!-- Generated from rmqemu/event_kinds.py by `{REGENERATE}`:
+     edit the registry, not this page. -->
+
+Every process appends JSON lines to `runs/<run-id>/events/<node>.jsonl` (flushed per line: a
+killed node loses at most the line it was writing, and `rmqemu report` counts such a truncated
+line instead of failing); the fault injector writes `runs/<run-id>/faults.jsonl`. This page lists
+every kind the emulator writes. The kinds and fields of DESIGN section 6 (the contract the Spark
+metrics are defined on) are kept as named there; rows and fields marked *(ext)* are additions.
+
+The page is generated from the event registry, `rmqemu/event_kinds.py`
+(`{REGENERATE}`). The same registry makes the Spark read schema
+(`reports/schema.py`), and every writer refuses a kind or a field it does not list
+(`rmqemu.events.check`): a new kind or field is declared there first.
+
+Fields are written `` `name` type: meaning``; `?` after the name: not on every line of the
+kind; `or null` after the type: may be `null`. Types: `str`, `int` (`long`: may pass 32 bits),
+`float`, `bool`, `[T]` a list, `[str, int]` a pair, `{{node: str}}` an object keyed by node
+name; `queue_data`, `clock setting` and `params` are the objects of
+[Nested objects](#nested-objects).
+
+Common fields of every line:
+"""
+
+SKEW = """\
+`ts` is never skewed: a clock fault changes `local_ms` and what the node decides with it (expiry
+stamps, timeouts), not the time axis of the report.
+"""
+
+OUTRO = """\
+## What the report reads
+
+`reports/schema.py` builds the explicit Spark schema from this registry: one column per field
+above, with its type, except where Spark needs another one (pairs are read as arrays of strings;
+`signal` and `changed` as strings, so that an odd value cannot turn a whole line corrupt; of
+`params` only the members the report uses). Unknown fields are ignored, so a log with extra
+fields still loads. The metric definitions (truth, views, staleness over/under, convergence,
+misrouted-send reasons) are those of DESIGN section 7; the report's Parquet tables
+(`report/parquet/<table>`) are the intermediate results of those definitions, one row per
+interval or per send.
+"""
+
+#: The objects of the "Nested objects" table and where they appear.
+NESTED: tuple[tuple[Struct, str], ...] = (
+    (QUEUE_DATA, "`ns.route` `queue_datas`"),
+    (CLOCK_SETTING, "`node.clock` `setting`"),
+    (FAULT_PARAMS, "`fault.start`, `fault.end` `params`"),
+)
+
+
+def _ext(ext: bool) -> str:
+    return " *(ext)*" if ext else ""
+
+
+def render_field(f: Field, in_ext_kind: bool = False) -> str:
+    """`` `name`? type|null *(ext)*: meaning`` (the marks only where they apply)."""
+    text = f"`{f.name}`{'' if f.required else '?'} {describe(f.type)}{' or null' if f.nullable else ''}"
+    text += _ext(f.ext and not in_ext_kind)
+    return text + (f": {f.meaning}" if f.meaning else "")
+
+
+def render_kind(k: Kind) -> str:
+    """One table row: the kind, its writer, what a line means and its fields."""
+    fields = "; ".join(render_field(f, k.ext) for f in k.fields)
+    cell = k.meaning + (f". {fields}" if fields else "")
+    return f"| `{k.name}`{_ext(k.ext)} | {k.writer} | {cell} |"
+
+
+def markdown() -> str:
+    """The whole page, as checked in at ``docs/events.md``."""
+    out = [INTRO, "| field | meaning |", "|---|---|"]
+    out += [f"| `{f.name}`{_ext(f.ext)} {describe(f.type)} | {f.meaning} |" for f in COMMON]
+    out += ["", SKEW]
+    for section in SECTIONS:
+        out += [f"## {section.title}", "", "| kind | written by | fields |", "|---|---|---|"]
+        out += [render_kind(k) for k in section.kinds]
+        out.append("")
+    out += ["## Nested objects", "", "| object | in | members |", "|---|---|---|"]
+    for struct, where in NESTED:
+        out.append(f"| `{struct.name}` | {where} | {'; '.join(render_field(f) for f in struct.fields)} |")
+    out += ["", OUTRO]
+    return "\n".join(out).rstrip("\n") + "\n"
