@@ -2,7 +2,7 @@
 
 from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
-from emulator.roles.base import ChannelEvent, Oneway
+from emulator.roles.base import Oneway
 from emulator.roles.producer import Producer
 from emulator.roles.workload import OutgoingMessage
 from tests.roles.fakes import Driver, response
@@ -43,7 +43,7 @@ def answer_route(d, body=None, code=0):
 
 
 def send(d, m, mode="sync"):
-    return d._take(d.role.send(m, mode, d.time.now()))
+    return d.run(lambda now: d.role.send(m, mode, now))
 
 
 def test_start_polls_tbw102_from_one_namesrv():
@@ -144,11 +144,11 @@ def test_namesrv_sticky_then_failover_on_disconnect():
         chosen.add(req.addr)
     assert len(chosen) == 1
     first = chosen.pop()
-    d._take(d.role.on_channel(ChannelEvent(kind="disconnected", addr=first), d.time.now()))
+    d.channel("disconnected", addr=first)
     d.timer("pollNameServer")
     req, _ = answer_route(d, route("b1"))
     assert req.addr != first
-    d._take(d.role.on_channel(ChannelEvent(kind="connected", addr=first), d.time.now()))
+    d.channel("connected", addr=first)
     d.timer("pollNameServer")
     assert d.pending_to(code=RequestCode.GET_ROUTEINFO_BY_TOPIC)[0].addr == req.addr  # still sticky
 

@@ -300,3 +300,15 @@ def test_wipe_and_add_write_perm(d):
     d.call(RC.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
     assert route(d, "T").json_body()["queueDatas"][0]["perm"] == 6
     assert route(d, "TBW102").json_body()["queueDatas"][0]["perm"] == 6  # READ|WRITE: INHERIT is gone
+
+
+def test_a_frozen_namesrv_scans_once_when_it_wakes(d):
+    """The Driver runs the node runtime: after a freeze (SIGSTOP) longer than many scan periods,
+    the scan runs once and the schedule moves on, it does not catch up run by run."""
+    scans: list[float] = []
+    on_timer = d.role.on_timer
+    d.role.on_timer = lambda name, now: scans.append(now.mono_ms) or on_timer(name, now)  # type: ignore[method-assign]
+    d.advance(50)
+    d.time.mono_ms += 1000  # frozen for ten periods
+    d.advance(0)
+    assert scans == [50, 1050] and d.timers["scan"].due == 1150
