@@ -10,6 +10,11 @@ Timers run at a fixed rate like ``scheduleAtFixedRate``; a run that falls a whol
 RocketMQ's idempotent periodic tasks (register, scan, poll) has the same effect (the tables live in
 :mod:`emulator.node.timers`).
 
+Time: the loop runs on host time; the role sees cluster (RocketMQ) ms. ``cluster_time`` (a
+:class:`~emulator.node.clock.ClusterTime`) is the only conversion: it builds the ``Now`` a role is
+handed, and the durations of ``Every`` / ``After`` / ``Request`` become host ms once, here, with
+the actions' wall-clock floors (``min_period_wall_ms``, ``min_timeout_wall_ms``) applied.
+
 Requests get an opaque id here; a response with that id, the timeout, or a failure to connect
 runs ``on_reply`` exactly once (``None`` for the latter two: RocketMQ's timeout/connect exceptions).
 
@@ -26,7 +31,7 @@ import traceback
 from collections import deque
 from typing import Any, Callable, Iterable
 
-from emulator.node.clock import ClockSetting, SkewableClock, mono_ms
+from emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
 from emulator.node.links import rules_from_wire
 from emulator.node.io import EventLog, NodeStore
 from emulator.node.timers import PendingRequests, TimerTable
@@ -46,12 +51,14 @@ class Runtime:
     """Drive ``role`` over ``transport`` until it exits; see the module docstring.
 
     ``observe``, when given, is called with every action just before it is performed (tests
-    record what the role did through it).
+    record what the role did through it). ``clock`` and ``mono`` are host clocks and
+    ``stop_grace_ms`` is host ms; ``cluster_time`` (scale 1 by default) is what the role sees.
     """
 
     def __init__(self, role: Role, transport: Transport, clock: SkewableClock, events: EventLog,
                  store: NodeStore, mono: Callable[[], float] = mono_ms, start_fields: dict[str, Any] | None = None,
-                 stop_grace_ms: float = 5000.0, observe: Callable[[Action], None] | None = None) -> None:
+                 stop_grace_ms: float = 5000.0, observe: Callable[[Action], None] | None = None,
+                 cluster_time: ClusterTime | None = None) -> None:
         self.role = role
         self.transport = transport
         self.clock = clock
@@ -61,6 +68,7 @@ class Runtime:
         self.start_fields = start_fields or {}
         self.stop_grace_ms = stop_grace_ms
         self.observe = observe
+        self.cluster_time = cluster_time or ClusterTime()
         self.timers = TimerTable()
         self.pending = PendingRequests()
         self._opaques = itertools.count(1)
@@ -72,7 +80,8 @@ class Runtime:
         self.errors = 0
 
     def now(self) -> Now:
-        return Now(mono_ms=self.mono(), wall_ms=self.clock.now_ms())
+        """The role's view of now, in cluster ms."""
+        return self.cluster_time.now(self.mono(), self.clock.now_ms())
 
     # ------------------------------------------------------------------ the loop
 
@@ -252,9 +261,11 @@ class Runtime:
             elif isinstance(a, Append):
                 self.store.append(a.relpath, a.lines)
             elif isinstance(a, Every):
-                self.timers.every(a.name, self.mono() + a.initial_ms, a.period_ms)
+                host = self.cluster_time.host_ms
+                self.timers.every(a.name, self.mono() + host(a.initial_ms, a.min_period_wall_ms),
+                                  host(a.period_ms, a.min_period_wall_ms))
             elif isinstance(a, After):
-                self.timers.after(a.name, self.mono() + a.delay_ms)
+                self.timers.after(a.name, self.mono() + self.cluster_time.host_ms(a.delay_ms))
             elif isinstance(a, Cancel):
                 self.timers.cancel(a.name)
             elif isinstance(a, CloseChannel):
@@ -267,5 +278,5 @@ class Runtime:
         opaque = next(self._opaques)
         if not self.transport.send_to_addr(a.addr, a.frame.with_opaque(opaque)):
             return self._call(lambda now: a.on_reply(None, now))  # cannot connect: fails at once
-        self.pending.add(opaque, a, self.mono() + a.timeout_ms)
+        self.pending.add(opaque, a, self.mono() + self.cluster_time.host_ms(a.timeout_ms, a.min_timeout_wall_ms))
         return []

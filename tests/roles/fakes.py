@@ -8,6 +8,11 @@ deadlines, no inbound handling once stopping, ...), never a second implementatio
 - :class:`FakeTime`: the fake host: a :class:`~emulator.node.clock.FakeClock` for monotonic time and
   a wall clock ``mono + offset`` (``bump`` moves only the wall). Several drivers may share one, as
   nodes share a host; any driver's :meth:`Driver.advance` moves it for all of them.
+- Time units: roles speak cluster (RocketMQ) ms and the runtime's ``ClusterTime`` converts. A
+  Driver runs at ``scale`` 1 unless told otherwise, so host ms *are* cluster ms and a test reads
+  in RocketMQ's own numbers (``d.advance(30000)`` is the 30 s route poll, ``d.time.mono_ms += ...``
+  and ``d.time.wall_ms`` too). With another ``scale``, :meth:`Driver.advance` still takes cluster
+  ms, while :class:`FakeTime` stays host ms (that is where the wall-clock floors show).
 - :class:`FakeStore`: the node's store as a dict, passed to the runtime as its store (``Persist`` /
   ``Append`` land in :attr:`FakeStore.files`); it is also the ``read_store`` callable, so a test
   can "restart" a node over the same store.
@@ -32,7 +37,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emulator.node.clock import FakeClock, SkewableClock
+from emulator.node.clock import ClusterTime, FakeClock, SkewableClock
 from emulator.node.io import EventLog
 from emulator.node.runtime import Runtime
 from emulator.node.timers import Timer
@@ -108,7 +113,8 @@ class _RecordingLog(EventLog):
 
 
 class Driver:
-    def __init__(self, role: Role, time: FakeTime | None = None, store: FakeStore | None = None) -> None:
+    def __init__(self, role: Role, time: FakeTime | None = None, store: FakeStore | None = None, *,
+                 scale: float = 1.0) -> None:
         self.role = role
         self.time = time or FakeTime()
         self.store = store if store is not None else FakeStore()
@@ -117,8 +123,9 @@ class Driver:
         self.transport = FakeTransport(name=role.name, addr=role.addr, clock=self.time.clock)
         clock = SkewableClock(host=self.time.host_wall)
         self.log = _RecordingLog(role.name, clock.now_ms, host=self.time.host_wall)
+        self.cluster_time = ClusterTime(scale)
         self.runtime = Runtime(role, self.transport, clock, self.log, self.store, mono=self.time.clock,
-                               observe=self._record)
+                               observe=self._record, cluster_time=self.cluster_time)
         self._opaque = itertools.count(1)
 
     # ------------------------------------------------------------------ recording
@@ -148,8 +155,12 @@ class Driver:
 
     @property
     def timers(self) -> dict[str, Timer]:
-        """The runtime's timers by name (``due`` and ``period`` in monotonic ms)."""
+        """The runtime's timers by name (``due`` and ``period`` in host monotonic ms)."""
         return self.runtime.timers.entries
+
+    def now(self) -> Now:
+        """What the role would be handed now (cluster ms)."""
+        return self.runtime.now()
 
     @property
     def closed_channels(self) -> list[str]:
@@ -218,9 +229,9 @@ class Driver:
         return self._step()
 
     def advance(self, ms: float) -> list[Action]:
-        """Move the clock forward by ``ms`` (monotonic and wall), running the loop meanwhile:
-        due timers fire at their due times and unanswered requests time out, as in a node."""
-        end = self.time.mono_ms + ms
+        """Move the clock forward by ``ms`` cluster ms (monotonic and wall), running the loop
+        meanwhile: due timers fire at their due times and unanswered requests time out, as in a node."""
+        end = self.time.mono_ms + self.cluster_time.host_ms(ms)
         mark = self.mark()
         while True:
             self.runtime.step(max_wait_ms=max(0.0, end - self.time.mono_ms))
