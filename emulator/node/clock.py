@@ -109,6 +109,11 @@ class ClusterTime:
         """A cluster duration in host ms, never below the wall-clock floor ``min_wall_ms``."""
         return max(cluster_ms * self.scale, min_wall_ms)
 
+    def host_wall_ms(self, cluster_wall_ms: float) -> float:
+        """A role's wall instant (a liveness stamp in its ``state``) as a (skewed) host wall
+        instant, comparable with events' ``ts``: the inverse of ``Now.wall_ms``."""
+        return self.anchor_ms + (cluster_wall_ms - self.anchor_ms) * self.scale
+
 
 class FakeClock:
     """A hand-driven clock for tests: one value serves as host, wall and monotonic time."""

@@ -51,8 +51,7 @@ def build(spec: NodeSpec) -> Runtime:
         if getattr(spec, key) is not None:
             fields[key] = getattr(spec, key)
     return Runtime(role, transport, clock, events, store, start_fields=fields,
-                   stop_grace_ms=cluster_time.host_ms(STOP_GRACE_MS, MIN_STOP_GRACE_MS),
-                   cluster_time=ClusterTime())  # scale 1 until the roles stop multiplying by spec.scale themselves
+                   stop_grace_ms=cluster_time.host_ms(STOP_GRACE_MS, MIN_STOP_GRACE_MS), cluster_time=cluster_time)
 
 
 def main(argv: list[str]) -> int:

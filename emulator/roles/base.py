@@ -6,10 +6,10 @@ socket, a file or the real clock; the runtime loop (``emulator/node/runtime.py``
 That is what lets unit tests drive the RocketMQ logic with a fake clock and no sockets: call the
 role, inspect the actions, and feed ``Request.on_reply`` whatever response the test wants.
 
-Time: the instants in :class:`Now` and every duration in an action (``Every``, ``After``,
+Time: a role speaks RocketMQ's own (cluster) milliseconds and holds no ``timing.scale``. The
+instants in :class:`Now` and every duration in an action (``Every``, ``After``,
 ``Request.timeout_ms``) are cluster ms; the node runtime converts between cluster and host time
-in one place (``emulator.node.clock.ClusterTime``). (Transition: roles still multiply their
-intervals by ``timing.scale`` and the node runs its ClusterTime at scale 1.) Deliberate wall-clock floors are fields of
+in one place (``emulator.node.clock.ClusterTime``). Deliberate wall-clock floors are fields of
 the actions (``Request.min_timeout_wall_ms``, ``Every.min_period_wall_ms``) that the runtime applies.
 
 Addresses are RocketMQ-style ``"127.0.0.1:<port>"`` strings (what a broker registers and what a

@@ -25,6 +25,7 @@ def test_cluster_time_divides_monotonic_time_and_stretches_wall_time_around_the_
     assert now.mono_ms == pytest.approx(500_000.0) and now.host_mono_ms == 5_000.0
     assert now.wall_ms == pytest.approx(1_700_000_000_000.0 + 60_000.0)  # 600 wall ms = 60 cluster s
     assert ClusterTime(0.01, 0.0).now(1.0, 2.0).wall_ms == pytest.approx(200.0)  # a hand-made spec: anchor 0
+    assert ct.host_wall_ms(now.wall_ms) == pytest.approx(1_700_000_000_000.0 + 600.0)  # and back
 
 
 def test_cluster_durations_become_host_ms_with_a_wall_floor() -> None:

@@ -24,7 +24,7 @@ def route(*brokers, queues=4, masters=True):
 
 
 def make(workload=None, config=None):
-    spec = {"name": "cg-1-0", "role": "consumer", "seed": 3, "scale": 0.01, "namesrv_addrs": NS,
+    spec = {"name": "cg-1-0", "role": "consumer", "seed": 3, "namesrv_addrs": NS,
             "namesrv_names": ["namesrv-0"], "group": "cg-1", "config": config or {},
             "workload": workload or {"subscribe": [{"topic": "T", "expression": "*"}], "allocate": "AVG"}}
     d = Driver(Consumer.from_spec(NodeSpec.from_dict(spec), "127.0.0.1:7100", lambda p: None))
@@ -103,7 +103,7 @@ def test_rebalance_event_and_pulls_for_allocated_queues():
     pulls = d.pending_to(code=RequestCode.PULL_MESSAGE)
     assert sorted((r.addr, r.frame.fields["queueId"]) for r in pulls) == [("m-b1", i) for i in range(4)]
     f = pulls[0].frame.fields
-    assert f["suspendTimeoutMillis"] == 150 and pulls[0].timeout_ms == 300 and f["sysFlag"] & 2
+    assert f["suspendTimeoutMillis"] == 15000 and pulls[0].timeout_ms == 30000 and f["sysFlag"] & 2
     assert f["subVersion"] == d.role.subscriptions["T"]["subVersion"]
 
 
@@ -182,7 +182,7 @@ def test_pull_error_waits_exception_delay():
     req = d.pending_to(code=RequestCode.PULL_MESSAGE)[0]
     d.answer(req, response(ResponseCode.SUBSCRIPTION_NOT_LATEST, remark="the consumer's subscription not latest"))
     name = f"pull|T|{req.frame.fields and 'b1'}|{req.frame.fields['queueId']}"
-    assert d.timers[name].due == d.time.mono_ms + 30  # 3000 ms scaled
+    assert d.timers[name].due == d.time.mono_ms + 3000  # pullTimeDelayMillsWhenException
     assert d.events("pull")[-1]["code"] == 25
 
 
