@@ -69,8 +69,8 @@ class Producer(Role):
         if self.workload and self.factory:
             self.factory.set_incarnation(now.wall_ms)
             period = self.workload.period_ms()
-            if period is not None:  # message 0 at the first tick, then one every period
-                self.pacer = Pacer(None, period, self.workload.count)
+            if period is not None:  # message 0 one period from now, when the timer first fires
+                self.pacer = Pacer(now.mono_ms + period, period, self.workload.count)
                 actions.append(Every("workload", period, period, min_period_wall_ms=MIN_TICK_MS))
         return actions
 

@@ -1,10 +1,12 @@
 """Seeded message generation for producers and the consume-failure knob for consumers.
 
 Rate model: **even spacing**, not Poisson. ``rate`` is messages per *cluster* second, so message
-``k`` (0-based) is due at ``first tick + k * 1000 / rate`` cluster ms. A timer ticks every period,
-but never more often than every ``MIN_TICK_MS`` wall ms (``Every.min_period_wall_ms``: the node
-runtime applies it, as it applies ``timing.scale``), and issues every message due by then, so
-rates above the tick rate come out in small bursts with the right average. Even spacing keeps runs with the same seed comparable; randomness (message keys,
+``k`` (0-based) is due at ``start + (k + 1) * 1000 / rate`` cluster ms. A timer ticks every period
+from the start, but never more often than every ``MIN_TICK_MS`` wall ms (``Every.min_period_wall_ms``:
+the node runtime applies it, as it applies ``timing.scale``), and issues every message due by then,
+so rates above the tick rate come out in small bursts with the right average. The pacing starts
+with the timer's own schedule, so a tick that fires late issues what is due and the next one,
+on time, finds its message due (a pacing clock ahead of the timer's would find none on some ticks). Even spacing keeps runs with the same seed comparable; randomness (message keys,
 the consumer's failures) comes from a ``random.Random`` seeded with the run seed and node name.
 
 Topics are used round-robin in the order given; each message carries a unique ``UNIQ_KEY``
@@ -70,20 +72,15 @@ class ProducerWorkload:
 
 
 class Pacer:
-    """How many messages are due at ``mono_ms`` given even spacing from ``start_ms``.
+    """How many messages are due at ``mono_ms`` given even spacing from ``start_ms``."""
 
-    ``start_ms`` None: the first call to :meth:`due` starts the schedule (message 0 is due then),
-    so the producer's first workload tick is message 0 whatever floor delayed that tick."""
-
-    def __init__(self, start_ms: float | None, period_ms: float, limit: int | None) -> None:
+    def __init__(self, start_ms: float, period_ms: float, limit: int | None) -> None:
         self.start_ms = start_ms
         self.period_ms = period_ms
         self.limit = limit
         self.issued = 0  # sent or skipped
 
     def due(self, mono_ms: float) -> int:
-        if self.start_ms is None:
-            self.start_ms = mono_ms
         if mono_ms < self.start_ms:
             return 0
         total = int((mono_ms - self.start_ms) // self.period_ms) + 1
