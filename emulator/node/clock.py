@@ -1,11 +1,15 @@
-"""The skewable wall clock of DESIGN section 3.
+"""The skewable wall clock of DESIGN section 3, and the one place host time becomes cluster time.
 
 Every node reads "System.currentTimeMillis()" only through a :class:`SkewableClock`, so a clock
 fault changes what RocketMQ logic *compares* (broker liveness stamps, subVersion, blackout ends)
 without touching the node's schedules, which run on the monotonic clock.
 
 The clock is a pure function of the host time and its :class:`ClockSetting`; the setting is plain
-data so the fault injector can build it, send it over the control plane and record it.
+data so the fault injector can build it, send it over the control plane and record it. Settings
+are in host ms (a ``+130s`` bump at scale 0.01 is a 1300 ms offset).
+
+:class:`ClusterTime` is where ``timing.scale`` lives (trio's MockClock: scaling belongs to the
+clock, not to every caller): roles see cluster ms, the runtime waits host ms.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
+
+from emulator.roles.base import Now
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,42 @@ class SkewableClock:
 
     def set(self, setting: ClockSetting) -> None:
         self.setting = setting
+
+
+@dataclass(frozen=True)
+class ClusterTime:
+    """Host time <-> cluster (RocketMQ) time for one node under ``timing.scale``.
+
+    A cluster ms lasts ``scale`` host ms. Monotonic time is simply divided by the scale (its
+    origin means nothing). Wall time is stretched around ``anchor_ms``, the run's start in host
+    wall ms, which every node of a run shares (the launcher writes it into each spec): so two
+    nodes' ``wall_ms`` for the same host instant agree, and a cluster wall instant is
+    ``anchor + host ms since the anchor / scale``. A skewed host wall (a clock fault's offset,
+    drift, strobe) is stretched the same way, so a host offset of ``130000 * scale`` ms is
+    130000 cluster ms: what RocketMQ logic compares with its 120000 ms expiry.
+    """
+
+    scale: float = 1.0
+    anchor_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.scale > 0:
+            raise ValueError(f"scale must be > 0, got {self.scale!r}")
+
+    def now(self, host_mono_ms: float, skewed_wall_ms: float) -> Now:
+        """What a role is handed: cluster ms, plus the host monotonic reading for wall measurements."""
+        return Now(mono_ms=host_mono_ms / self.scale,
+                   wall_ms=self.anchor_ms + (skewed_wall_ms - self.anchor_ms) / self.scale,
+                   host_mono_ms=host_mono_ms)
+
+    def host_ms(self, cluster_ms: float, min_wall_ms: float = 0.0) -> float:
+        """A cluster duration in host ms, never below the wall-clock floor ``min_wall_ms``."""
+        return max(cluster_ms * self.scale, min_wall_ms)
+
+    def host_wall_ms(self, cluster_wall_ms: float) -> float:
+        """A role's wall instant (a liveness stamp in its ``state``) as a (skewed) host wall
+        instant, comparable with events' ``ts``: the inverse of ``Now.wall_ms``."""
+        return self.anchor_ms + (cluster_wall_ms - self.anchor_ms) * self.scale
 
 
 class FakeClock:

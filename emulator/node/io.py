@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Protocol, TextIO
 
 from emulator.node.clock import host_ms
 from rmqemu.events import check as check_event
@@ -40,6 +40,17 @@ class EventLog:
         if self.file is not None:
             self.file.close()
             self.file = None
+
+
+class NodeStore(Protocol):
+    """What the runtime needs of a node's store: :class:`StoreDir` on disk, or a test's
+    in-memory store (``tests/roles/fakes.py`` FakeStore) under the same runtime."""
+
+    def read(self, relpath: str) -> str | None: ...
+
+    def persist(self, relpath: str, text: str) -> None: ...
+
+    def append(self, relpath: str, lines: tuple[str, ...]) -> None: ...
 
 
 class StoreDir:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from emulator.node.clock import SkewableClock
+from emulator.node.clock import ClusterTime, SkewableClock
 from emulator.node.io import EventLog, StoreDir
 from emulator.roles.node_spec import NodeSpec
 from emulator.roles.registry import build_role
@@ -24,16 +24,22 @@ from emulator.transport.zmq_node import ZmqTransport
 
 NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (facts 1.5)
 CONNECT_TIMEOUT_MS = 3000  # NettyClientConfig.connectTimeoutMillis
-MIN_CONNECT_TIMEOUT_MS = 100.0  # a local connect + handshake under load; scaled 30 ms is too tight
+MIN_CONNECT_TIMEOUT_MS = 100.0  # wall: a local connect + handshake under load; scaled 30 ms is too tight
+STOP_GRACE_MS = 2 * 6000  # cluster ms a graceful stop waits for its requests (the launcher waits as long) ...
+MIN_STOP_GRACE_MS = 500.0  # ... but at least this many wall ms
 
 
 def build(spec: NodeSpec) -> Runtime:
-    """Transport, role and runtime for a node spec (written by ``emulator.launcher.manifest.write_spec``)."""
-    scale = spec.scale
-    idle_ms = float(spec.config.get("serverChannelMaxIdleTimeSeconds", NETTY_IDLE_S)) * 1000 * scale
+    """Transport, role and runtime for a node spec (written by ``emulator.launcher.manifest.write_spec``).
+
+    Every cluster duration the transport and the runtime need becomes host ms through the
+    node's one :class:`ClusterTime`, the same object that gives the role its ``Now``."""
+    cluster_time = ClusterTime(spec.scale, spec.anchor_ms)
+    idle_s = float(spec.config.get("serverChannelMaxIdleTimeSeconds", NETTY_IDLE_S))
     transport = ZmqTransport(
-        spec.name, spec.port, idle_ms=idle_ms, heartbeat_ms=NETTY_IDLE_S * 1000 * scale,
-        connect_timeout_ms=max(CONNECT_TIMEOUT_MS * scale, MIN_CONNECT_TIMEOUT_MS), seed=spec.seed,
+        spec.name, spec.port, idle_ms=cluster_time.host_ms(idle_s * 1000),
+        heartbeat_ms=cluster_time.host_ms(NETTY_IDLE_S * 1000),
+        connect_timeout_ms=cluster_time.host_ms(CONNECT_TIMEOUT_MS, MIN_CONNECT_TIMEOUT_MS), seed=spec.seed,
         control_endpoint=spec.control, token=spec.token,
     )
     clock = SkewableClock()
@@ -45,7 +51,7 @@ def build(spec: NodeSpec) -> Runtime:
         if getattr(spec, key) is not None:
             fields[key] = getattr(spec, key)
     return Runtime(role, transport, clock, events, store, start_fields=fields,
-                   stop_grace_ms=max(6000 * scale * 2, 500.0))
+                   stop_grace_ms=cluster_time.host_ms(STOP_GRACE_MS, MIN_STOP_GRACE_MS), cluster_time=cluster_time)
 
 
 def main(argv: list[str]) -> int:

@@ -7,25 +7,34 @@ one-shot timers on the monotonic clock, request timeouts, and control-plane comm
 
 Timers run at a fixed rate like ``scheduleAtFixedRate``; a run that falls a whole period behind
 (the process was SIGSTOPped) skips the missed runs instead of firing them back to back, which for
-RocketMQ's idempotent periodic tasks (register, scan, poll) has the same effect.
+RocketMQ's idempotent periodic tasks (register, scan, poll) has the same effect (the tables live in
+:mod:`emulator.node.timers`).
+
+Time: the loop runs on host time; the role sees cluster (RocketMQ) ms. ``cluster_time`` (a
+:class:`~emulator.node.clock.ClusterTime`) is the only conversion: it builds the ``Now`` a role is
+handed, and the durations of ``Every`` / ``After`` / ``Request`` become host ms once, here, with
+the actions' wall-clock floors (``min_period_wall_ms``, ``min_timeout_wall_ms``) applied.
 
 Requests get an opaque id here; a response with that id, the timeout, or a failure to connect
 runs ``on_reply`` exactly once (``None`` for the latter two: RocketMQ's timeout/connect exceptions).
+
+This loop is also what unit tests drive (``tests/roles/fakes.py``): over the in-memory
+:class:`~emulator.transport.fake.FakeTransport` and a fake clock, with ``observe`` seeing every
+action performed, so there is one implementation of action handling, not a second one for tests.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
 import traceback
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from emulator.node.clock import ClockSetting, SkewableClock, mono_ms
+from emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
 from emulator.node.links import rules_from_wire
-from emulator.node.io import EventLog, StoreDir
+from emulator.node.io import EventLog, NodeStore
+from emulator.node.timers import PendingRequests, TimerTable
 from emulator.roles.base import (
     Action, After, Append, Cancel, ChannelEvent, CloseChannel, Emit, Every, Exit, Inbound, Now, Oneway, Persist,
     Reply, Request, Role,
@@ -38,24 +47,18 @@ EXIT_LAUNCHER_LOST = 3
 EXIT_ROLE_FAILED = 4
 
 
-@dataclass
-class _Timer:
-    due: float
-    period: float | None
-
-
-@dataclass
-class _Pending:
-    request: Request
-    deadline: float
-
-
 class Runtime:
-    """Drive ``role`` over ``transport`` until it exits; see the module docstring."""
+    """Drive ``role`` over ``transport`` until it exits; see the module docstring.
+
+    ``observe``, when given, is called with every action just before it is performed (tests
+    record what the role did through it). ``clock`` and ``mono`` are host clocks and
+    ``stop_grace_ms`` is host ms; ``cluster_time`` (scale 1 by default) is what the role sees.
+    """
 
     def __init__(self, role: Role, transport: Transport, clock: SkewableClock, events: EventLog,
-                 store: StoreDir, mono: Callable[[], float] = mono_ms, start_fields: dict[str, Any] | None = None,
-                 stop_grace_ms: float = 5000.0) -> None:
+                 store: NodeStore, mono: Callable[[], float] = mono_ms, start_fields: dict[str, Any] | None = None,
+                 stop_grace_ms: float = 5000.0, observe: Callable[[Action], None] | None = None,
+                 cluster_time: ClusterTime | None = None) -> None:
         self.role = role
         self.transport = transport
         self.clock = clock
@@ -64,9 +67,10 @@ class Runtime:
         self.mono = mono
         self.start_fields = start_fields or {}
         self.stop_grace_ms = stop_grace_ms
-        self.timers: dict[str, _Timer] = {}
-        self.pending: dict[int, _Pending] = {}
-        self._deadlines: list[tuple[float, int]] = []
+        self.observe = observe
+        self.cluster_time = cluster_time or ClusterTime()
+        self.timers = TimerTable()
+        self.pending = PendingRequests()
         self._opaques = itertools.count(1)
         self.exit_code: int | None = None
         self.stop_code = 0  # the code to exit with once a graceful stop is done
@@ -76,7 +80,8 @@ class Runtime:
         self.errors = 0
 
     def now(self) -> Now:
-        return Now(mono_ms=self.mono(), wall_ms=self.clock.now_ms())
+        """The role's view of now, in cluster ms."""
+        return self.cluster_time.now(self.mono(), self.clock.now_ms())
 
     # ------------------------------------------------------------------ the loop
 
@@ -110,10 +115,10 @@ class Runtime:
             self.exit_code = self.stop_code
 
     def _next_due(self) -> float | None:
-        dues = [d for d, _ in self._deadlines[:1]]
-        if self.stopping_since is None and self.timers:
-            dues.append(min(t.due for t in self.timers.values()))
-        return min(dues) if dues else None
+        dues = [self.pending.next_deadline()]
+        if self.stopping_since is None:
+            dues.append(self.timers.next_due())
+        return min((d for d in dues if d is not None), default=None)
 
     def begin_stop(self) -> None:
         """Graceful stop: the role's ``stop`` actions, then wait for their requests to finish."""
@@ -137,7 +142,7 @@ class Runtime:
         elif isinstance(ev, ChannelEvent):
             self._perform(self._call(lambda now: self.role.on_channel(ev, now)))
         elif isinstance(ev, SendFailed):
-            p = self.pending.pop(ev.frame.opaque, None)
+            p = self.pending.pop(ev.frame.opaque)
             if p is not None:
                 self._perform(self._call(lambda now: p.request.on_reply(None, now)))
         elif isinstance(ev, BadInput):
@@ -154,33 +159,20 @@ class Runtime:
             self._drain_wake_fd()
 
     def _on_response(self, ev: Received) -> None:
-        p = self.pending.pop(ev.frame.opaque, None)
+        p = self.pending.pop(ev.frame.opaque)
         if p is not None:  # else a late answer to a request that timed out: RocketMQ drops it too
             self._perform(self._call(lambda now: p.request.on_reply(ev.frame, now)))
 
     def _expire_requests(self) -> None:
         now_ms = self.mono()
-        while self._deadlines and self._deadlines[0][0] <= now_ms:
-            _, opaque = heapq.heappop(self._deadlines)
-            p = self.pending.pop(opaque, None)
-            if p is not None:
-                self._perform(self._call(lambda now, p=p: p.request.on_reply(None, now)))
+        while (p := self.pending.pop_expired(now_ms)) is not None:
+            self._perform(self._call(lambda now, p=p: p.request.on_reply(None, now)))
 
     def _fire_timers(self) -> None:
         while self.exit_code is None and self.stopping_since is None:
-            now_ms = self.mono()
-            due = [(t.due, name) for name, t in self.timers.items() if t.due <= now_ms]
-            if not due:
+            name = self.timers.pop_due(self.mono())
+            if name is None:
                 return
-            _, name = min(due)
-            timer = self.timers[name]
-            if timer.period is None:
-                del self.timers[name]
-            else:
-                timer.due += timer.period
-                if timer.due <= now_ms:  # a whole period behind: skip the missed runs
-                    behind = now_ms - timer.due
-                    timer.due += timer.period * (behind // timer.period + 1)
             self._perform(self._call(lambda now: self.role.on_timer(name, now)))
 
     def _on_command(self, cmd: ControlCommand) -> None:
@@ -230,6 +222,12 @@ class Runtime:
 
     # ------------------------------------------------------------------ actions
 
+    def invoke(self, fn: Callable[[Now], list[Action]]) -> None:
+        """Run role code that is none of the loop's inputs (a test firing a timer off schedule,
+        or calling a role's own entry point such as the producer's ``send``) and perform its
+        actions, exactly as the loop does for its inputs."""
+        self._perform(self._call(fn))
+
     def _call(self, fn: Callable[[Now], list[Action]], fatal: bool = False) -> list[Action]:
         """Run role code; an exception is an event and a log line, never the node's death (except
         in ``start``: a role that cannot start is a broken node)."""
@@ -248,6 +246,8 @@ class Runtime:
         queue = deque(actions)
         while queue:
             a = queue.popleft()
+            if self.observe is not None:
+                self.observe(a)
             if isinstance(a, Reply):
                 self.transport.send_to_channel(a.channel, a.frame)
             elif isinstance(a, Request):
@@ -261,11 +261,13 @@ class Runtime:
             elif isinstance(a, Append):
                 self.store.append(a.relpath, a.lines)
             elif isinstance(a, Every):
-                self.timers[a.name] = _Timer(self.mono() + a.initial_ms, max(a.period_ms, 0.001))
+                host = self.cluster_time.host_ms
+                self.timers.every(a.name, self.mono() + host(a.initial_ms, a.min_period_wall_ms),
+                                  host(a.period_ms, a.min_period_wall_ms))
             elif isinstance(a, After):
-                self.timers[a.name] = _Timer(self.mono() + a.delay_ms, None)
+                self.timers.after(a.name, self.mono() + self.cluster_time.host_ms(a.delay_ms))
             elif isinstance(a, Cancel):
-                self.timers.pop(a.name, None)
+                self.timers.cancel(a.name)
             elif isinstance(a, CloseChannel):
                 self.transport.close_channel(a.channel)
             elif isinstance(a, Exit):
@@ -276,7 +278,5 @@ class Runtime:
         opaque = next(self._opaques)
         if not self.transport.send_to_addr(a.addr, a.frame.with_opaque(opaque)):
             return self._call(lambda now: a.on_reply(None, now))  # cannot connect: fails at once
-        deadline = self.mono() + a.timeout_ms
-        self.pending[opaque] = _Pending(a, deadline)
-        heapq.heappush(self._deadlines, (deadline, opaque))
+        self.pending.add(opaque, a, self.mono() + self.cluster_time.host_ms(a.timeout_ms, a.min_timeout_wall_ms))
         return []

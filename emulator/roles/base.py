@@ -6,6 +6,12 @@ socket, a file or the real clock; the runtime loop (``emulator/node/runtime.py``
 That is what lets unit tests drive the RocketMQ logic with a fake clock and no sockets: call the
 role, inspect the actions, and feed ``Request.on_reply`` whatever response the test wants.
 
+Time: a role speaks RocketMQ's own (cluster) milliseconds and holds no ``timing.scale``. The
+instants in :class:`Now` and every duration in an action (``Every``, ``After``,
+``Request.timeout_ms``) are cluster ms; the node runtime converts between cluster and host time
+in one place (``emulator.node.clock.ClusterTime``). Deliberate wall-clock floors are fields of
+the actions (``Request.min_timeout_wall_ms``, ``Every.min_period_wall_ms``) that the runtime applies.
+
 Addresses are RocketMQ-style ``"127.0.0.1:<port>"`` strings (what a broker registers and what a
 route carries). A *channel* is the opaque id of one inbound connection as the server side sees it
 (Netty's ``Channel``): replies and server-initiated oneways (NOTIFY_CONSUMER_IDS_CHANGED) go back
@@ -23,14 +29,22 @@ from rmqemu.events import check as check_event
 
 @dataclass(frozen=True)
 class Now:
-    """The two clocks a role may read (DESIGN section 3).
+    """The clocks a role may read (DESIGN section 3), as the runtime's ``ClusterTime`` gives them.
 
-    ``mono_ms``: monotonic; for timeouts, latencies and schedules.
-    ``wall_ms``: the node's skewable clock, i.e. RocketMQ's ``System.currentTimeMillis()``.
+    ``mono_ms``: monotonic, in cluster ms; for timeouts, schedules and the latencies RocketMQ's own
+    logic compares with its thresholds (``MQFaultStrategy``'s latency table).
+    ``wall_ms``: the node's skewable clock in cluster ms, i.e. RocketMQ's
+    ``System.currentTimeMillis()``: ``anchor + (skewed host wall - anchor) / scale`` with the run's
+    start as the anchor shared by every node, so instants stay comparable across nodes and a
+    clock bump of ``+130 s`` (cluster) moves it by 130000.
+    ``host_mono_ms``: the host's monotonic clock, unscaled; only for what an event reports in wall
+    ms (``send.latency_ms``) and for measuring against a wall-clock floor (the producer's
+    ``minSendTimeoutWallMs`` send budget). RocketMQ logic never reads it.
     """
 
     mono_ms: float
     wall_ms: float
+    host_mono_ms: float
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -73,12 +87,17 @@ class Request:
     ``response`` is ``None`` when the timeout elapsed or the frame could not be sent (RocketMQ's
     RemotingTimeoutException / RemotingConnectException both surface as "no answer"). The
     runtime assigns the opaque id.
+
+    ``timeout_ms`` is in cluster ms; the request waits ``max(timeout_ms * scale,
+    min_timeout_wall_ms)`` host ms, so a role can keep a timeout above the host's scheduling
+    noise without knowing the scale.
     """
 
     addr: str
     frame: Frame
     timeout_ms: float
     on_reply: ReplyHandler
+    min_timeout_wall_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -116,18 +135,21 @@ class Append:
 class Every:
     """Register a periodic task: ``on_timer(name)`` after ``initial_ms`` then every ``period_ms``.
 
-    Runs on the monotonic clock at a fixed rate, like ``scheduleAtFixedRate``.
+    Runs on the monotonic clock at a fixed rate, like ``scheduleAtFixedRate``. Both are cluster
+    ms; ``min_period_wall_ms`` floors both in host ms (a task that must not run more often than
+    the host can keep up with, e.g. the producer workload's tick).
     """
 
     name: str
     initial_ms: float
     period_ms: float
+    min_period_wall_ms: float = 0.0
 
 
 @dataclass(frozen=True)
 class After:
-    """A one-shot timer: ``on_timer(name)`` after ``delay_ms``. A new After with the same name
-    replaces a pending one."""
+    """A one-shot timer: ``on_timer(name)`` after ``delay_ms`` (cluster ms). A new After with the
+    same name replaces a pending one."""
 
     name: str
     delay_ms: float
@@ -199,8 +221,3 @@ class Role:
     def state(self) -> dict[str, Any]:
         """A JSON-able snapshot for the control plane's ``state`` query and for tests."""
         return {}
-
-
-def scaled(ms: float, scale: float) -> float:
-    """A RocketMQ interval in wall ms under ``timing.scale``."""
-    return ms * scale

@@ -5,7 +5,7 @@ request handling in the processors (send, pull, client, admin); namesrv traffic 
 broker_outer_api; the slave's topic and consumer-offset sync in slave_sync; commit-log replication in ha (master side,
 every broker) and ha_client (a slave's loop). This module owns identity, timers and channel events.
 
-Timers (all RocketMQ intervals x ``scale``):
+Timers (RocketMQ's intervals in cluster ms; the node runtime applies ``timing.scale``):
 
 - ``register``: ``Every(10000, max(10000, min(registerNameServerPeriod, 60000)))`` (facts 2.1)
 - ``client_scan``: ``Every(10000, 10000)``, ClientHousekeepingService, 120 s idle (facts 4.2)
@@ -50,7 +50,7 @@ class Broker(Role):
 
     def __init__(
         self, name: str, addr: str, configs: BrokerConfigs, namesrv_addrs: list[str],
-        scale: float = 0.01, seed: int = 0, read_store: StoreReader = lambda p: None,
+        seed: int = 0, read_store: StoreReader = lambda p: None,
     ) -> None:
         super().__init__(name, addr)
         self.configs = configs
@@ -65,7 +65,6 @@ class Broker(Role):
         # haServerAddr = brokerIP2:haListenPort, the HA port being listenPort + 1 (facts 2.1)
         self.ha_server_addr = f"{self.cfg.brokerIP2}:{int(port or 0) + 1}"
         self.namesrv_addrs = list(namesrv_addrs)
-        self.scale = scale
         self.rng = random.Random(seed)
         self.read_store = read_store
         self.master_addr: str | None = None
@@ -110,11 +109,7 @@ class Broker(Role):
         configs.broker.brokerName = spec.broker or configs.broker.brokerName
         configs.broker.brokerId = spec.broker_id or 0
         configs.broker.brokerClusterName = spec.cluster or configs.broker.brokerClusterName
-        return cls(spec.name, addr, configs, list(spec.namesrv_addrs), spec.scale, spec.seed, read_store)
-
-    def ms(self, rocketmq_ms: float) -> float:
-        """A RocketMQ interval under ``timing.scale``."""
-        return rocketmq_ms * self.scale
+        return cls(spec.name, addr, configs, list(spec.namesrv_addrs), spec.seed, read_store)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -128,14 +123,14 @@ class Broker(Role):
         ])
         period = max(10000, min(self.cfg.registerNameServerPeriod, 60000))
         actions += [
-            Every("register", self.ms(10000), self.ms(period)),
-            Every("client_scan", self.ms(10000), self.ms(10000)),
-            Every("offset_flush", self.ms(10000), self.ms(self.cfg.flushConsumerOffsetInterval)),
+            Every("register", 10000, period),
+            Every("client_scan", 10000, 10000),
+            Every("offset_flush", 10000, self.cfg.flushConsumerOffsetInterval),
         ]
         if self.is_slave:
-            actions.append(Every("slave_sync", self.ms(3000), self.ms(10000)))
+            actions.append(Every("slave_sync", 3000, 10000))
             check = 5000 if self.cfg.longPollingEnable else self.cfg.shortPollingTimeMills
-            actions.append(Every("pull_hold_check", self.ms(check), self.ms(check)))
+            actions.append(Every("pull_hold_check", check, check))
         actions += self.registrar.register_all(now, oneway_=False, force=True)
         return actions
 
@@ -150,7 +145,7 @@ class Broker(Role):
         if name == "register":
             return self.registrar.register_all(now, oneway_=False, force=self.cfg.forceRegister)
         if name == "client_scan":
-            timeout = self.ms(CHANNEL_EXPIRED_TIMEOUT)
+            timeout = CHANNEL_EXPIRED_TIMEOUT
             closed = self.consumers.scan_not_active_channel(now.wall_ms, timeout)
             closed += self.producers.scan_not_active_channel(now.wall_ms, timeout)
             return [CloseChannel(ch) for ch in dict.fromkeys(closed)]

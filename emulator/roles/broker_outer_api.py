@@ -9,7 +9,7 @@
 - ``brokerPermission`` without both READ and WRITE rewrites every topic's perm in the wrapper
   (not in the broker's table).
 - UNREGISTER_BROKER on graceful stop: RocketMQ sends them one namesrv at a time; the emulator
-  sends them **in parallel** (each with RocketMQ's 3000 ms timeout, scaled), which only changes
+  sends them **in parallel** (each with RocketMQ's 3000 ms timeout), which only changes
   how long a stop takes when a namesrv does not answer.
 """
 
@@ -70,7 +70,7 @@ class NamesrvRegistrar:
             return [Oneway(addr, oneway(RequestCode.REGISTER_BROKER, fields, body)) for addr in self.broker.namesrv_addrs]
         self.rounds += 1
         state = {"done": False}
-        timeout = self.broker.cfg.registerBrokerTimeoutMills * self.broker.scale
+        timeout = self.broker.cfg.registerBrokerTimeoutMills
 
         def on_reply(resp: Frame | None, now: Now) -> list[Action]:
             if resp is None or resp.code != ResponseCode.SUCCESS or state["done"]:
@@ -87,7 +87,7 @@ class NamesrvRegistrar:
         if not addrs:
             return []
         state = {"left": len(addrs), "need": False}
-        timeout = self.broker.cfg.registerBrokerTimeoutMills * self.broker.scale
+        timeout = self.broker.cfg.registerBrokerTimeoutMills
 
         def on_reply(resp: Frame | None, now: Now) -> list[Action]:
             changed = resp is None or resp.code != ResponseCode.SUCCESS or str(resp.fields.get("changed")).lower() == "true"
@@ -102,5 +102,5 @@ class NamesrvRegistrar:
 
     def unregister_all(self) -> list[Action]:
         frame = request(RequestCode.UNREGISTER_BROKER, self._header())
-        timeout = UNREGISTER_TIMEOUT_MS * self.broker.scale
+        timeout = UNREGISTER_TIMEOUT_MS
         return [Request(addr, frame, timeout, lambda resp, now: []) for addr in self.broker.namesrv_addrs]

@@ -3,7 +3,8 @@
 Field names are RocketMQ's own keys (``ClientConfig`` + ``DefaultMQProducer`` for a producer,
 ``ClientConfig`` + ``DefaultMQPushConsumer`` for a push consumer), so a topology file sets them by
 the names a Java user knows and the topology validator can reject anything else. Values are in
-RocketMQ's units (ms); the roles multiply intervals by ``timing.scale`` themselves.
+RocketMQ's units (cluster ms); the roles hand them to the node runtime as they are, and the
+runtime alone applies ``timing.scale``.
 
 Type checking is the one :mod:`emulator.roles.broker_config` already does for broker keys (same
 rules, same :class:`ConfigError`); this module adds the client enums.
@@ -67,23 +68,17 @@ class ProducerConfig(ClientConfig):
     maxMessageSize: int = 1024 * 1024 * 4
     sendLatencyFaultEnable: bool = False
     # Emulator-only, in wall ms and NOT scaled: the shortest send timeout a scaled cluster uses.
+    # A send's budget is max(sendMsgTimeout x scale, minSendTimeoutWallMs) wall ms: the producer
+    # measures it on both clocks (send_flow.SendJob) and hands the floor to the runtime with each
+    # request (Request.min_timeout_wall_ms). Why a floor: at scale 0.01 the 3000 ms timeout is 30
+    # wall ms, which is within the OS scheduling delay of a loaded 2-core host (a producer and a
+    # broker process each need the CPU for one round trip; a quickstart cluster alone uses ~0.85
+    # of a core). Measured beside a Spark job: fault-free round trips p99 20-40 ms, max 30-100 ms,
+    # one broker stall of 145 ms; at 30 ms, 0.5-7 % of fault-free sends timed out. Such a timeout
+    # is a stall no fault caused, so a fault-free run must not see it. The cost: a send to a dead
+    # or paused broker gives up after max(3 s, 200 ms / scale) of cluster time (20 s at scale
+    # 0.01), so fewer attempts reach a hung broker. Set 0 for exact scaling on an idle host.
     minSendTimeoutWallMs: int = 200
-
-
-def send_timeout_wall_ms(cfg: ProducerConfig, scale: float) -> float:
-    """The send timeout in wall ms: ``sendMsgTimeout * scale``, but never below
-    ``minSendTimeoutWallMs``.
-
-    Why a floor: at scale 0.01 the 3000 ms timeout is 30 wall ms, which is within the OS
-    scheduling delay of a loaded 2-core host (a producer and a broker process each need the CPU
-    for one round trip; a quickstart cluster alone uses ~0.85 of a core). Measured beside a
-    Spark job: fault-free round trips p99 20-40 ms, max 30-100 ms, one broker stall of 145 ms;
-    at 30 ms, 0.5-7 % of fault-free sends timed out. Such a timeout is a stall no fault caused,
-    so a fault-free run must not see it. The cost: a send to a dead or paused broker gives up
-    after max(3 s, 200 ms / scale) of cluster time (20 s at scale 0.01), so fewer attempts reach
-    a hung broker. Set ``minSendTimeoutWallMs: 0`` for exact scaling on an idle host.
-    """
-    return max(cfg.sendMsgTimeout * scale, float(cfg.minSendTimeoutWallMs))
 
 
 @dataclass
@@ -140,5 +135,4 @@ __all__ = [
     "config_from_dict",
     "effective_max_reconsume_times",
     "known_keys",
-    "send_timeout_wall_ms",
 ]

@@ -2,7 +2,7 @@
 
 Start: subscriptions are built (``subVersion`` = the node's wall clock; CLUSTERING adds
 ``%RETRY%<group>``), routes are fetched, then a heartbeat and a first rebalance run, as
-``DefaultMQPushConsumerImpl.start`` does. Timers (RocketMQ intervals times ``scale``):
+``DefaultMQPushConsumerImpl.start`` does. Timers (RocketMQ's intervals, in cluster ms):
 ``pollNameServer`` (10 ms, pollNameServerInterval), ``heartbeat`` (1000 ms,
 heartbeatBrokerInterval, after cleanOfflineBroker), ``rebalance`` (every 20 s, and at once on
 NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s, persistConsumerOffsetInterval) and the
@@ -45,18 +45,17 @@ _NO_RNG = random.Random(0)  # to_publish_info's queue index is unused here; keep
 class Consumer(Role):
     role = "consumer"
 
-    def __init__(self, name: str, addr: str, *, group: str, cfg: ConsumerConfig, scale: float, seed: int,
+    def __init__(self, name: str, addr: str, *, group: str, cfg: ConsumerConfig, seed: int,
                  namesrv_addrs: list[str], workload: ConsumerWorkload,
                  namesrv_names: list[str] | None = None,
                  read_store: Callable[[str], str | None] | None = None) -> None:
         super().__init__(name, addr)
         self.group = group
         self.cfg = cfg
-        self.scale = scale
         self.rng = random.Random(f"{seed}:{name}")
         self.client_id = client_id_for(name, cfg.clientIP, cfg.instanceName, cfg.unitName)
-        self.api_timeout_ms = cfg.mqClientApiTimeout * scale
-        self.exception_delay_ms = cfg.pullTimeDelayMillsWhenException * scale
+        self.api_timeout_ms = cfg.mqClientApiTimeout
+        self.exception_delay_ms = cfg.pullTimeDelayMillsWhenException
         self.instance = ClientInstance(
             client_id=self.client_id, namesrv_addrs=namesrv_addrs,
             namesrv_names=namesrv_names or list(namesrv_addrs),
@@ -85,7 +84,7 @@ class Consumer(Role):
             cfg = config_from_dict(ConsumerConfig, {**spec.config, "messageModel": workload.messageModel})
         group = spec.group or cfg.consumerGroup
         cfg.consumerGroup = group
-        return cls(spec.name, addr, group=group, cfg=cfg, scale=spec.scale, seed=spec.seed,
+        return cls(spec.name, addr, group=group, cfg=cfg, seed=spec.seed,
                    namesrv_addrs=list(spec.namesrv_addrs), namesrv_names=list(spec.namesrv_names) or None,
                    workload=workload, read_store=read_store)
 
@@ -97,12 +96,11 @@ class Consumer(Role):
         if not self.broadcasting:  # copySubscription: the retry topic
             rt = retry_topic(self.group)
             self.subscriptions[rt] = build_subscription_data(rt, "*", now.wall_ms)
-        s = self.scale
         actions: list[Action] = [
-            Every("pollNameServer", 10 * s, self.cfg.pollNameServerInterval * s),
-            Every("heartbeat", 1000 * s, self.cfg.heartbeatBrokerInterval * s),
-            Every("rebalance", REBALANCE_WAIT_INTERVAL_MS * s, REBALANCE_WAIT_INTERVAL_MS * s),
-            Every("persistOffsets", PERSIST_OFFSET_INITIAL_MS * s, self.cfg.persistConsumerOffsetInterval * s),
+            Every("pollNameServer", 10, self.cfg.pollNameServerInterval),
+            Every("heartbeat", 1000, self.cfg.heartbeatBrokerInterval),
+            Every("rebalance", REBALANCE_WAIT_INTERVAL_MS, REBALANCE_WAIT_INTERVAL_MS),
+            Every("persistOffsets", PERSIST_OFFSET_INITIAL_MS, self.cfg.persistConsumerOffsetInterval),
         ]
         # updateTopicSubscribeInfoWhenSubscriptionChanged, heartbeat, rebalanceImmediately
         return actions + self.instance.poll_all(now, lambda n: self.send_heartbeat() + self.rebalancer.do_rebalance(n))

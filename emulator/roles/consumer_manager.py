@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from emulator.roles.base import Persist
 
-CHANNEL_EXPIRED_TIMEOUT = 1000 * 120  # ConsumerManager / ProducerManager, before timing.scale
+CHANNEL_EXPIRED_TIMEOUT = 1000 * 120  # ConsumerManager / ProducerManager
 SUBSCRIPTION_GROUP_JSON = "config/subscriptionGroup.json"
 CONSUMER_OFFSET_JSON = "config/consumerOffset.json"
 

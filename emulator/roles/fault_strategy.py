@@ -1,10 +1,9 @@
 """``MQFaultStrategy`` and ``LatencyFaultToleranceImpl`` (facts 3.4), 4.9.4 behaviour.
 
-Scaling: latencies are measured in wall ms of a scaled cluster, where a 3000 ms send timeout
-lasts ``3000 * scale`` ms. Both tables (``latencyMax`` and ``notAvailableDuration``) and the
-30000 ms "isolation" latency are therefore multiplied by ``scale``, so a send that would take
-550 ms in RocketMQ (550*scale here) blacks its broker out for 30 s of cluster time, i.e.
-30000*scale wall ms. Blackout ends use the node's skewable wall clock
+Time: latencies, both tables (``latencyMax`` and ``notAvailableDuration``) and the 30000 ms
+"isolation" latency are RocketMQ's cluster ms (``Now.mono_ms``), so a send that takes 550 ms of
+cluster time blacks its broker out for 30 s of cluster time; the node runtime alone turns
+cluster time into wall time. Blackout ends use the node's skewable wall clock
 (``System.currentTimeMillis()``), so a clock bump can end or extend them.
 
 The enabled path keeps 4.9.4's in-place mutation of a cached MessageQueue (#7779, fixed only in
@@ -24,11 +23,11 @@ NOT_AVAILABLE_DURATION = (0, 0, 30000, 60000, 120000, 180000, 600000)
 ISOLATION_LATENCY = 30000
 
 
-def compute_not_available_duration(latency: float, scale: float = 1.0) -> float:
+def compute_not_available_duration(latency: float) -> float:
     """Scan from the largest threshold down; the first ``latency >= latencyMax[i]`` wins."""
     for i in range(len(LATENCY_MAX) - 1, -1, -1):
-        if latency >= LATENCY_MAX[i] * scale:
-            return NOT_AVAILABLE_DURATION[i] * scale
+        if latency >= LATENCY_MAX[i]:
+            return NOT_AVAILABLE_DURATION[i]
     return 0
 
 
@@ -36,7 +35,7 @@ def compute_not_available_duration(latency: float, scale: float = 1.0) -> float:
 class FaultItem:
     name: str
     current_latency: float
-    start_timestamp: float  # wall ms when the broker becomes available again
+    start_timestamp: float  # cluster wall ms (System.currentTimeMillis) when the broker is available again
 
     def is_available(self, wall_ms: float) -> bool:
         return wall_ms - self.start_timestamp >= 0
@@ -75,17 +74,14 @@ class LatencyFaultTolerance:
 
 
 class MQFaultStrategy:
-    def __init__(self, enabled: bool, scale: float, rng: random.Random) -> None:
+    def __init__(self, enabled: bool, rng: random.Random) -> None:
         self.enabled = enabled
-        self.scale = scale
         self.tolerance = LatencyFaultTolerance(rng)
 
     def update_fault_item(self, broker_name: str, latency_ms: float, isolation: bool, wall_ms: float) -> None:
         if not self.enabled:
             return
-        duration = compute_not_available_duration(
-            ISOLATION_LATENCY * self.scale if isolation else latency_ms, self.scale
-        )
+        duration = compute_not_available_duration(ISOLATION_LATENCY if isolation else latency_ms)
         self.tolerance.update(broker_name, latency_ms, duration, wall_ms)
 
     def select_one_message_queue(self, tp: TopicPublishInfo, last_broker_name: str | None,

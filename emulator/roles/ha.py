@@ -22,7 +22,7 @@ emulator-internal code (``EmulatorCode.HA_TRANSFER``, not a RocketMQ RequestCode
 sends "transfer from offset X" (that is its offset report), the master answers at once with a
 batch if it has data past X, else holds the request (an ``After`` timer, like a held pull) and
 answers when data arrives -- at once on a SYNC_MASTER (``wakeupAll``), after RocketMQ's 100 ms
-wait (scaled) on an ASYNC_MASTER -- or empty after ``haSendHeartbeatInterval`` (the heartbeat).
+wait on an ASYNC_MASTER -- or empty after ``haSendHeartbeatInterval`` (the heartbeat).
 The first request of a connection is answered at once, empty or not: it stands for the accept,
 so the slave knows it is connected without waiting a heartbeat interval.
 An inbound channel that sent HA requests is one HAConnection: dropped when it closes or after
@@ -109,7 +109,7 @@ class HAService:
             return actions + [self._transfer(msg, offset)]
         name = f"ha_hold:{next(self._ids)}"
         self.held[name] = HeldTransfer(msg, offset)
-        return actions + [After(name, self.broker.ms(self.cfg.haSendHeartbeatInterval))]
+        return actions + [After(name, self.cfg.haSendHeartbeatInterval)]
 
     def _transfer(self, msg: Inbound, offset: int) -> Reply:
         """One batch from ``offset`` (empty = the heartbeat)."""
@@ -123,7 +123,7 @@ class HAService:
 
     def notify_new_data(self, now: Now) -> list[Action]:
         """After a put: wake held transfers -- at once on a SYNC_MASTER (``wakeupAll`` in
-        ``submitReplicaRequest``), after the write service's 100 ms wait (scaled) otherwise."""
+        ``submitReplicaRequest``), after the write service's 100 ms wait otherwise."""
         if not self.held:
             return []
         if self.sync_master:
@@ -131,7 +131,7 @@ class HAService:
         if self.push_pending:
             return []
         self.push_pending = True
-        return [After("ha_push", self.broker.ms(WAIT_NOTIFY_MS))]
+        return [After("ha_push", WAIT_NOTIFY_MS)]
 
     def push_held(self, now: Now) -> list[Action]:
         """Answer every held transfer that now has data past its offset."""
@@ -146,7 +146,7 @@ class HAService:
 
     def _expire(self, now: Now) -> list[Action]:
         """``haHousekeepingInterval``: drop connections silent that long (none is while held)."""
-        limit = self.broker.ms(self.cfg.haHousekeepingInterval)
+        limit = self.cfg.haHousekeepingInterval
         waiting = {h.msg.channel for h in self.held.values()}
         gone = [ch for ch, c in self.connections.items()
                 if ch not in waiting and now.mono_ms - c.last_seen_ms > limit]
@@ -186,7 +186,7 @@ class HAService:
             return actions + on_done(PUT_OK, now)
         name = f"ha_wait:{next(self._ids)}"
         self.waits[name] = ReplicaWait(channel, next_offset, on_done)
-        return actions + [After(name, self.broker.ms(self.cfg.syncFlushTimeout))]
+        return actions + [After(name, self.cfg.syncFlushTimeout)]
 
     def notify_transfer_some(self, offset: int, now: Now) -> list[Action]:
         """A slave acked ``offset``: raise push2SlaveMaxOffset, answer the waits it covers."""

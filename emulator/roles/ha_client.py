@@ -11,9 +11,9 @@ without data closes the connection and the client tries again after 5 s (``waitF
 Emulated as a loop of long-polled ``EmulatorCode.HA_TRANSFER`` requests to the master's data-plane
 address (``masterAddr`` of the register result; the emulator's ``haServerAddr`` is not a listening
 address): each request carries the offset report, its timeout is ``haHousekeepingInterval``
-(scaled; the master answers within ``haSendHeartbeatInterval``), and a failure, a timeout or the
+(the master answers within ``haSendHeartbeatInterval``), and a failure, a timeout or the
 outbound channel's ``disconnected`` closes the "connection" and schedules ``ha_retry`` 5 s
-(scaled) later. A generation number makes answers to a superseded request harmless.
+later. A generation number makes answers to a superseded request harmless.
 
 Events: ``broker.ha`` with ``change`` ``connected`` (first answer of a connection: ``master``,
 ``offset`` = the slave's, ``master_offset``) and ``disconnected`` (``master``, ``offset``,
@@ -78,7 +78,7 @@ class HAClient:
         b = self.broker
         fields = {"offset": b.store.max_phy_offset(), "brokerName": b.cfg.brokerName, "brokerId": b.broker_id}
         frame = request(EmulatorCode.HA_TRANSFER, fields)
-        timeout = b.ms(b.store_cfg.haHousekeepingInterval)
+        timeout = b.store_cfg.haHousekeepingInterval
         return [Request(self.master, frame, timeout, lambda resp, n: self._on_reply(gen, resp, n))]
 
     def _on_reply(self, gen: int, resp: Frame | None, now: Now) -> list[Action]:
@@ -116,7 +116,7 @@ class HAClient:
         if self.retry_pending:
             return []
         self.retry_pending = True
-        return [After(RETRY_TIMER, self.broker.ms(RETRY_MS))]
+        return [After(RETRY_TIMER, RETRY_MS)]
 
     def snapshot(self) -> dict[str, Any]:
         return {"master": self.master, "connected": self.connected, "offset": self.broker.store.max_phy_offset(),

@@ -10,7 +10,7 @@ Events:
 - ``ns.broker`` ``{broker_addr, broker, broker_id, change}``: ``register`` when a live entry
   *appears* (a re-register of an address that is already live is not an event, even on a new
   channel), ``unregister`` (UNREGISTER_BROKER of a live address), ``channel_destroy`` (its channel
-  closed or went idle), ``expired`` (the scan found it silent for more than 120 s, scaled).
+  closed or went idle), ``expired`` (the scan found it silent for more than 120 s).
 - ``ns.route`` ``{topic, queue_datas: [{broker, read, write, perm}], masters}``: for each topic
   whose queue data or set of brokers-with-a-master changed, after the request or event that
   changed it. A topic that disappears gets ``queue_datas: []`` and ``masters: []``.
@@ -41,9 +41,8 @@ def crc32(body: bytes) -> int:
 class NameServer(Role):
     role = "namesrv"
 
-    def __init__(self, name: str, addr: str, scale: float = 0.01, configs: NamesrvConfigs | None = None) -> None:
+    def __init__(self, name: str, addr: str, configs: NamesrvConfigs | None = None) -> None:
         super().__init__(name, addr)
-        self.scale = scale
         self.configs = configs or namesrv_configs_from_dict({})
         self.rim = RouteInfoManager()
         self.handlers: dict[int, Handler] = {
@@ -61,12 +60,12 @@ class NameServer(Role):
 
     @classmethod
     def from_spec(cls, spec: NodeSpec, addr: str, read_store: Callable[[str], str | None]) -> "NameServer":
-        return cls(spec.name, addr, spec.scale, namesrv_configs_from_dict(dict(spec.config)))
+        return cls(spec.name, addr, namesrv_configs_from_dict(dict(spec.config)))
 
     # ------------------------------------------------------------------ Role interface
 
     def start(self, now: Now) -> list[Action]:
-        return [Every("scan", SCAN_INITIAL_MS * self.scale, SCAN_PERIOD_MS * self.scale)]
+        return [Every("scan", SCAN_INITIAL_MS, SCAN_PERIOD_MS)]
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
         return dispatch(self.handlers, msg, now)
@@ -101,10 +100,9 @@ class NameServer(Role):
     # ------------------------------------------------------------------ expiry
 
     def _scan_not_active_broker(self, now: Now) -> list[Action]:
-        """Facts 1.4: ``last + 120000 < now`` (strict, scaled): close, remove, onChannelDestroy."""
-        expiry = BROKER_CHANNEL_EXPIRED_TIME * self.scale
+        """Facts 1.4: ``last + 120000 < now`` (strict): close, remove, onChannelDestroy."""
         actions: list[Action] = []
-        for addr, live in self.rim.expired(now.wall_ms, expiry):
+        for addr, live in self.rim.expired(now.wall_ms, BROKER_CHANNEL_EXPIRED_TIME):
             name, broker_id = self._name_and_id(addr)
             if live.channel is not None:
                 actions.append(CloseChannel(live.channel))

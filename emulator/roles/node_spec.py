@@ -33,12 +33,17 @@ class NodeSpec:
 
     ``config`` holds RocketMQ configuration keys (``pollNameServerInterval``, ...), ``workload``
     what a client does (topics and rate, subscriptions); both are read-only mappings.
+
+    ``scale`` and ``anchor_ms`` are for the node runtime's ``ClusterTime`` (roles read neither):
+    ``anchor_ms`` is the run's start in host wall ms, the same for every node of a run so their
+    cluster wall clocks agree; 0 in a hand-made spec (still the same for every node).
     """
 
     name: str
     role: RoleName
     seed: int = 0
     scale: float = DEFAULT_SCALE
+    anchor_ms: float = 0.0
     port: int = 0  # 0: any free port; a restarted node gets its old one so routes stay valid
     control: str | None = None  # the launcher's control endpoint; None in unit tests
     token: str = ""
@@ -61,12 +66,15 @@ class NodeSpec:
             problems.append(f"role: expected one of {', '.join(ROLE_NAMES)}, got {self.role!r}")
         if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) or not self.scale > 0:
             problems.append(f"scale: expected a number > 0, got {self.scale!r}")
+        if isinstance(self.anchor_ms, bool) or not isinstance(self.anchor_ms, (int, float)) or self.anchor_ms < 0:
+            problems.append(f"anchor_ms: expected a number >= 0, got {self.anchor_ms!r}")
         for key in ("seed", "port"):
             if isinstance(getattr(self, key), bool) or not isinstance(getattr(self, key), int):
                 problems.append(f"{key}: expected an integer, got {getattr(self, key)!r}")
         if problems:
             raise ValueError("node spec: " + "; ".join(problems))
         object.__setattr__(self, "scale", float(self.scale))
+        object.__setattr__(self, "anchor_ms", float(self.anchor_ms))
         object.__setattr__(self, "namesrv_addrs", tuple(self.namesrv_addrs))
         object.__setattr__(self, "namesrv_names", tuple(self.namesrv_names))
         object.__setattr__(self, "config", _frozen(self.config))

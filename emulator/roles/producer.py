@@ -1,6 +1,6 @@
 """The producer node: a ``DefaultMQProducer`` in its own ``MQClientInstance`` (facts 3).
 
-Timers (all RocketMQ intervals times ``scale``): ``pollNameServer`` (initial 10 ms, every
+Timers (RocketMQ's intervals, in cluster ms): ``pollNameServer`` (initial 10 ms, every
 pollNameServerInterval), ``heartbeat`` (initial 1000 ms, every heartbeatBrokerInterval; runs
 cleanOfflineBroker first) and ``workload`` (see :mod:`emulator.roles.workload`).
 
@@ -15,31 +15,30 @@ from typing import Any, Callable
 
 from emulator.roles.node_spec import NodeSpec
 from emulator.roles.base import Action, ChannelEvent, Emit, Every, Now, Role
-from emulator.roles.client_config import ProducerConfig, config_from_dict, send_timeout_wall_ms
+from emulator.roles.client_config import ProducerConfig, config_from_dict
 from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
 from emulator.roles.fault_strategy import MQFaultStrategy
 from emulator.roles.route_cache import Route, TopicPublishInfo, to_publish_info
 from emulator.roles.send_flow import SendFlow, SendJob
-from emulator.roles.workload import MessageFactory, OutgoingMessage, Pacer, ProducerWorkload
+from emulator.roles.workload import MIN_TICK_MS, MessageFactory, OutgoingMessage, Pacer, ProducerWorkload
 
 
 class Producer(Role):
     role = "producer"
 
-    def __init__(self, name: str, addr: str, *, group: str, cfg: ProducerConfig, scale: float, seed: int,
+    def __init__(self, name: str, addr: str, *, group: str, cfg: ProducerConfig, seed: int,
                  namesrv_addrs: list[str], namesrv_names: list[str] | None = None,
                  workload: ProducerWorkload | None = None) -> None:
         super().__init__(name, addr)
         self.group = group
         self.cfg = cfg
-        self.scale = scale
         self.rng = random.Random(f"{seed}:{name}")
         self.client_id = client_id_for(name, cfg.clientIP, cfg.instanceName, cfg.unitName)
         self.instance = ClientInstance(
             client_id=self.client_id, namesrv_addrs=namesrv_addrs,
             namesrv_names=namesrv_names or list(namesrv_addrs),
-            api_timeout_ms=cfg.mqClientApiTimeout * scale, rng=self.rng, owner=self)
-        self.fault = MQFaultStrategy(cfg.sendLatencyFaultEnable, scale, self.rng)
+            api_timeout_ms=cfg.mqClientApiTimeout, rng=self.rng, owner=self)
+        self.fault = MQFaultStrategy(cfg.sendLatencyFaultEnable, self.rng)
         self.publish_table: dict[str, TopicPublishInfo] = {}
         self.flow = SendFlow(self)
         self.workload = workload
@@ -54,7 +53,7 @@ class Producer(Role):
         group = spec.group or cfg.producerGroup
         cfg.producerGroup = group
         workload = ProducerWorkload.from_dict(dict(spec.workload)) if spec.workload else None
-        return cls(spec.name, addr, group=group, cfg=cfg, scale=spec.scale, seed=spec.seed,
+        return cls(spec.name, addr, group=group, cfg=cfg, seed=spec.seed,
                    namesrv_addrs=list(spec.namesrv_addrs), namesrv_names=list(spec.namesrv_names) or None,
                    workload=workload)
 
@@ -64,15 +63,15 @@ class Producer(Role):
         # DefaultMQProducerImpl.start: an empty TopicPublishInfo for createTopicKey (facts 3.1)
         self.publish_table[self.cfg.createTopicKey] = TopicPublishInfo.empty(self.rng)
         actions: list[Action] = [
-            Every("pollNameServer", 10 * self.scale, self.cfg.pollNameServerInterval * self.scale),
-            Every("heartbeat", 1000 * self.scale, self.cfg.heartbeatBrokerInterval * self.scale),
+            Every("pollNameServer", 10, self.cfg.pollNameServerInterval),
+            Every("heartbeat", 1000, self.cfg.heartbeatBrokerInterval),
         ]
         if self.workload and self.factory:
             self.factory.set_incarnation(now.wall_ms)
-            period, tick = self.workload.period_ms(self.scale), self.workload.tick_ms(self.scale)
-            if period is not None and tick is not None:
-                self.pacer = Pacer(now.mono_ms + tick, period, self.workload.count)
-                actions.append(Every("workload", tick, tick))
+            period = self.workload.period_ms()
+            if period is not None:  # message 0 one period from now, when the timer first fires
+                self.pacer = Pacer(now.mono_ms + period, period, self.workload.count)
+                actions.append(Every("workload", period, period, min_period_wall_ms=MIN_TICK_MS))
         return actions
 
     def stop(self, now: Now) -> list[Action]:
@@ -98,7 +97,7 @@ class Producer(Role):
         """``send(msg)`` / ``send(msg, callback)`` / ``sendOneway(msg)``; a list is a batch."""
         batch = msgs if isinstance(msgs, list) else [msgs]
         total = 1 + self.cfg.retryTimesWhenSendFailed if mode == "sync" else 1
-        job = SendJob(batch, mode, now.mono_ms, send_timeout_wall_ms(self.cfg, self.scale), total)
+        job = SendJob(batch, mode, now, self.cfg.sendMsgTimeout, float(self.cfg.minSendTimeoutWallMs), total)
         if mode == "sync":
             self.sync_in_flight = True
         job.on_done = lambda ok: self._finished(job, ok)

@@ -1,7 +1,8 @@
 """The push consumer's pull loop and consumption (facts 4.5, 4.6, 4.7).
 
 One outstanding PULL_MESSAGE per owned queue, long-polled (suspend 15 s, request timeout 30 s,
-both scaled). The node to pull from follows the broker's ``suggestWhichBrokerId`` and falls back
+RocketMQ's own numbers on the wire too: the broker holds the pull for ``suspendTimeoutMillis``
+cluster ms). The node to pull from follows the broker's ``suggestWhichBrokerId`` and falls back
 through ``findBrokerAddressInSubscribe``, so a broker whose master left the route is pulled from
 its slave (without the commit-offset flag); offsets are committed with ``findBrokerAddressInAdmin``
 (the master, else the remaining slave). Consumption is immediate: the listener succeeds
@@ -79,11 +80,11 @@ class Puller:
         fields = {
             "consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id,
             "queueOffset": pq.next_offset, "maxMsgNums": c.cfg.pullBatchSize, "sysFlag": sys_flag,
-            "commitOffset": max(commit_offset, 0), "suspendTimeoutMillis": BROKER_SUSPEND_MAX_TIME_MILLIS * c.scale,
+            "commitOffset": max(commit_offset, 0), "suspendTimeoutMillis": BROKER_SUSPEND_MAX_TIME_MILLIS,
             "subscription": sub["subString"], "subVersion": sub["subVersion"], "expressionType": sub["expressionType"],
         }
         frame = request(RequestCode.PULL_MESSAGE, fields)
-        return [Request(addr, frame, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND * c.scale,
+        return [Request(addr, frame, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
                         lambda resp, n: self._on_pull(pq, addr, slave, resp, n))]
 
     def _on_pull(self, pq: ProcessQueue, addr: str, slave: bool, resp, now: Now) -> list[Action]:
@@ -107,7 +108,7 @@ class Puller:
         if code == ResponseCode.PULL_OFFSET_MOVED:  # OFFSET_ILLEGAL: drop, fix offset 10 s later
             pq.next_offset, pq.dropped = next_offset, True
             self.pending_moves[mq] = next_offset
-            return [ev, After(timer_name("offsetMoved", mq), OFFSET_ILLEGAL_DELAY_MS * c.scale)]
+            return [ev, After(timer_name("offsetMoved", mq), OFFSET_ILLEGAL_DELAY_MS)]
         pq.next_offset = next_offset
         actions: list[Action] = [ev]
         if msgs:
@@ -176,7 +177,7 @@ class Puller:
 
     def _consume_later(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:
         self.reconsume.setdefault(pq.mq, []).append(m)
-        return [After(timer_name("reconsume", pq.mq), RECONSUME_LATER_DELAY_MS * self.consumer.scale)]
+        return [After(timer_name("reconsume", pq.mq), RECONSUME_LATER_DELAY_MS)]
 
     def reconsume_due(self, mq: MessageQueue, now: Now) -> list[Action]:
         msgs = self.reconsume.pop(mq, [])

@@ -8,8 +8,8 @@ reconsumeTimes, commitLogOffset}``.
 
 Long polling: a PULL_NOT_FOUND carrying FLAG_SUSPEND is held; it is re-run (without suspend, so
 it answers) when a matching message lands on its queue or when its ``After`` timer fires --
-``suspendTimeoutMillis`` as the client sent it (already scaled), or ``shortPollingTimeMills``
-(scaled) when ``longPollingEnable`` is off. Simplification: PULL_OFFSET_MOVED on a master does
+``suspendTimeoutMillis`` as the client sent it, or ``shortPollingTimeMills`` when
+``longPollingEnable`` is off (cluster ms, like every duration a role hands the runtime). Simplification: PULL_OFFSET_MOVED on a master does
 not write the OFFSET_MOVED_EVENT message.
 """
 
@@ -130,7 +130,7 @@ class PullProcessor:
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and not b.is_slave:
             b.offsets.commit_offset(group, topic, queue_id, h_int(f, "commitOffset", 0) or 0)
         if code == R.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
-            timeout = (h_int(f, "suspendTimeoutMillis", 0) or 0) if b.cfg.longPollingEnable else b.ms(b.cfg.shortPollingTimeMills)
+            timeout = (h_int(f, "suspendTimeoutMillis", 0) or 0) if b.cfg.longPollingEnable else b.cfg.shortPollingTimeMills
             name = f"pull:{next(self._ids)}"
             self.held[name] = HeldPull(msg, topic, queue_id, offset)
             return [*actions, After(name, timeout)]

@@ -13,7 +13,7 @@ from typing import Any
 from emulator.protocol import MASTER_ID, Perm
 from emulator.roles.topic_config import DataVersion, TopicConfig
 
-BROKER_CHANNEL_EXPIRED_TIME = 1000 * 60 * 2  # facts 1.2: 120 000 ms, before timing.scale
+BROKER_CHANNEL_EXPIRED_TIME = 1000 * 60 * 2  # facts 1.2: 120 000 ms
 
 
 @dataclass(frozen=True)

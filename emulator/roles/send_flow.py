@@ -8,6 +8,12 @@ code of :data:`RETRY_RESPONSE_CODES`; async mode makes one attempt and retries o
 get an answer, up to ``retryTimesWhenSendAsyncFailed`` times, re-sending **the same request
 (same queueId)** to another broker, as ``MQClientAPIImpl.onExceptionImpl`` does; oneway makes one
 attempt. Every attempt emits a ``send`` event; a message that finally fails emits ``send.fail``.
+
+Time: the send budget, the latencies ``MQFaultStrategy`` judges and the numbers in RocketMQ's
+error texts are cluster ms (``Now.mono_ms``); the ``send`` event's ``latency_ms`` is wall ms
+(``Now.host_mono_ms``), as docs/events.md says. The budget's wall-clock floor
+(``minSendTimeoutWallMs``) is measured on the host clock and handed to the runtime with each
+request, so no scale is needed here.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
-from emulator.roles.base import Action, Emit, Now, Oneway, Request
+from emulator.roles.base import Action, Emit, Now, Oneway, ReplyHandler, Request
 from emulator.roles.route_cache import MessageQueue, TopicPublishInfo
 from emulator.roles.validators import MQClientError, check_message, no_name_server_error, no_route_error
 from emulator.roles.workload import OutgoingMessage
@@ -38,10 +44,15 @@ def should_retry_sync(code: int) -> bool:
 
 @dataclass
 class SendJob:
+    """One ``send()`` call. Its budget is ``timeout_ms`` (``sendMsgTimeout``, cluster ms) but at
+    least ``min_timeout_wall_ms`` wall ms, both counted from ``begun``: the job is out of time only
+    past both, which is ``max(sendMsgTimeout x scale, minSendTimeoutWallMs)`` wall ms."""
+
     msgs: list[OutgoingMessage]
     mode: str
-    begin_ms: float
+    begun: Now
     timeout_ms: float
+    min_timeout_wall_ms: float
     times_total: int
     times: int = 0
     last_mq: MessageQueue | None = None
@@ -53,6 +64,23 @@ class SendJob:
     @property
     def topic(self) -> str:
         return self.msgs[0].topic
+
+    def cost_ms(self, now: Now) -> float:
+        """Cluster ms since the call began (RocketMQ's ``costTime``)."""
+        return now.mono_ms - self.begun.mono_ms
+
+    def cost_wall_ms(self, now: Now) -> float:
+        return now.host_mono_ms - self.begun.host_mono_ms
+
+    def out_of_time(self, now: Now) -> bool:
+        """``timeout < costTime``, with the wall-clock floor: past the budget on both clocks."""
+        return self.cost_ms(now) > self.timeout_ms and self.cost_wall_ms(now) > self.min_timeout_wall_ms
+
+    def request(self, addr: str, frame: Frame, now: Now, on_reply: ReplyHandler) -> Request:
+        """An attempt's request, waiting what is left of the budget (``timeout - costTime``,
+        and what is left of the wall floor)."""
+        return Request(addr, frame, max(self.timeout_ms - self.cost_ms(now), 0.0), on_reply,
+                       min_timeout_wall_ms=self.min_timeout_wall_ms - self.cost_wall_ms(now))
 
 
 class SendFlow:
@@ -118,8 +146,7 @@ class SendFlow:
         mq = self.p.fault.select_one_message_queue(info, last, now.wall_ms)
         job.last_mq = mq
         job.brokers_sent.append(mq.broker_name)
-        cost = now.mono_ms - job.begin_ms
-        if job.timeout_ms < cost:  # callTimeout breaks the loop; a stored result is still returned
+        if job.out_of_time(now):  # callTimeout breaks the loop; a stored result is still returned
             if job.stored_code is not None:
                 return self._done(job, True)
             return self._fail(job, None, "sendDefaultImpl call timeout", attempts=job.times)
@@ -136,13 +163,14 @@ class SendFlow:
             self.p.fault.update_fault_item(mq.broker_name, 0, False, now.wall_ms)
             ev = self._event(job, mq, attempt, "oneway", None, None)
             return [Oneway(addr, frame), ev] + self._done(job, True)
-        sent_at = now.mono_ms
-        return [Request(addr, frame, job.timeout_ms - cost,
-                        lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt, sent_at, resp, n))]
+        sent = now
+        return [job.request(addr, frame, now,
+                            lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt, sent, resp, n))]
 
     def _on_reply(self, job: SendJob, info: TopicPublishInfo, mq: MessageQueue, addr: str, frame: Frame,
-                  attempt: int, sent_at: float, resp: Frame | None, now: Now) -> list[Action]:
-        latency = now.mono_ms - sent_at
+                  attempt: int, sent: Now, resp: Frame | None, now: Now) -> list[Action]:
+        latency = now.mono_ms - sent.mono_ms  # cluster ms: what MQFaultStrategy compares
+        wall_latency = now.host_mono_ms - sent.host_mono_ms  # what the send event reports
         fault = self.p.fault
         if resp is None:
             connect = addr in self.p.instance.down_addrs
@@ -150,9 +178,9 @@ class SendFlow:
             text = (f"connect to {addr} failed" if connect
                     else f"wait response on the channel <{addr}> timeout, {int(job.timeout_ms)}(ms)")
             job.error = (code, text)
-            ev = self._event(job, mq, attempt, "error" if connect else "timeout", code, latency, text)
+            ev = self._event(job, mq, attempt, "error" if connect else "timeout", code, wall_latency, text)
             if job.mode == "async":
-                fault.update_fault_item(mq.broker_name, 3000 * self.p.scale, True, now.wall_ms)
+                fault.update_fault_item(mq.broker_name, 3000, True, now.wall_ms)
                 return [ev] + self._async_retry(job, info, mq, frame, attempt, now)
             fault.update_fault_item(mq.broker_name, latency, True, now.wall_ms)
             job.times += 1
@@ -160,7 +188,7 @@ class SendFlow:
         code = resp.code
         if code in STORED_CODES:
             fault.update_fault_item(mq.broker_name, latency, False, now.wall_ms)
-            ev = self._event(job, mq, attempt, "ok", code, latency)
+            ev = self._event(job, mq, attempt, "ok", code, wall_latency)
             job.stored_code = code
             if job.mode == "sync" and code != 0 and self.p.cfg.retryAnotherBrokerWhenNotStoreOK:
                 job.times += 1
@@ -169,7 +197,7 @@ class SendFlow:
         text = resp.remark or ""
         job.error = (code, text)
         fault.update_fault_item(mq.broker_name, latency, True, now.wall_ms)
-        ev = self._event(job, mq, attempt, "error", code, latency, text)
+        ev = self._event(job, mq, attempt, "error", code, wall_latency, text)
         if job.mode == "sync" and should_retry_sync(code):
             job.times += 1
             return [ev] + self._attempt(job, info, now)
@@ -189,17 +217,16 @@ class SendFlow:
             job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{broker}] not exist")
             ev = self._event(job, mq, attempt + 1, "error", BROKER_NOT_EXIST_EXCEPTION, None, job.error[1])
             return [ev] + self._async_retry(job, info, mq, frame, attempt + 1, now)
-        remaining = job.timeout_ms - (now.mono_ms - job.begin_ms)
-        sent_at = now.mono_ms
-        return [Request(addr, frame, max(remaining, 0.0),
-                        lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt + 1, sent_at, resp, n))]
+        sent = now
+        return [job.request(addr, frame, now,
+                            lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt + 1, sent, resp, n))]
 
     def _after_loop(self, job: SendJob, now: Now) -> list[Action]:
         if job.stored_code is not None:
             return self._done(job, True)
         code = job.error[0] if job.error else None
         brokers = ", ".join(b or "null" for b in job.brokers_sent)
-        text = (f"Send [{job.times}] times, still failed, cost [{int(now.mono_ms - job.begin_ms)}]ms, "
+        text = (f"Send [{job.times}] times, still failed, cost [{int(job.cost_ms(now))}]ms, "
                 f"Topic: {job.topic}, BrokersSent: [{brokers}]{FAQ_SUFFIX}")
         return self._fail(job, code, text, attempts=job.times)
 
@@ -221,7 +248,7 @@ class SendFlow:
 
     def _event(self, job: SendJob, mq: MessageQueue | None, attempt: int, outcome: str, code: int | None,
                latency: float | None, error: str | None = None) -> Emit:
-        """One ``send`` event per attempt; ``latency`` None for an attempt that never got an
+        """One ``send`` event per attempt; ``latency`` (wall ms) None for an attempt that never got an
         answer on the wire (no route, no broker address, oneway), so it cannot pull the
         latency percentiles towards 0."""
         fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.p.group,

@@ -1,4 +1,4 @@
-"""SlaveSynchronize (facts 2.1): every 10 s (initial 3 s, scaled) a slave asks its master -- the
+"""SlaveSynchronize (facts 2.1): every 10 s (initial 3 s) a slave asks its master -- the
 ``masterAddr`` of the first successful REGISTER_BROKER answer -- for, one after the other as
 ``syncAll`` does:
 
@@ -51,7 +51,7 @@ class SlaveSync:
         master = self._master()
         if master is None:
             return []
-        return [Request(master, request(RequestCode.GET_ALL_TOPIC_CONFIG), self.broker.ms(SYNC_TIMEOUT_MS), self._on_topics)]
+        return [Request(master, request(RequestCode.GET_ALL_TOPIC_CONFIG), SYNC_TIMEOUT_MS, self._on_topics)]
 
     def _master(self) -> str | None:
         master = self.broker.master_addr
@@ -71,7 +71,7 @@ class SlaveSync:
         if master is None:
             return []
         frame = request(RequestCode.GET_ALL_CONSUMER_OFFSET)
-        return [Request(master, frame, self.broker.ms(SYNC_TIMEOUT_MS), self._on_offsets)]
+        return [Request(master, frame, SYNC_TIMEOUT_MS, self._on_offsets)]
 
     def _on_offsets(self, resp: Frame | None, now: Now) -> list[Action]:
         if resp is None or resp.code != ResponseCode.SUCCESS:

@@ -1,10 +1,12 @@
 """Seeded message generation for producers and the consume-failure knob for consumers.
 
-Rate model: **even spacing**, not Poisson. ``rate`` is messages per *cluster* second, and a
-cluster second lasts ``1000 * scale`` wall ms, so message ``k`` (0-based) is due at
-``start + k * 1000 * scale / rate`` wall ms. A timer ticks every ``max(period, MIN_TICK_MS)`` and
-issues every message due by then, so rates above the tick rate come out in small bursts with the
-right average. Even spacing keeps runs with the same seed comparable; randomness (message keys,
+Rate model: **even spacing**, not Poisson. ``rate`` is messages per *cluster* second, so message
+``k`` (0-based) is due at ``start + (k + 1) * 1000 / rate`` cluster ms. A timer ticks every period
+from the start, but never more often than every ``MIN_TICK_MS`` wall ms (``Every.min_period_wall_ms``:
+the node runtime applies it, as it applies ``timing.scale``), and issues every message due by then,
+so rates above the tick rate come out in small bursts with the right average. The pacing starts
+with the timer's own schedule, so a tick that fires late issues what is due and the next one,
+on time, finds its message due (a pacing clock ahead of the timer's would find none on some ticks). Even spacing keeps runs with the same seed comparable; randomness (message keys,
 the consumer's failures) comes from a ``random.Random`` seeded with the run seed and node name.
 
 Topics are used round-robin in the order given; each message carries a unique ``UNIQ_KEY``
@@ -18,7 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-MIN_TICK_MS = 2.0
+MIN_TICK_MS = 2.0  # wall ms: a Python process cannot usefully wake more often than this
 MODES = ("sync", "async", "oneway")
 
 
@@ -64,13 +66,9 @@ class ProducerWorkload:
             raise ValueError("workload.size: must be an int >= 0")
         return w
 
-    def period_ms(self, scale: float) -> float | None:
-        """Wall ms between two messages, None for rate 0."""
-        return 1000.0 * scale / self.rate if self.rate > 0 else None
-
-    def tick_ms(self, scale: float) -> float | None:
-        period = self.period_ms(scale)
-        return None if period is None else max(period, MIN_TICK_MS)
+    def period_ms(self) -> float | None:
+        """Cluster ms between two messages, None for rate 0."""
+        return 1000.0 / self.rate if self.rate > 0 else None
 
 
 class Pacer:

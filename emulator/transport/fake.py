@@ -4,6 +4,9 @@ A test pushes events (:meth:`FakeTransport.push`, or the helpers :meth:`deliver`
 :meth:`respond`, :meth:`command`) and reads what the runtime sent from :attr:`sent`. ``poll``
 hands back what was pushed; with nothing pushed it advances the test's clock by the timeout it was
 given (so timers and request deadlines come due without real waiting) and returns nothing.
+
+It serves the runtime's own tests and the role tests' ``Driver`` (``tests/roles/fakes.py``), which
+runs every role under the real runtime over this transport.
 """
 
 from __future__ import annotations

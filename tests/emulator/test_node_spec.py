@@ -11,7 +11,8 @@ from emulator.roles.node_spec import NodeSpec
 
 
 def test_round_trip_through_json(tmp_path: Path) -> None:
-    spec = NodeSpec(name="broker-a-1", role="broker", seed=7, scale=0.05, port=9001, namesrv_addrs=("127.0.0.1:1",),
+    spec = NodeSpec(name="broker-a-1", role="broker", seed=7, scale=0.05, anchor_ms=1.7e12, port=9001,
+                    namesrv_addrs=("127.0.0.1:1",),
                     config={"brokerRole": "SLAVE"}, broker="broker-a", broker_id=1, cluster="DefaultCluster")
     path = tmp_path / "broker-a-1.json"
     path.write_text(json.dumps(spec.to_dict()))
@@ -34,6 +35,7 @@ def test_it_is_frozen_all_the_way_to_its_config() -> None:
     ({"name": "x", "role": "router"}, "role: expected one of namesrv, broker, producer, consumer, got 'router'"),
     ({"name": "x", "role": "broker", "scale": 0}, "scale: expected a number > 0, got 0"),
     ({"name": "x", "role": "broker", "port": "9000"}, "port: expected an integer, got '9000'"),
+    ({"name": "x", "role": "broker", "anchor_ms": -1}, "anchor_ms: expected a number >= 0, got -1"),
 ])
 def test_a_bad_spec_names_the_key(data: dict, message: str, tmp_path: Path) -> None:
     path = tmp_path / "x.json"

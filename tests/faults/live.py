@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pytest
 
 from emulator.launcher.cluster import Cluster
+from emulator.node.clock import ClusterTime
 from emulator.testing import kill_survivors, process_alive, process_stopped, read_events, run_processes  # noqa: F401
 from faults.injector import Injector
 from faults.kinds import Fault, build_fault
@@ -56,9 +57,13 @@ def dropped(c: Cluster, broker_node: str, ns: str | None = None, after: float = 
 
 
 def live_stamp(c: Cluster, ns: str, broker_node: str) -> float | None:
-    """The namesrv's ``lastUpdateTimestamp`` of a broker (its clock, ms), None if not live."""
+    """The namesrv's ``lastUpdateTimestamp`` of a broker, None if not live. The role stamps it
+    with its cluster wall clock; returned as host wall ms (its clock, unskewed in these tests),
+    comparable with events' ``ts``."""
     entry = c.state(ns).get("brokerLiveTable", {}).get(c.addrs[broker_node])
-    return None if entry is None else float(entry["lastUpdateTimestamp"])
+    if entry is None:
+        return None
+    return ClusterTime(c.scale, c.started_ms).host_wall_ms(float(entry["lastUpdateTimestamp"]))
 
 
 def sends(c: Cluster, producer: str, outcome: str | None = None, after: float = 0.0,

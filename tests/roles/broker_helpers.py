@@ -12,12 +12,11 @@ from .fakes import Driver, FakeStore, FakeTime
 
 NS1, NS2 = "127.0.0.1:9876", "127.0.0.1:9877"
 MASTER_ADDR, SLAVE_ADDR = "127.0.0.1:10911", "127.0.0.1:10921"
-SCALE = 0.01
 
 
 def spec(broker_id: int = 0, config: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
     return {"name": f"broker-a-{broker_id}", "role": "broker", "broker": "broker-a", "broker_id": broker_id,
-            "cluster": "DefaultCluster", "namesrv_addrs": [NS1, NS2], "scale": SCALE, "seed": 7,
+            "cluster": "DefaultCluster", "namesrv_addrs": [NS1, NS2], "seed": 7,
             "config": config or {}, **kw}
 
 

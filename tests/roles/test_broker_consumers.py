@@ -7,7 +7,7 @@ import json
 from emulator.protocol import FAQ_SUFFIX, Flag, RequestCode as RC, ResponseCode
 from emulator.roles.base import After, Cancel, CloseChannel, Reply
 
-from .broker_helpers import SCALE, broker, heartbeat, pull, send
+from .broker_helpers import broker, heartbeat, pull, send
 from .fakes import FakeStore
 
 FLAG_COMMIT, FLAG_SUSPEND, FLAG_SUB = 1, 2, 4
@@ -172,7 +172,7 @@ def test_short_polling_when_long_polling_off_and_channel_close_drops_hold():
     d = broker(config={"longPollingEnable": False})
     heartbeat(d, "c1", "cg", {"TBW102": 1}, "ch1")
     _, acts = pull(d, "TBW102", sys_flag=FLAG_SUSPEND, suspend_ms=150)
-    assert acts[-1] == After("pull:1", 1000 * SCALE)
+    assert acts[-1] == After("pull:1", 1000)
     acts = d.channel("closed", "cons-ch")
     assert Cancel("pull:1") in acts and d.role.state()["held_pulls"] == 0
 
@@ -201,10 +201,10 @@ def test_unregister_client():
 def test_client_scan_expires_silent_channels():
     d = broker()
     heartbeat(d, "c1", "cg", {"A": 1}, "ch1")
-    d.advance(100)  # first scan at 10 s scaled
+    d.advance(10000)  # first scan at 10 s
     assert "cg" in d.role.consumers.table
-    d.time.bump(120000 * SCALE + 1)
-    acts = d.advance(100)
+    d.time.bump(120000 + 1)
+    acts = d.advance(10000)
     assert CloseChannel("ch1") in acts and "cg" not in d.role.consumers.table
 
 
@@ -217,7 +217,7 @@ def test_offsets_update_query_persist_restore():
     assert d.call(RC.UPDATE_CONSUMER_OFFSET, {**hdr, "commitOffset": 1}).code == 0
     assert d.call(RC.QUERY_CONSUMER_OFFSET, hdr).fields == {"offset": 1}
     assert "config/consumerOffset.json" not in store.files
-    d.advance(100)  # offset_flush at 10 s scaled
+    d.advance(10000)  # offset_flush at 10 s
     assert json.loads(store.files["config/consumerOffset.json"]) == {"offsetTable": {"A@cg": {"0": 1}}}
     d2 = broker(store=store)
     assert d2.call(RC.QUERY_CONSUMER_OFFSET, hdr).fields == {"offset": 1}

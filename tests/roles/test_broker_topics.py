@@ -9,7 +9,7 @@ import pytest
 from emulator.protocol import FAQ_SUFFIX, Flag, RequestCode as RC, ResponseCode
 from emulator.roles.base import Every, Oneway, Persist, Request
 
-from .broker_helpers import MASTER_ADDR, NS1, NS2, SCALE, broker, send
+from .broker_helpers import MASTER_ADDR, NS1, NS2, broker, send
 from .fakes import FakeStore, response
 
 SYSTEM_ORDER = ["SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "DefaultCluster", "broker-a",
@@ -50,18 +50,18 @@ def test_system_topics_without_auto_create_and_flags():
 def test_start_registers_all_namesrvs_in_parallel_then_periodic():
     d = broker()
     reqs = d.pending_to(code=RC.REGISTER_BROKER)
-    assert [r.addr for r in reqs] == [NS1, NS2] and all(r.timeout_ms == 6000 * SCALE for r in reqs)
+    assert [r.addr for r in reqs] == [NS1, NS2] and all(r.timeout_ms == 6000 for r in reqs)
     f = reqs[0].frame
     assert f.fields["brokerAddr"] == MASTER_ADDR and f.fields["brokerId"] == 0 and f.fields["clusterName"] == "DefaultCluster"
     assert f.fields["haServerAddr"] == "127.0.0.1:10912" and f.fields["compressed"] is False
     assert list(registered_tables(d)[0]) == SYSTEM_ORDER
-    assert Every("register", 10000 * SCALE, 30000 * SCALE) in d.actions
+    assert Every("register", 10000, 30000) in d.actions
 
 
 @pytest.mark.parametrize("period,expected", [(5000, 10000), (30000, 30000), (90000, 60000)])
 def test_register_period_formula(period, expected):
     d = broker(config={"registerNameServerPeriod": period})
-    assert Every("register", 10000 * SCALE, expected * SCALE) in d.actions
+    assert Every("register", 10000, expected) in d.actions
 
 
 def test_periodic_register_without_force_asks_data_version_first():
@@ -260,7 +260,7 @@ def test_slave_gets_master_from_register_and_syncs_topics():
     master = broker()
     send(master, "Synced")
     slave = broker(broker_id=1)
-    assert any(isinstance(a, Every) and a.name == "slave_sync" and a.initial_ms == 30 for a in slave.actions)
+    assert any(isinstance(a, Every) and a.name == "slave_sync" and a.initial_ms == 3000 for a in slave.actions)
     regs = slave.pending_to(code=RC.REGISTER_BROKER)
     slave.answer(regs[1], response(fields={"masterAddr": MASTER_ADDR, "haServerAddr": "127.0.0.1:10912"}))
     slave.answer(regs[0], response(fields={"masterAddr": None, "haServerAddr": None}))  # not the first
@@ -282,7 +282,7 @@ def test_stop_unregisters_from_every_namesrv():
     d = broker()
     acts = d.stop()
     regs = [a for a in acts if isinstance(a, Request) and a.frame.code == RC.UNREGISTER_BROKER]
-    assert [r.addr for r in regs] == [NS1, NS2] and regs[0].timeout_ms == 3000 * SCALE
+    assert [r.addr for r in regs] == [NS1, NS2] and regs[0].timeout_ms == 3000
     assert regs[0].frame.fields == {"brokerAddr": MASTER_ADDR, "brokerName": "broker-a", "brokerId": 0, "clusterName": "DefaultCluster"}
 
 

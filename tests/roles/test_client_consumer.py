@@ -2,7 +2,7 @@
 
 from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import RequestCode, ResponseCode
-from emulator.roles.base import Inbound, Oneway
+from emulator.roles.base import Oneway
 from emulator.protocol import oneway
 from emulator.roles.consumer import Consumer
 from emulator.roles.subscription import build_subscription_data, java_string_hash
@@ -24,7 +24,7 @@ def route(*brokers, queues=4, masters=True):
 
 
 def make(workload=None, config=None):
-    spec = {"name": "cg-1-0", "role": "consumer", "seed": 3, "scale": 0.01, "namesrv_addrs": NS,
+    spec = {"name": "cg-1-0", "role": "consumer", "seed": 3, "namesrv_addrs": NS,
             "namesrv_names": ["namesrv-0"], "group": "cg-1", "config": config or {},
             "workload": workload or {"subscribe": [{"topic": "T", "expression": "*"}], "allocate": "AVG"}}
     d = Driver(Consumer.from_spec(NodeSpec.from_dict(spec), "127.0.0.1:7100", lambda p: None))
@@ -103,7 +103,7 @@ def test_rebalance_event_and_pulls_for_allocated_queues():
     pulls = d.pending_to(code=RequestCode.PULL_MESSAGE)
     assert sorted((r.addr, r.frame.fields["queueId"]) for r in pulls) == [("m-b1", i) for i in range(4)]
     f = pulls[0].frame.fields
-    assert f["suspendTimeoutMillis"] == 150 and pulls[0].timeout_ms == 300 and f["sysFlag"] & 2
+    assert f["suspendTimeoutMillis"] == 15000 and pulls[0].timeout_ms == 30000 and f["sysFlag"] & 2
     assert f["subVersion"] == d.role.subscriptions["T"]["subVersion"]
 
 
@@ -113,13 +113,13 @@ def test_allocation_change_bumps_subversion_and_heartbeats_once_the_queues_are_a
     d = make()
     serve_routes(d, {"T": route("b1")})
     before = d.role.subscriptions["T"]["subVersion"]
-    d.time.mono_ms += 5
+    d.time.mono_ms += 4  # time passes, short of the first periodic task (pollNameServer, 10 ms)
     n = len(d.pending_to(code=RequestCode.HEART_BEAT))
     cid_list(d, [ME])
     assert d.role.subscriptions["T"]["subVersion"] == before  # offsets not known yet
-    d.time.mono_ms += 5
+    d.time.mono_ms += 4
     offsets(d)
-    assert d.role.subscriptions["T"]["subVersion"] == before + 10
+    assert d.role.subscriptions["T"]["subVersion"] == before + 8
     assert len(d.pending_to(code=RequestCode.HEART_BEAT)) == n + 2  # once, to b1's master and slave
 
 
@@ -141,8 +141,7 @@ def test_a_rebalance_whose_queues_all_fail_to_add_changes_nothing():
 def test_notify_consumer_ids_changed_triggers_rebalance():
     d = started()
     m = d.mark()
-    d._take(d.role.on_message(Inbound("ch", "broker", oneway(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                             {"consumerGroup": "cg-1"})), d.time.now()))
+    d.deliver(oneway(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "cg-1"}), channel="ch", peer="broker")
     assert [r for r in d.pending_to(code=RequestCode.GET_CONSUMER_LIST_BY_GROUP)]
     cid_list(d, [ME, "127.0.0.1@cg-1-9"])
     ev = d.events("rebalance", since=m)[-1]
@@ -183,7 +182,7 @@ def test_pull_error_waits_exception_delay():
     req = d.pending_to(code=RequestCode.PULL_MESSAGE)[0]
     d.answer(req, response(ResponseCode.SUBSCRIPTION_NOT_LATEST, remark="the consumer's subscription not latest"))
     name = f"pull|T|{req.frame.fields and 'b1'}|{req.frame.fields['queueId']}"
-    assert d.timers[name].due == d.time.mono_ms + 30  # 3000 ms scaled
+    assert d.timers[name].due == d.time.mono_ms + 3000  # pullTimeDelayMillsWhenException
     assert d.events("pull")[-1]["code"] == 25
 
 

@@ -85,11 +85,6 @@ def test_compute_boundaries(latency, expected):
     assert compute_not_available_duration(latency) == expected
 
 
-def test_compute_scaled():
-    assert compute_not_available_duration(5.5, 0.01) == pytest.approx(300.0)
-    assert compute_not_available_duration(5.49, 0.01) == 0
-
-
 def _info(brokers, n=2, seed=1):
     route = normalize_route({"queueDatas": [{"brokerName": b, "readQueueNums": n, "writeQueueNums": n, "perm": 6}
                                             for b in brokers],
@@ -99,17 +94,17 @@ def _info(brokers, n=2, seed=1):
 
 
 def test_isolation_blacks_out_broker_until_wall_time():
-    fs = MQFaultStrategy(True, 0.01, random.Random(0))
-    fs.update_fault_item("b1", 5, True, wall_ms=1000)  # isolation: compute(300) -> 6000 wall ms
-    assert not fs.tolerance.is_available("b1", 6999)
-    assert fs.tolerance.is_available("b1", 7000)
+    fs = MQFaultStrategy(True, random.Random(0))
+    fs.update_fault_item("b1", 500, True, wall_ms=100_000)  # isolation: compute(30000) -> 600000 ms
+    assert not fs.tolerance.is_available("b1", 699_999)
+    assert fs.tolerance.is_available("b1", 700_000)
     info = _info(["b1", "b2"])
     for _ in range(10):
-        assert fs.select_one_message_queue(info, None, 2000).broker_name == "b2"
+        assert fs.select_one_message_queue(info, None, 200_000).broker_name == "b2"
 
 
 def test_all_blacked_out_rewrites_cached_queue_in_place():  # #7779, 4.9.4
-    fs = MQFaultStrategy(True, 1.0, random.Random(0))
+    fs = MQFaultStrategy(True, random.Random(0))
     fs.update_fault_item("b1", 100, True, 0)
     info = _info(["b1"], n=2)
     before = list(info.message_queues)
@@ -119,7 +114,7 @@ def test_all_blacked_out_rewrites_cached_queue_in_place():  # #7779, 4.9.4
 
 
 def test_disabled_strategy_records_nothing():
-    fs = MQFaultStrategy(False, 1.0, random.Random(0))
+    fs = MQFaultStrategy(False, random.Random(0))
     fs.update_fault_item("b1", 100000, True, 0)
     assert fs.tolerance.items == {}
 

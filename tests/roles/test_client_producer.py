@@ -1,8 +1,10 @@
 """Producer role driven with hand-built frames and a fake clock (facts 1.9, 3.2-3.6)."""
 
+import pytest
+
 from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
-from emulator.roles.base import ChannelEvent, Oneway
+from emulator.roles.base import Oneway
 from emulator.roles.producer import Producer
 from emulator.roles.workload import OutgoingMessage
 from tests.roles.fakes import Driver, response
@@ -23,12 +25,12 @@ def route(*brokers, queues=4, perm=6, masters=True):
     }
 
 
-def make(config=None, workload=None, namesrvs=NS, seed=7):
-    spec = {"name": "pg-1-0", "role": "producer", "seed": seed, "scale": 0.01, "namesrv_addrs": namesrvs,
+def make(config=None, workload=None, namesrvs=NS, seed=7, scale=1.0):
+    spec = {"name": "pg-1-0", "role": "producer", "seed": seed, "namesrv_addrs": namesrvs,
             "namesrv_names": NAMES[: len(namesrvs)], "group": "pg-1", "config": config or {}}
     if workload:
         spec["workload"] = workload
-    d = Driver(Producer.from_spec(NodeSpec.from_dict(spec), "127.0.0.1:7000", lambda p: None))
+    d = Driver(Producer.from_spec(NodeSpec.from_dict(spec), "127.0.0.1:7000", lambda p: None), scale=scale)
     d.start()
     return d
 
@@ -43,12 +45,12 @@ def answer_route(d, body=None, code=0):
 
 
 def send(d, m, mode="sync"):
-    return d._take(d.role.send(m, mode, d.time.now()))
+    return d.run(lambda now: d.role.send(m, mode, now))
 
 
 def test_start_polls_tbw102_from_one_namesrv():
     d = make()
-    d.advance(10 * 0.01)  # initial 10 ms, scaled
+    d.advance(10)  # initial 10 ms
     reqs = d.pending_to(code=RequestCode.GET_ROUTEINFO_BY_TOPIC)
     assert [r.frame.fields["topic"] for r in reqs] == ["TBW102"]
     assert reqs[0].addr in NS
@@ -66,7 +68,7 @@ def test_topic_route_then_send_ok_event():
     f = s.frame.fields
     assert (f["defaultTopic"], f["defaultTopicQueueNums"], f["producerGroup"]) == ("TBW102", 4, "pg-1")
     assert f["properties"]["UNIQ_KEY"] == "m1" and s.addr.startswith("addr-b")
-    assert s.timeout_ms == 200.0  # 3000 ms x 0.01 = 30, raised to the 200 ms wall floor
+    assert (s.timeout_ms, s.min_timeout_wall_ms) == (3000, 200)  # sendMsgTimeout, minSendTimeoutWallMs
     d.time.mono_ms += 2
     d.answer(s, response(0, fields={"msgId": "m1", "queueId": f["queueId"], "queueOffset": 0}))
     ev = d.events("send")[-1]
@@ -144,11 +146,11 @@ def test_namesrv_sticky_then_failover_on_disconnect():
         chosen.add(req.addr)
     assert len(chosen) == 1
     first = chosen.pop()
-    d._take(d.role.on_channel(ChannelEvent(kind="disconnected", addr=first), d.time.now()))
+    d.channel("disconnected", addr=first)
     d.timer("pollNameServer")
     req, _ = answer_route(d, route("b1"))
     assert req.addr != first
-    d._take(d.role.on_channel(ChannelEvent(kind="connected", addr=first), d.time.now()))
+    d.channel("connected", addr=first)
     d.timer("pollNameServer")
     assert d.pending_to(code=RequestCode.GET_ROUTEINFO_BY_TOPIC)[0].addr == req.addr  # still sticky
 
@@ -220,8 +222,9 @@ def test_missing_master_is_broker_not_exist_and_retried():
 
 
 def test_sync_in_flight_skips_ticks():
-    d = make(workload={"topics": ["T"], "rate": 100, "size": 16, "mode": "sync"})
-    d.advance(10)  # scale 0.01: one message per 0.1 wall ms, ticks every 2 ms
+    d = make(workload={"topics": ["T"], "rate": 100, "size": 16, "mode": "sync"}, scale=0.01)
+    assert d.timers["workload"].period == 2.0  # one message per 10 ms = 0.1 wall ms: ticks on the 2 wall ms floor
+    d.advance(1000)
     assert len([r for r in d.pending if r.frame.code == RequestCode.GET_ROUTEINFO_BY_TOPIC]) >= 1
     assert d.role.state()["skipped_ticks"] > 0
     assert d.role.counts["sent"] == 1
@@ -288,12 +291,21 @@ def test_latency_fault_avoids_isolated_broker():
         d.answer(req, response(0))
 
 
-def test_send_timeout_is_scaled_with_a_wall_floor():
-    from emulator.roles.client_config import ProducerConfig, send_timeout_wall_ms
-
-    assert send_timeout_wall_ms(ProducerConfig(), 1.0) == 3000.0
-    assert send_timeout_wall_ms(ProducerConfig(), 0.1) == 300.0  # above the floor
-    assert send_timeout_wall_ms(ProducerConfig(), 0.01) == 200.0  # floor
-    assert send_timeout_wall_ms(ProducerConfig(minSendTimeoutWallMs=0), 0.01) == 30.0
-    d = make(config={"minSendTimeoutWallMs": 0, "sendMsgTimeout": 5000})
-    assert d.role.flow is not None and send_timeout_wall_ms(d.role.cfg, d.role.scale) == 50.0
+@pytest.mark.parametrize("scale,config,timeout_ms", [
+    (1.0, {}, 3000),  # sendMsgTimeout
+    (0.1, {}, 3000),  # 300 wall ms: above the 200 wall ms floor
+    (0.01, {}, 20000),  # 30 wall ms, raised to the floor: 200 wall ms = 20 cluster s
+    (0.01, {"minSendTimeoutWallMs": 0}, 3000),
+    (0.01, {"minSendTimeoutWallMs": 0, "sendMsgTimeout": 5000}, 5000),
+])
+def test_send_timeout_is_send_msg_timeout_with_a_wall_floor(scale, config, timeout_ms):
+    """The role asks for sendMsgTimeout (cluster ms) and minSendTimeoutWallMs; the runtime waits
+    max(sendMsgTimeout x scale, minSendTimeoutWallMs) wall ms (README "Time")."""
+    d = make(config=config, scale=scale)
+    send(d, msg())
+    answer_route(d, route("b1"))
+    (first,) = d.pending_to(code=RequestCode.SEND_MESSAGE_V2)
+    d.advance(timeout_ms - 10)
+    assert d.pending_to(code=RequestCode.SEND_MESSAGE_V2) == [first] and not d.events("send")
+    d.advance(20)
+    assert d.events("send")[0]["outcome"] == "timeout"

@@ -8,14 +8,14 @@ from emulator.protocol import RequestCode as RC, ResponseCode
 from emulator.roles.broker import Broker
 from emulator.roles.namesrv import NameServer
 
-from .broker_helpers import NS1, SCALE, send, spec
+from .broker_helpers import NS1, send, spec
 from .fakes import Driver, FakeStore, FakeTime
 
 
 class Cluster:
     def __init__(self) -> None:
         self.time = FakeTime()
-        self.ns = Driver(NameServer("namesrv-0", NS1, scale=SCALE), time=self.time)
+        self.ns = Driver(NameServer("namesrv-0", NS1), time=self.time)
         self.ns.start()
         self.brokers: dict[str, Driver] = {}
         self.cursor: dict[str, int] = {}

@@ -13,8 +13,7 @@ from emulator.roles.namesrv import NameServer, crc32
 
 from .fakes import Driver
 
-SCALE = 0.01
-EXPIRY = 120000 * SCALE
+EXPIRY = 120000
 A0, A1, B0 = "127.0.0.1:10911", "127.0.0.1:10921", "127.0.0.1:10931"
 
 
@@ -41,18 +40,18 @@ def route(d: Driver, t: str):
 
 @pytest.fixture
 def d() -> Driver:
-    drv = Driver(NameServer("namesrv-0", "127.0.0.1:9876", scale=SCALE))
+    drv = Driver(NameServer("namesrv-0", "127.0.0.1:9876"))
     drv.start()
     return drv
 
 
-def test_start_schedules_scaled_scan(d):
-    assert d.actions == [Every("scan", 50.0, 100.0)]
+def test_start_schedules_the_scan(d):
+    assert d.actions == [Every("scan", 5000, 10000)]
 
 
 def test_from_spec():
     ns = NameServer.from_spec(NodeSpec(name="namesrv-1", role="namesrv", scale=0.5, seed=1), "127.0.0.1:1", lambda p: None)
-    assert (ns.name, ns.addr, ns.scale) == ("namesrv-1", "127.0.0.1:1", 0.5)
+    assert (ns.name, ns.addr) == ("namesrv-1", "127.0.0.1:1") and not hasattr(ns, "scale")
 
 
 def test_first_register_builds_tables_and_events(d):
@@ -178,7 +177,7 @@ def test_orphan_queue_data(d):
 
 def test_expiry_strictly_greater_than(d):
     register(d, A0, "broker-a", 0, [topic("T")])
-    d.time.mono_ms += EXPIRY  # exactly last + 120000*scale == now: kept
+    d.time.mono_ms += EXPIRY  # exactly last + 120000 == now: kept
     assert d.timer("scan") == []
     d.time.mono_ms += 0.5
     m = d.mark()
@@ -209,11 +208,11 @@ def test_forward_clock_bump_expires_all_at_next_scan(d):
     register(d, A0, "broker-a", 0, [topic("T")])
     register(d, B0, "broker-b", 0, [topic("T")])
     m = d.mark()
-    d.advance(50)  # first scan at 5000*scale: nothing expires
+    d.advance(5000)  # first scan at 5 s: nothing expires
     assert d.events(since=m) == []
     d.time.bump(EXPIRY + 1)
     m = d.mark()
-    d.advance(100)  # the next scan
+    d.advance(10000)  # the next scan
     assert sorted(e["broker_addr"] for e in d.events("ns.broker", since=m)) == [A0, B0]
     assert {e["change"] for e in d.events("ns.broker", since=m)} == {"expired"}
     assert d.role.state()["topicQueueTable"] == {}
@@ -300,3 +299,15 @@ def test_wipe_and_add_write_perm(d):
     d.call(RC.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
     assert route(d, "T").json_body()["queueDatas"][0]["perm"] == 6
     assert route(d, "TBW102").json_body()["queueDatas"][0]["perm"] == 6  # READ|WRITE: INHERIT is gone
+
+
+def test_a_frozen_namesrv_scans_once_when_it_wakes(d):
+    """The Driver runs the node runtime: after a freeze (SIGSTOP) longer than many scan periods,
+    the scan runs once and the schedule moves on, it does not catch up run by run."""
+    scans: list[float] = []
+    on_timer = d.role.on_timer
+    d.role.on_timer = lambda name, now: scans.append(now.mono_ms) or on_timer(name, now)  # type: ignore[method-assign]
+    d.advance(5000)
+    d.time.mono_ms += 100_000  # frozen for ten periods
+    d.advance(0)
+    assert scans == [5000, 105_000] and d.timers["scan"].due == 115_000

@@ -10,7 +10,7 @@ import json
 
 from emulator.protocol import RequestCode as RC, ResponseCode
 
-from .broker_helpers import MASTER_ADDR, SCALE, broker
+from .broker_helpers import MASTER_ADDR, broker
 from .fakes import Driver, FakeTime, response
 
 SLAVE_CH = "slave-sync-ch"
@@ -59,18 +59,18 @@ def test_slave_adopts_master_offsets_on_the_sync_timer_and_answers_queries():
     master, slave = broker(time=time), registered_slave(time)
     commit(master, "A", 0, 7)
     assert query(slave, "A", 0) == 0  # nothing synced yet: never committed -> 0 (min offset 0)
-    slave.advance(3000 * SCALE)  # SlaveSynchronize: initial 3 s
+    slave.advance(3000)  # SlaveSynchronize: initial 3 s
     (topics,) = slave.pending_to(MASTER_ADDR, RC.GET_ALL_TOPIC_CONFIG)
     assert not slave.pending_to(MASTER_ADDR, RC.GET_ALL_CONSUMER_OFFSET)  # one after the other
     slave.answer(topics, master.serve(topics, channel=SLAVE_CH))
     (offs,) = slave.pending_to(MASTER_ADDR, RC.GET_ALL_CONSUMER_OFFSET)
-    assert offs.timeout_ms == 3000 * SCALE
+    assert offs.timeout_ms == 3000
     slave.answer(offs, master.serve(offs, channel=SLAVE_CH))
     assert query(slave, "A", 0) == 7
     assert json.loads(slave.store.files["config/consumerOffset.json"]) == {"offsetTable": {"A@cg": {"0": 7}}}
 
     commit(master, "A", 0, 12)
-    slave.advance(10000 * SCALE - 1)
+    slave.advance(10000 - 1)
     assert not slave.pending_to(MASTER_ADDR, RC.GET_ALL_TOPIC_CONFIG)
     slave.advance(1)  # every 10 s
     serve_sync(master, slave)
@@ -104,5 +104,5 @@ def test_sync_failure_keeps_the_table_and_a_master_does_not_sync():
     (offs,) = slave.pending_to(MASTER_ADDR, RC.GET_ALL_CONSUMER_OFFSET)
     slave.answer(offs, response(ResponseCode.SYSTEM_ERROR, remark="boom"))
     assert query(slave, "A", 0) == 5
-    master.advance(20000 * SCALE)
+    master.advance(20000)
     assert not master.pending_to(code=RC.GET_ALL_CONSUMER_OFFSET)
