@@ -7,7 +7,8 @@ Layers, from pure to effectful:
 - :mod:`faults.targets`, :mod:`faults.partition` — pure, seeded target and partition maths;
 - :mod:`faults.schedule`, :mod:`faults.nemesis` — plans as plain data (``plan.json``);
 - :mod:`faults.kinds`, :mod:`faults.injector` — fault objects and the injector that merges them;
-- :mod:`faults.interpreter` — runs a plan on an injected clock and heals at the end;
+- :mod:`faults.interpreter` — runs a plan on an injected clock: ``run_plan_steps`` for ``launch``,
+  ``run_plan`` (until the plan's end, then heal everything) for tests and scripts;
 - :mod:`faults.ops` — ``ClusterOps``, what the launcher implements; :mod:`emulator.launcher.signals` — the
   pidfd / create_time safety the launcher uses to signal only its own processes;
 - :mod:`faults.verbs` — argument helpers for the interactive CLI verbs;
@@ -23,7 +24,7 @@ from rmqemu.errors import (
     TargetError, UnsafeSignal,
 )
 from faults.injector import Injector
-from faults.interpreter import PlanRun, run_plan
+from faults.interpreter import PlanRun, run_plan, run_plan_steps
 from faults.kinds import (
     ClockFault, Fault, KillFault, LinkFault, PartitionFault, PauseFault, RestartFault, StopFault, build_fault,
 )
@@ -48,7 +49,7 @@ __all__ = [
     "resolve_targets", "plan_partition", "PartitionPlan",
     # plans
     "Plan", "PlanStep", "plan_from_specs", "resolve_spec", "check_plan", "write_plan", "read_plan",
-    "random_plan", "parse_nemesis_kinds", "run_plan", "PlanRun",
+    "random_plan", "parse_nemesis_kinds", "run_plan", "run_plan_steps", "PlanRun",
     # effects
     "ClusterOps", "Injector", "Fault", "KillFault", "StopFault", "RestartFault", "PauseFault",
     "PartitionFault", "LinkFault", "ClockFault", "build_fault", "SpawnedProcess", "ProcessRegistry",

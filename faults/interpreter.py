@@ -1,11 +1,19 @@
-"""Run a fault plan: one loop, steps at their times, everything healed at the end.
+"""Run a fault plan: one loop, steps at their times, faults healed when the plan is cut short.
 
 The interpreter takes its clock and its sleep as arguments (``clock() -> ms``, monotonic;
 ``sleep(ms)``), so tests drive it with a fake clock and no real time passes, and the launcher can
 pass an interruptible wait. It sleeps in chunks of at most ``poll_ms`` and checks
-``should_stop()`` between them (end of run, Ctrl-C), and whatever happens — last step done, stop
-requested, a step failing, KeyboardInterrupt — it calls ``injector.heal_all()`` before returning,
-so no node is left stopped, cut off or skewed.
+``should_stop()`` between them, and whatever cuts the plan short — stop requested, a step
+failing, KeyboardInterrupt — it heals before returning or raising, so no node is left stopped,
+cut off or skewed by it.
+
+Two entry points, one loop (:func:`_interpret`) underneath, because the two kinds of caller want
+opposite things at the end and neither should have to spell that out in flags:
+
+- :func:`run_plan_steps` is what ``rmqemu launch`` runs (``faults.launch_glue.drive_plan``): the
+  steps only; the launcher owns the end of the run and heals everything itself.
+- :func:`run_plan` runs a plan on its own, start to finish (tests on a fake clock, scripts): the
+  steps, then until the plan's ``duration_ms``, then every active fault healed.
 """
 
 from __future__ import annotations
@@ -40,27 +48,72 @@ def run_step(step: PlanStep, injector: Injector) -> str | None:
     return None
 
 
+#: Longest single sleep between two ``should_stop()`` checks (wall ms).
+POLL_MS = 100.0
+
+
+def _never() -> bool:
+    return False
+
+
+def run_plan_steps(
+    plan: Plan,
+    injector: Injector,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    should_stop: Callable[[], bool] = _never,
+) -> PlanRun:
+    """Run each step of ``plan`` at ``start + at_ms`` and return right after the last one, with
+    the faults the steps left active still active: what ``rmqemu launch`` does.
+
+    Why it neither waits for the plan's ``duration_ms`` nor heals at the end: the launcher owns
+    the end of the run (it keeps its cluster pumping until the run's duration, then heals
+    everything, also what was started by other means), and a fault without an end lasts until
+    then. Only when the plan is cut short — a failing step (:class:`PlanFailed`, with the seed),
+    an exception such as KeyboardInterrupt, or ``should_stop()`` — are the faults *of this plan*
+    healed here, before returning or raising; others on the cluster are left alone.
+    """
+    return _interpret(plan, injector, clock, sleep, should_stop, poll_ms=POLL_MS,
+                      wait_until_end=False, continue_on_error=False, heal_everything=False)
+
+
 def run_plan(
     plan: Plan,
     injector: Injector,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
-    should_stop: Callable[[], bool] = lambda: False,
+    should_stop: Callable[[], bool] = _never,
     *,
-    poll_ms: float = 100.0,
-    wait_until_end: bool = True,
+    poll_ms: float = POLL_MS,
     continue_on_error: bool = False,
-    heal_at_end: bool = True,
 ) -> PlanRun:
-    """Run ``plan`` from now: each step at ``start + at_ms``, then (``wait_until_end``) until the
-    plan's ``duration_ms``, then heal everything.
+    """Run ``plan`` on its own, from now: each step at ``start + at_ms``, then until the plan's
+    ``duration_ms``, then heal every active fault (:meth:`Injector.heal_all`), also when stopped
+    early (``should_stop()``), on a failing step or on an exception.
 
-    A failing step raises :class:`PlanFailed` (after healing) carrying the plan's seed; with
+    For tests and standalone use, where nothing else will clean up after the plan. A failing
+    step raises :class:`PlanFailed` (after healing) carrying the plan's seed; with
     ``continue_on_error`` it is recorded as a ``fault.error`` event and the plan goes on.
-    ``heal_at_end=False`` is for the one-fault plans of interactive verbs (a ``pause --duration``
-    must not heal the other faults of a live cluster when it ends); then only this plan's own
-    faults are healed on an early stop or an error.
+    ``poll_ms`` bounds each sleep, i.e. how late a ``should_stop()`` is noticed.
     """
+    return _interpret(plan, injector, clock, sleep, should_stop, poll_ms=poll_ms,
+                      wait_until_end=True, continue_on_error=continue_on_error, heal_everything=True)
+
+
+def _interpret(
+    plan: Plan,
+    injector: Injector,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    should_stop: Callable[[], bool],
+    *,
+    poll_ms: float,
+    wait_until_end: bool,
+    continue_on_error: bool,
+    heal_everything: bool,
+) -> PlanRun:
+    """The loop both entry points share. ``heal_everything``: heal all active faults at the end
+    and when cut short; else only this plan's own, and only when cut short."""
     result = PlanRun()
     start = clock()
 
@@ -100,12 +153,12 @@ def run_plan(
                 wait_until(plan.duration_ms)
     except BaseException as err:  # a failed step, Ctrl-C: heal, but do not hide the cause
         try:
-            _heal(plan, injector, heal_at_end)
+            _heal(plan, injector, heal_everything)
         except Exception as heal_err:  # noqa: BLE001
             err.add_note(f"and healing failed too: {heal_err}")
         raise
-    if heal_at_end or result.stopped_early:
-        result.healed = _heal(plan, injector, heal_at_end)
+    if heal_everything or result.stopped_early:
+        result.healed = _heal(plan, injector, heal_everything)
     return result
 
 

@@ -16,7 +16,7 @@ from emulator.launcher.nodes import NodeInfo
 from emulator.launcher.topology_load import plan_nodes
 from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
 from faults.injector import Injector
-from faults.interpreter import run_plan
+from faults.interpreter import run_plan_steps
 from faults.nemesis import random_plan
 from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, spec_problems, write_plan
 
@@ -79,7 +79,7 @@ def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None]
     failure: BaseException | None = None
     try:
         try:
-            run_plan(plan, injector, clock=elapsed_ms, sleep=pump_for, wait_until_end=False, heal_at_end=False)
+            run_plan_steps(plan, injector, clock=elapsed_ms, sleep=pump_for)
         except PlanFailed as err:
             named = PlanFailed(str(err).replace("rmqemu launch --replay RUN_DIR", replay), seed=err.seed, step=err.step)
             for note in getattr(err, "__notes__", ()):  # e.g. healing failed too

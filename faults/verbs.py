@@ -2,14 +2,15 @@
 
 Each ``*_spec`` helper turns a verb's readable arguments into the same :class:`FaultSpec` a
 topology would hold (``at: 0``), so a fault started by hand is validated, resolved, recorded and
-healed exactly like a scheduled one. A live cluster then runs::
+healed exactly like a scheduled one::
 
     spec = partition_spec(["namesrv-0"], from_=["broker-a-0"], oneway=True)
     plan = one_fault_plan(spec, injector.new_fault_id(), nodes, rng, scale)
-    run_plan(plan, injector, mono_ms, sleep, wait_until_end=False, heal_at_end=False)
 
-(in a thread when the fault has a duration or a restart), and ``resume`` / ``heal`` call
-``Injector.stop_on(nodes, "pause")`` / ``Injector.heal_all(restart_killed=True)``.
+An ``rmqemu up`` supervisor (:mod:`faults.supervisor_verbs`) starts the plan's first step at once
+and queues its stop, if it has one, for its loop; a script can run the plan with
+``faults.interpreter.run_plan_steps``, which heals only this plan's fault if cut short. ``resume``
+/ ``heal`` call ``Injector.stop_on(nodes, "pause")`` / ``Injector.heal_all(restart_killed=True)``.
 """
 
 from __future__ import annotations

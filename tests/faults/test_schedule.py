@@ -7,7 +7,7 @@ import pytest
 from emulator.node.clock import FakeClock
 from rmqemu.errors import PlanError, PlanFailed
 from faults.injector import Injector
-from faults.interpreter import run_plan
+from faults.interpreter import run_plan, run_plan_steps
 from faults.nemesis import parse_nemesis_kinds, random_plan
 from faults.schedule import Plan, PlanStep, check_plan, plan_from_specs, read_plan, write_plan
 from emulator.launcher.fault_spec import FaultSpec
@@ -209,6 +209,18 @@ def test_interpreter_runs_steps_at_their_times_and_heals():
     assert len(result.done) == 7 and result.healed == ["f3"] and not result.stopped_early
     assert ops.links == {} and ops.state["broker-a-0"] == "running"
     assert sum(fake.sleeps) == 2400.0 and max(fake.sleeps) == 600.0
+
+
+def test_launch_entry_returns_after_the_last_step_and_leaves_unended_faults_active():
+    """``run_plan_steps`` (what launch runs): no wait for the plan's 2400 ms, no heal at the end;
+    the launcher pumps until the run's end and heals everything itself."""
+    ops = FakeOps()
+    fake = FakeTime(ops.clock)
+    injector = Injector(ops)
+    result = run_plan_steps(design_plan(), injector, ops.clock, fake.sleep)
+    assert len(result.done) == 7 and result.healed == [] and not result.stopped_early
+    assert sum(fake.sleeps) == 1800.0 and max(fake.sleeps) == 100.0  # the last step; polls of 100 ms
+    assert [f.fault_id for f in injector.active()] == ["f3"] and ops.clocks["namesrv-1"].offset_ms == 1300.0
 
 
 def test_interpreter_polls_should_stop_and_heals_when_stopped():

@@ -7,7 +7,7 @@ import pytest
 from emulator.node.clock import ClockSetting
 from rmqemu.errors import SpecError
 from faults.injector import Injector
-from faults.interpreter import run_plan
+from faults.interpreter import run_plan_steps
 from faults.kinds import PauseFault
 from faults.testing import FakeOps, sample_nodes
 from faults.verbs import (
@@ -88,7 +88,7 @@ def test_interactive_pause_with_duration_heals_only_itself():
     plan = one_fault_plan(process_spec("pause", ["broker-b-0"], duration="10s"), injector.new_fault_id(),
                           NODES, random.Random(0), scale=0.01)
     assert [(s.at_ms, s.action, s.fault_id) for s in plan.steps] == [(0.0, "start", "i2"), (100.0, "stop", "i2")]
-    result = run_plan(plan, injector, ops.clock, ops.clock.advance, wait_until_end=False, heal_at_end=False)
+    result = run_plan_steps(plan, injector, ops.clock, ops.clock.advance)
     assert result.healed == [] and ops.state["broker-b-0"] == "running"
     assert ops.state["namesrv-0"] == "paused"  # not this plan's fault: left alone
     assert [f.fault_id for f in injector.active()] == ["i1"]
@@ -99,8 +99,7 @@ def test_interactive_plan_stopped_early_heals_its_own_fault_only():
     injector = Injector(ops)
     injector.start(PauseFault("i1", ("namesrv-0",)))
     plan = one_fault_plan(skew_spec(["namesrv-1"], "+130s", duration="60s"), "i2", NODES, random.Random(0), 0.01)
-    run = run_plan(plan, injector, ops.clock, ops.clock.advance, should_stop=lambda: bool(injector.get("i2")),
-                   heal_at_end=False)
+    run = run_plan_steps(plan, injector, ops.clock, ops.clock.advance, should_stop=lambda: bool(injector.get("i2")))
     assert run.stopped_early and run.healed == ["i2"]
     assert ops.clocks["namesrv-1"] == ClockSetting() and ops.state["namesrv-0"] == "paused"
     assert ops.events[1]["params"]["offset_ms"] == 1300.0
