@@ -3,7 +3,7 @@
 Same definitions as ``reports`` (truth, views, staleness, convergence, misrouted sends,
 send outcomes, lost messages), written as one SQL script over the same JSONL files, so
 ``bench/report_bench.py`` can time both engines on identical input and check that they
-agree. Not part of the package: the report itself is Spark (DESIGN section 7).
+agree. Not part of the package: the report itself is Spark (docs/design.md §7).
 """
 from __future__ import annotations
 

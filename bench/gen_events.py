@@ -3,7 +3,7 @@
     .venv/bin/python bench/gen_events.py OUT_DIR [--events 1000000] [--seed 7]
 
 Writes ``manifest.json``, ``events/<node>.jsonl`` and ``faults.jsonl`` in the schema of
-DESIGN section 6, from a small seeded discrete-event model of a cluster (2 namesrvs,
+docs/design.md §6, from a small seeded discrete-event model of a cluster (2 namesrvs,
 4 brokers with a slave each, 8 producers, 2 consumer groups) under a nemesis of kills with
 restart, pauses and producer<->broker partitions. Why a model and not random lines: the
 report's joins and windows only do realistic work on realistic structure (routes that

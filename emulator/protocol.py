@@ -5,7 +5,7 @@ correlation id, a ``flag`` (request, response or oneway), a ``remark``, header `
 opaque ``body``. On the wire it is two ZeroMQ frames: the JSON header and the raw body. Nothing in
 this module imports zmq; the transport does.
 
-Numbers are RocketMQ 4.9's (facts section 5).
+Numbers are RocketMQ 4.9's (docs/rocketmq-model.md §5).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class RequestCode(IntEnum):
     CONSUMER_SEND_MSG_BACK = 36
     GET_CONSUMER_LIST_BY_GROUP = 38
     NOTIFY_CONSUMER_IDS_CHANGED = 40
-    GET_ALL_CONSUMER_OFFSET = 43  # a slave's SlaveSynchronize asks its master (facts 2.1)
+    GET_ALL_CONSUMER_OFFSET = 43  # a slave's SlaveSynchronize asks its master (docs/rocketmq-model.md §2.1)
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105
@@ -95,7 +95,7 @@ class ClientErrorCode(IntEnum):
 
 
 class Perm:
-    """PermName (facts 2.2)."""
+    """PermName (docs/rocketmq-model.md §2.2)."""
 
     PRIORITY = 8
     READ = 4

@@ -1,4 +1,4 @@
-"""Fault injection for rmqemu (DESIGN section 4): kill, stop, pause, partitions, link faults and
+"""Fault injection for rmqemu (docs/design.md §4): kill, stop, pause, partitions, link faults and
 clock skew on plain local processes, seeded, recorded in ``faults.jsonl`` and always healed.
 
 Layers, from pure to effectful:

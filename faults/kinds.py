@@ -135,7 +135,7 @@ class StopFault(ProcessExitFault):
 
 @dataclass
 class RestartFault(Fault):
-    """The restart after a kill/stop, logged as its own instantaneous fault (DESIGN section 4)."""
+    """The restart after a kill/stop, logged as its own instantaneous fault (docs/design.md §4)."""
 
     after_ms: float | None = None
     failed: dict[str, str] = field(default_factory=dict, init=False)  # node -> why it did not restart

@@ -61,6 +61,6 @@ class ClusterOps(Protocol):
         ...
 
     def node_exited(self, node: str, signal: int) -> None:
-        """A node was killed by the injector: write its ``node.exit`` with ``signal`` now (DESIGN 7).
+        """A node was killed by the injector: write its ``node.exit`` with ``signal`` now (docs/design.md §7).
         The launcher should not write a second ``node.exit`` when it reaps that process."""
         ...

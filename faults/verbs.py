@@ -81,7 +81,7 @@ def partition_spec(targets: Sequence[str] = (), *, from_: Sequence[str] | None =
     """``rmqemu partition TARGETS [--from OTHERS] [--mode M] [--oneway] [--duration D]``.
 
     With ``--from``: the two explicit groups ``[TARGETS], [OTHERS]``, and with ``--oneway``
-    TARGETS cannot reach OTHERS (DESIGN section 5's rule: the first group cannot reach the second).
+    TARGETS cannot reach OTHERS (docs/design.md §5's rule: the first group cannot reach the second).
     Without: ``--mode`` (default ``isolate``) over TARGETS (``isolate`` cuts TARGETS off from all).
     """
     if from_:

@@ -1,7 +1,7 @@
 """Reading a run directory: manifest, event logs, broken-line accounting.
 
 A run directory holds ``manifest.json``, ``events/<node>.jsonl`` and ``faults.jsonl``
-(DESIGN section 1). Nodes flush one JSON line at a time, so a killed node leaves at most
+(docs/design.md §1). Nodes flush one JSON line at a time, so a killed node leaves at most
 one truncated last line: such lines must not fail the job, they are counted per file
 (``bad_lines``) and dropped. Lines without ``ts`` are counted the same way, since no
 metric can place them in time.

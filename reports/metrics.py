@@ -1,6 +1,6 @@
 """Assemble ``report/metrics.json`` from an :class:`~reports.pipeline.Analysis`.
 
-The keys of DESIGN section 7 are all present with the same names; additions sit next to
+The keys of docs/design.md §7 are all present with the same names; additions sit next to
 them. Every duration key ending in ``_ms`` gets a ``..._cluster_s`` twin
 (wall ms / 1000 / ``scale``), added by :func:`with_cluster_seconds` so no field can be
 forgotten. Absolute times are not durations: they are given as offsets from the run's

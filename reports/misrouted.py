@@ -1,4 +1,4 @@
-"""Misrouted sends (DESIGN section 7): classify every send attempt by its target.
+"""Misrouted sends (docs/design.md §7): classify every send attempt by its target.
 
 The target node is the master of the named broker (``broker_id`` 0) unless the send
 says ``broker_id``; it is looked up in the node table and defaults to the naming rule

@@ -1,4 +1,4 @@
-"""Explicit Spark schemas for the run's event logs (DESIGN section 6), built from the event
+"""Explicit Spark schemas for the run's event logs (docs/design.md §6), built from the event
 registry (:mod:`rmqemu.events`): one column per field any kind declares, of the declared type.
 
 Why explicit: schema inference reads every file twice, picks different types for

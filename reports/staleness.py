@@ -1,4 +1,4 @@
-"""Route staleness (DESIGN section 7): views, view-vs-truth pieces, stale intervals,
+"""Route staleness (docs/design.md §7): views, view-vs-truth pieces, stale intervals,
 per-(client, topic) and per-(namesrv, topic) totals, and per-fault convergence.
 
 A *view* is piecewise constant: each ``client.route`` (or ``ns.route``) line holds until

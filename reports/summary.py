@@ -87,7 +87,7 @@ HEADLINES: list[Headline] = [
 
 
 def cluster_s(ms: float, scale: float) -> float:
-    """Wall ms -> cluster seconds (DESIGN section 3)."""
+    """Wall ms -> cluster seconds (docs/design.md §3)."""
     return ms / 1000.0 / scale
 
 

@@ -1,10 +1,10 @@
-"""Ground-truth intervals of DESIGN section 7: alive, paused, partitioned, hosting, truth.
+"""Ground-truth intervals of docs/design.md §7: alive, paused, partitioned, hosting, truth.
 
 All functions take the good-events DataFrame (``reports.load``) and return interval
 tables (``start``/``end`` in host wall ms), disjoint per key so that a point lookup joins
 at most one row.
 
-Choices where DESIGN leaves room (tested in ``tests/reports``):
+Choices where docs/design.md leaves room (tested in ``tests/reports``):
 
 * A life runs from a ``node.start`` to the next ``node.exit`` of that node; a second
   ``node.start`` without an exit in between also ends the previous life; a life without
@@ -16,7 +16,7 @@ Choices where DESIGN leaves room (tested in ``tests/reports``):
   later writable line of that life). A later read-only ``broker.topic`` does not end
   hosting (the definition says "until it exits").
 * Auto-create: *hosting* ``TBW102`` (``perm & 2``, as for any topic) with the inherit bit
-  (``perm & 1``), same life rule, as DESIGN words it. (RocketMQ's broker checks only
+  (``perm & 1``), same life rule, as docs/design.md words it. (RocketMQ's broker checks only
   ``isInherited``, but a broker whose TBW102 is not writable is never in a TBW102 route.)
 * A pause ends at its own ``fault.end`` (same ``fault_id``); a pause without one ends at the
   first later ``resume`` fault that targets the node (a hand-written log), else at the run end.

@@ -22,7 +22,7 @@ INTRO = f"""\
 Every process appends JSON lines to `runs/<run-id>/events/<node>.jsonl` (flushed per line: a
 killed node loses at most the line it was writing, and `rmqemu report` counts such a truncated
 line instead of failing); the fault injector writes `runs/<run-id>/faults.jsonl`. This page lists
-every kind the emulator writes. The kinds and fields of DESIGN section 6 (the contract the Spark
+every kind the emulator writes. The kinds and fields of docs/design.md §6 (the contract the Spark
 metrics are defined on) are kept as named there; rows and fields marked *(ext)* are additions.
 
 The page is generated from the event registry, `rmqemu/event_kinds.py`
@@ -52,7 +52,7 @@ above, with its type, except where Spark needs another one (pairs are read as ar
 `signal` and `changed` as strings, so that an odd value cannot turn a whole line corrupt; of
 `params` only the members the report uses). Unknown fields are ignored, so a log with extra
 fields still loads. The metric definitions (truth, views, staleness over/under, convergence,
-misrouted-send reasons) are those of DESIGN section 7; the report's Parquet tables
+misrouted-send reasons) are those of docs/design.md §7; the report's Parquet tables
 (`report/parquet/<table>`) are the intermediate results of those definitions, one row per
 interval or per send.
 """

@@ -73,7 +73,7 @@ class Field:
 
     ``required``: present on every line of its kind the emulator writes. ``nullable``: may be
     JSON ``null`` (e.g. ``latency_ms`` of an attempt that never got an answer). ``ext``: an
-    addition to the design contract (DESIGN section 6), marked *(ext)* in the docs; the fields
+    addition to the design contract (docs/design.md §6), marked *(ext)* in the docs; the fields
     of a kind that is itself an extension need not say so.
     """
 

@@ -1,4 +1,4 @@
-"""The ``rmqemu`` command line (DESIGN section 8).
+"""The ``rmqemu`` command line (docs/design.md §8).
 
 Every command turns the project's exceptions into one clear message: a bad topology prints one
 line per problem and exits 2; any other failure exits 1. No traceback reaches a user unless

@@ -51,7 +51,7 @@ def topic_list(namesrv_addr: str, timeout_ms: float = ADMIN_TIMEOUT_MS) -> list[
 
 
 def update_topic(broker_addr: str, topic: TopicEntry, timeout_ms: float = ADMIN_TIMEOUT_MS) -> None:
-    """UPDATE_AND_CREATE_TOPIC on one broker (facts 2.7); the broker registers the change."""
+    """UPDATE_AND_CREATE_TOPIC on one broker (docs/rocketmq-model.md §2.7); the broker registers the change."""
     fields = {
         "topic": topic.name,
         "readQueueNums": topic.read_queues if topic.read_queues is not None else topic.queues,

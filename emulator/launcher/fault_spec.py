@@ -1,4 +1,4 @@
-"""One entry of a topology's ``faults:`` list (DESIGN section 5), as a pydantic v2 model.
+"""One entry of a topology's ``faults:`` list (docs/design.md §5), as a pydantic v2 model.
 
 The kind is the key that is present, its value is the target (``kill``, ``stop``, ``pause``,
 ``link``) or the sub-mode (``partition``, ``clock``)::

@@ -38,7 +38,7 @@ def node_table(
     producers: Mapping[str, int] | None = None,
     consumers: Mapping[str, int] | None = None,
 ) -> dict[str, NodeInfo]:
-    """Build a node table with DESIGN section 5's names.
+    """Build a node table with docs/design.md §5's names.
 
     ``brokers`` maps a broker name to its number of slaves; ``producers``/``consumers`` map a group
     to its number of instances. Used by tests and handy for a launcher that has the same counts.

@@ -1,4 +1,4 @@
-"""The layout of a run directory (DESIGN section 1) and its manifest.
+"""The layout of a run directory (docs/design.md §1) and its manifest.
 
     runs/<run-id>/
       manifest.json            topology as resolved, seed, scale, versions, node -> pid/addr/create_time

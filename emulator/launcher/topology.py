@@ -1,4 +1,4 @@
-"""Topology files (DESIGN section 5): the schema, as pydantic models.
+"""Topology files (docs/design.md §5): the schema, as pydantic models.
 
 The models are the single source of truth for what a topology may say; ``rmqemu schema`` exports
 them as JSON Schema for editors. Loading, error formatting and node naming live in
@@ -18,7 +18,7 @@ from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, 
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from emulator.launcher.fault_spec import FaultSpec, parse_duration
 
-NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (facts 3.5)
+NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)
 
 
 def _valid_group(v: str) -> str:

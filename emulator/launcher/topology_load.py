@@ -1,6 +1,6 @@
 """Reading a topology file, turning every problem into a "path: message" line, and naming nodes.
 
-Validation happens before anything is spawned (DESIGN section 5): a bad file raises
+Validation happens before anything is spawned (docs/design.md §5): a bad file raises
 :class:`~rmqemu.errors.TopologyError` listing every problem, and the CLI exits with code 2.
 """
 
@@ -158,7 +158,7 @@ def _subscription(item: str) -> dict[str, str]:
 def plan_nodes(topo: Topology) -> list[NodePlan]:
     """All nodes in start order: namesrvs, masters, slaves, producers, consumers.
 
-    Names follow DESIGN section 5: ``namesrv-<i>``, ``<broker>-<brokerId>``, ``<group>-<i>``;
+    Names follow docs/design.md §5: ``namesrv-<i>``, ``<broker>-<brokerId>``, ``<group>-<i>``;
     consumer entries sharing a group continue that group's numbering so names stay unique.
     """
     nodes = [NodePlan(f"namesrv-{i}", "namesrv", topo.namesrv_config) for i in range(topo.namesrv_count)]

@@ -1,4 +1,4 @@
-"""The skewable wall clock of DESIGN section 3, and the one place host time becomes cluster time.
+"""The skewable wall clock of docs/design.md §3, and the one place host time becomes cluster time.
 
 Every node reads "System.currentTimeMillis()" only through a :class:`SkewableClock`, so a clock
 fault changes what RocketMQ logic *compares* (broker liveness stamps, subVersion, blackout ends)

@@ -16,7 +16,7 @@ from rmqemu.events import check as check_event
 
 
 class EventLog:
-    """``events/<node>.jsonl``: one JSON object per line, flushed per line (DESIGN section 6), so
+    """``events/<node>.jsonl``: one JSON object per line, flushed per line (docs/design.md §6), so
     a killed node loses at most the line it was writing."""
 
     def __init__(self, path: Path | None, node: str, local_ms: Callable[[], float], host: Callable[[], float] = host_ms) -> None:
@@ -71,7 +71,7 @@ class StoreDir:
 
     def read(self, relpath: str) -> str | None:
         """The file's text; an empty or unreadable file falls back to ``<file>.bak`` as
-        ``ConfigManager.load`` does (facts 2.6). None when neither exists."""
+        ``ConfigManager.load`` does (docs/rocketmq-model.md §2.6). None when neither exists."""
         if self.root is None:
             return None
         path = self._path(relpath)

@@ -1,4 +1,4 @@
-"""The directed link table of DESIGN section 2: what the fault injector pushes to every node.
+"""The directed link table of docs/design.md §2: what the fault injector pushes to every node.
 
 Pure data and pure decisions. The transport asks :meth:`LinkTable.on_send` before sending to a
 peer and :meth:`LinkTable.on_receive` after receiving from one; the answer says whether to drop the

@@ -22,7 +22,7 @@ from emulator.roles.registry import build_role
 from emulator.node.runtime import Runtime
 from emulator.transport.zmq_node import ZmqTransport
 
-NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (facts 1.5)
+NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (docs/rocketmq-model.md §1.5)
 CONNECT_TIMEOUT_MS = 3000  # NettyClientConfig.connectTimeoutMillis
 MIN_CONNECT_TIMEOUT_MS = 100.0  # wall: a local connect + handshake under load; scaled 30 ms is too tight
 STOP_GRACE_MS = 2 * 6000  # cluster ms a graceful stop waits for its requests (the launcher waits as long) ...

@@ -1,5 +1,5 @@
 """AdminBrokerProcessor: UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215),
-GET_ALL_TOPIC_CONFIG (21) (facts 2.6, 2.7), GET_MAX_OFFSET (30).
+GET_ALL_TOPIC_CONFIG (21) (docs/rocketmq-model.md §2.6, §2.7), GET_MAX_OFFSET (30).
 
 UPDATE_AND_CREATE_TOPIC header: topic, readQueueNums, writeQueueNums, perm, topicFilterType,
 topicSysFlag (``defaultTopic`` and ``order`` are accepted and ignored, as RocketMQ does).
@@ -7,7 +7,7 @@ DELETE_TOPIC_IN_BROKER header: topic. GET_ALL_TOPIC_CONFIG answers the whole
 TopicConfigSerializeWrapper ``{topicConfigTable, dataVersion}`` (what a slave syncs from).
 GET_MAX_OFFSET header: topic, queueId; answers ``offset``, the queue's max offset
 (``getMaxOffsetInQueue``: 0 for an unknown queue), which a consumer without a stored offset
-asks for under CONSUME_FROM_LAST_OFFSET (facts 4.7). Writes on a slave are refused as in 4.9.4 ``validateSlave`` (facts 2.5).
+asks for under CONSUME_FROM_LAST_OFFSET (docs/rocketmq-model.md §4.7). Writes on a slave are refused as in 4.9.4 ``validateSlave`` (docs/rocketmq-model.md §2.5).
 """
 
 from __future__ import annotations

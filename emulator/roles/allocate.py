@@ -1,4 +1,4 @@
-"""The push consumer's queue allocation strategies (facts 4.4), selected by a short name.
+"""The push consumer's queue allocation strategies (docs/rocketmq-model.md §4.4), selected by a short name.
 
 Every strategy takes ``(group, current_cid, mq_all, cid_all)`` already sorted by the caller
 (``RebalanceImpl`` sorts queues by topic/brokerName/queueId and cids as strings) and returns the

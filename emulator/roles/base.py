@@ -29,7 +29,7 @@ from rmqemu.events import check as check_event
 
 @dataclass(frozen=True)
 class Now:
-    """The clocks a role may read (DESIGN section 3), as the runtime's ``ClusterTime`` gives them.
+    """The clocks a role may read (docs/design.md §3), as the runtime's ``ClusterTime`` gives them.
 
     ``mono_ms``: monotonic, in cluster ms; for timeouts, schedules and the latencies RocketMQ's own
     logic compares with its thresholds (``MQFaultStrategy``'s latency table).
@@ -102,7 +102,7 @@ class Request:
 
 @dataclass(frozen=True)
 class Emit:
-    """Write one event (DESIGN section 6). The runtime adds ``ts``, ``node`` and ``local_ms``.
+    """Write one event (docs/design.md §6). The runtime adds ``ts``, ``node`` and ``local_ms``.
 
     The kind and the field names must be in the event registry (:mod:`rmqemu.events`): an
     unknown one raises ``ValueError`` here, where the bug is, instead of reaching a log that the

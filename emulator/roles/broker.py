@@ -7,10 +7,10 @@ every broker) and ha_client (a slave's loop). This module owns identity, timers 
 
 Timers (RocketMQ's intervals in cluster ms; the node runtime applies ``timing.scale``):
 
-- ``register``: ``Every(10000, max(10000, min(registerNameServerPeriod, 60000)))`` (facts 2.1)
-- ``client_scan``: ``Every(10000, 10000)``, ClientHousekeepingService, 120 s idle (facts 4.2)
+- ``register``: ``Every(10000, max(10000, min(registerNameServerPeriod, 60000)))`` (docs/rocketmq-model.md §2.1)
+- ``client_scan``: ``Every(10000, 10000)``, ClientHousekeepingService, 120 s idle (docs/rocketmq-model.md §4.2)
 - ``offset_flush``: ``Every(10000, flushConsumerOffsetInterval)``, consumerOffset.json
-- ``slave_sync``: ``Every(3000, 10000)`` on a slave (facts 2.1)
+- ``slave_sync``: ``Every(3000, 10000)`` on a slave (docs/rocketmq-model.md §2.1)
 - ``pull:<n>``: one ``After`` per held long-polling pull
 - ``pull_hold_check``: on a slave, ``Every(5000)`` (``shortPollingTimeMills`` without long polling):
   PullRequestHoldService's periodic check, the only wake-up a slave's held pulls get -- RocketMQ's
@@ -62,7 +62,7 @@ class Broker(Role):
             self.store_cfg.brokerRole = "SLAVE"
         host, _, port = addr.rpartition(":")
         self.cfg.brokerIP1 = self.cfg.brokerIP2 = host or self.cfg.brokerIP1
-        # haServerAddr = brokerIP2:haListenPort, the HA port being listenPort + 1 (facts 2.1)
+        # haServerAddr = brokerIP2:haListenPort, the HA port being listenPort + 1 (docs/rocketmq-model.md §2.1)
         self.ha_server_addr = f"{self.cfg.brokerIP2}:{int(port or 0) + 1}"
         self.namesrv_addrs = list(namesrv_addrs)
         self.rng = random.Random(seed)
@@ -168,7 +168,7 @@ class Broker(Role):
         return []
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
-        """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (facts 4.2); an
+        """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (docs/rocketmq-model.md §4.2); an
         HA connection or a SYNC send waiting on the channel goes too. Our outbound channel to
         the master dropping closes the slave's HA connection."""
         if event.kind == "disconnected":
@@ -184,7 +184,7 @@ class Broker(Role):
     def on_register_result(self, master_addr: str | None, ha_addr: str | None, now: Now) -> list[Action]:
         """The first successful REGISTER_BROKER answer: ``slaveSynchronize.setMasterAddr``
         (also to None when the namesrv knows no live master) and ``updateHaMasterAddress``
-        (only to a non-null address, facts 2.1)."""
+        (only to a non-null address, docs/rocketmq-model.md §2.1)."""
         if not self.is_slave:
             return []
         self.master_addr = master_addr

@@ -1,4 +1,4 @@
-"""RocketMQ 4.9 configuration objects with their real defaults (facts 1.4, 2.1, 2.2, 4.5-4.7).
+"""RocketMQ 4.9 configuration objects with their real defaults (docs/rocketmq-model.md §1.4, §2.1, §2.2, §4.5-4.7).
 
 Field names are RocketMQ's own keys (what a ``broker.conf`` or a topology file sets), so the
 topology validator can check a user's keys against them and the roles can read them by the same
@@ -39,12 +39,12 @@ class NettyServerConfig:
     """``remoting/.../netty/NettyServerConfig`` (the namesrv overrides listenPort to 9876)."""
 
     listenPort: int = 8888
-    serverChannelMaxIdleTimeSeconds: int = 120  # facts 1.5: Netty ALL_IDLE closes the channel
+    serverChannelMaxIdleTimeSeconds: int = 120  # docs/rocketmq-model.md §1.5: Netty ALL_IDLE closes the channel
 
 
 @dataclass
 class NamesrvConfig:
-    """``common/.../namesrv/NamesrvConfig`` (facts 1.4)."""
+    """``common/.../namesrv/NamesrvConfig`` (docs/rocketmq-model.md §1.4)."""
 
     rocketmqHome: str = ""
     kvConfigPath: str = "~/namesrv/kvConfig.json"
@@ -56,7 +56,7 @@ class NamesrvConfig:
 
 @dataclass
 class BrokerConfig:
-    """``common/.../BrokerConfig`` defaults (facts 2.1, 2.2, 4.5, 4.6).
+    """``common/.../BrokerConfig`` defaults (docs/rocketmq-model.md §2.1, §2.2, §4.5, §4.6).
 
     ``brokerClusterName``/``brokerName``/``brokerId`` come from the node spec (``cluster``,
     ``broker``, ``broker_id``) rather than from ``config``; they are here because RocketMQ has them
@@ -98,7 +98,7 @@ class BrokerConfig:
 
 @dataclass
 class MessageStoreConfig:
-    """``store/.../config/MessageStoreConfig`` keys the emulator reads (facts 2.2, 2.5, 4.6; HA keys
+    """``store/.../config/MessageStoreConfig`` keys the emulator reads (docs/rocketmq-model.md §2.2, §2.5, §4.6; HA keys
     from ``MessageStoreConfig`` 4.9, see emulator/roles/ha.py)."""
 
     storePathRootDir: str = "~/store"
@@ -191,7 +191,7 @@ def broker_configs_from_dict(d: dict[str, Any] | None) -> BrokerConfigs:
     """Route each key of a broker's mixed ``config`` dict to its RocketMQ config object."""
     b, s, n = _split((BrokerConfig, MessageStoreConfig, NettyServerConfig), d, "broker")
     if not d or "listenPort" not in d:
-        n.listenPort = 10911  # BrokerStartup's default (facts 2.1)
+        n.listenPort = 10911  # BrokerStartup's default (docs/rocketmq-model.md §2.1)
     return BrokerConfigs(b, s, n)
 
 
@@ -202,7 +202,7 @@ class NamesrvConfigs:
 
 
 def namesrv_configs_from_dict(d: dict[str, Any] | None) -> NamesrvConfigs:
-    """Same for a namesrv (listenPort defaults to 9876 as in NamesrvStartup, facts 1.4)."""
+    """Same for a namesrv (listenPort defaults to 9876 as in NamesrvStartup, docs/rocketmq-model.md §1.4)."""
     ns, n = _split((NamesrvConfig, NettyServerConfig), d, "namesrv")
     if not d or "listenPort" not in d:
         n.listenPort = 9876

@@ -1,5 +1,5 @@
 """The broker's side of the namesrv protocol: ``BrokerController.registerBrokerAll`` and
-``BrokerOuterAPI`` (facts 2.1, 1.6).
+``BrokerOuterAPI`` (docs/rocketmq-model.md §2.1, §1.6).
 
 - REGISTER_BROKER goes to all namesrvs **in parallel** (one ``Request`` each, timeout
   ``registerBrokerTimeoutMills``); the **first successful** answer of a round carries the master
@@ -75,7 +75,7 @@ class NamesrvRegistrar:
         def on_reply(resp: Frame | None, now: Now) -> list[Action]:
             if resp is None or resp.code != ResponseCode.SUCCESS or state["done"]:
                 return []
-            state["done"] = True  # the first result of the round is the one used (facts 2.1)
+            state["done"] = True  # the first result of the round is the one used (docs/rocketmq-model.md §2.1)
             return self.broker.on_register_result(resp.fields.get("masterAddr"), resp.fields.get("haServerAddr"), now)
 
         frame = request(RequestCode.REGISTER_BROKER, fields, body)

@@ -1,4 +1,4 @@
-"""Client configuration objects with RocketMQ 4.9's real defaults (facts 3.1, 4.5, 4.7).
+"""Client configuration objects with RocketMQ 4.9's real defaults (docs/rocketmq-model.md §3.1, §4.5, §4.7).
 
 Field names are RocketMQ's own keys (``ClientConfig`` + ``DefaultMQProducer`` for a producer,
 ``ClientConfig`` + ``DefaultMQPushConsumer`` for a push consumer), so a topology file sets them by
@@ -39,7 +39,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 
 @dataclass
 class ClientConfig:
-    """``client/.../ClientConfig`` (facts 3.1, 3.6)."""
+    """``client/.../ClientConfig`` (docs/rocketmq-model.md §3.1, §3.6)."""
 
     namesrvAddr: str = ""  # the launcher passes ``namesrv_addrs`` instead; kept for key checks
     clientIP: str = "127.0.0.1"
@@ -55,7 +55,7 @@ class ClientConfig:
 
 @dataclass
 class ProducerConfig(ClientConfig):
-    """``DefaultMQProducer`` + ``MQFaultStrategy.sendLatencyFaultEnable`` (facts 3.1, 3.4)."""
+    """``DefaultMQProducer`` + ``MQFaultStrategy.sendLatencyFaultEnable`` (docs/rocketmq-model.md §3.1, §3.4)."""
 
     producerGroup: str = "DEFAULT_PRODUCER"
     createTopicKey: str = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -83,10 +83,10 @@ class ProducerConfig(ClientConfig):
 
 @dataclass
 class ConsumerConfig(ClientConfig):
-    """``DefaultMQPushConsumer`` (facts 4.7) plus the push-impl constant of facts 4.5.
+    """``DefaultMQPushConsumer`` (docs/rocketmq-model.md §4.7) plus the push-impl constant of docs/rocketmq-model.md §4.5.
 
     ``pullTimeDelayMillsWhenException`` is ``DefaultMQPushConsumerImpl``'s 3000 ms retry delay
-    after a failed pull (facts 4.5); RocketMQ does not expose it on DefaultMQPushConsumer, the
+    after a failed pull (docs/rocketmq-model.md §4.5); RocketMQ does not expose it on DefaultMQPushConsumer, the
     emulator lets a topology tune it.
     """
 
@@ -123,7 +123,7 @@ def config_from_dict(cls: type[T], d: dict[str, Any] | None) -> T:
 
 
 def effective_max_reconsume_times(cfg: ConsumerConfig) -> int:
-    """``DefaultMQPushConsumerImpl.getMaxReconsumeTimes``: -1 means 16 (facts 4.7)."""
+    """``DefaultMQPushConsumerImpl.getMaxReconsumeTimes``: -1 means 16 (docs/rocketmq-model.md §4.7)."""
     return 16 if cfg.maxReconsumeTimes == -1 else cfg.maxReconsumeTimes
 
 

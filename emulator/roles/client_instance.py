@@ -1,9 +1,9 @@
-"""What producers and consumers share: RocketMQ's ``MQClientInstance`` (facts 1.9, 3.6, 4.1).
+"""What producers and consumers share: RocketMQ's ``MQClientInstance`` (docs/rocketmq-model.md §1.9, §3.6, §4.1).
 
 One namesrv is chosen and kept while its channel is up (``NamesrvSelector``); topic routes are
 polled from it one topic after the other, as RocketMQ's single scheduled thread does (#2728), so
 a dead or partitioned namesrv costs one request timeout before the next topic goes elsewhere.
-A TOPIC_NOT_EXIST answer keeps the old route (facts 3.6), which is what lets routes go stale.
+A TOPIC_NOT_EXIST answer keeps the old route (docs/rocketmq-model.md §3.6), which is what lets routes go stale.
 
 The role that owns the instance (a :class:`RouteOwner`) says which topics to poll and what to
 recompute when a route changes.
@@ -37,7 +37,7 @@ class RouteOwner(Protocol):
 
 
 class NamesrvSelector:
-    """``NettyRemotingClient.getAndCreateNameserverChannel`` (facts 1.9).
+    """``NettyRemotingClient.getAndCreateNameserverChannel`` (docs/rocketmq-model.md §1.9).
 
     Keeps the chosen namesrv while its channel is OK; otherwise walks the (shuffled) list
     round-robin from a random index in [0, 999), skipping addresses whose channel is known down
@@ -120,7 +120,7 @@ class ClientInstance:
                 self.selector.channel_failed(addr)
                 self.route_failures += 1
                 return done(False, rnow)
-            if resp.code != ResponseCode.SUCCESS:  # TOPIC_NOT_EXIST: old route kept (facts 3.6)
+            if resp.code != ResponseCode.SUCCESS:  # TOPIC_NOT_EXIST: old route kept (docs/rocketmq-model.md §3.6)
                 self.route_failures += 1
                 return done(False, rnow)
             try:
@@ -185,7 +185,7 @@ class ClientInstance:
                 del self.broker_addr_table[name]
 
     def find_broker_address_in_publish(self, broker_name: str) -> str | None:
-        """The master only (facts 3.2 step 5)."""
+        """The master only (docs/rocketmq-model.md §3.2 step 5)."""
         return (self.broker_addr_table.get(broker_name) or {}).get(MASTER_ID)
 
     def find_broker_address_in_subscribe(self, broker_name: str, broker_id: int,
@@ -199,9 +199,9 @@ class ClientInstance:
 
         ``RemoteBrokerOffsetStore`` queries and commits consumer offsets here, so while a master
         is out of the route offsets go to its slave (which accepts them; SlaveSynchronize
-        overwrites them with the master's table once the master is back, facts 2.1)."""
+        overwrites them with the master's table once the master is back, docs/rocketmq-model.md §2.1)."""
         for bid, addr in sorted((self.broker_addr_table.get(broker_name) or {}).items()):
-            if addr:  # HashMap order of small Long keys: ascending ids (as in facts 4.6 step 3)
+            if addr:  # HashMap order of small Long keys: ascending ids (as in docs/rocketmq-model.md §4.6 step 3)
                 return addr, bid != MASTER_ID
         return None
 
@@ -223,7 +223,7 @@ class ClientInstance:
         return select_broker_addr(self.rng.choice(route["brokerDatas"]), self.rng)
 
     def heartbeat(self, body: dict[str, Any], masters_only: bool) -> list[Action]:
-        """``sendHeartbeatToAllBroker`` (facts 4.1): every address, or masters only when the
+        """``sendHeartbeatToAllBroker`` (docs/rocketmq-model.md §4.1): every address, or masters only when the
         instance has no consumer. Replies are not needed."""
         frame = request(RequestCode.HEART_BEAT, {}, body)
         actions: list[Action] = []
@@ -257,7 +257,7 @@ def heartbeat_body(client_id: str, producer_groups: list[str],
 
 def client_id_for(node_name: str, client_ip: str = "127.0.0.1", instance_name: str = "DEFAULT",
                   unit_name: str = "") -> str:
-    """``buildMQClientId``: ``clientIP@instanceName[@unitName]`` (facts 3.1).
+    """``buildMQClientId``: ``clientIP@instanceName[@unitName]`` (docs/rocketmq-model.md §3.1).
 
     ``changeInstanceNameToPID`` turns ``DEFAULT`` into ``pid#nanoTime``; the node name stands
     in for it (unique per emulated process, and readable in ``rebalance`` events). An

@@ -1,11 +1,11 @@
 """ClientManageProcessor + ConsumerManageProcessor: HEART_BEAT (34), UNREGISTER_CLIENT (35),
 GET_CONSUMER_LIST_BY_GROUP (38), QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15)
-(facts 4.2, 4.3), and GET_ALL_CONSUMER_OFFSET (43), which RocketMQ serves from
+(docs/rocketmq-model.md §4.2, §4.3), and GET_ALL_CONSUMER_OFFSET (43), which RocketMQ serves from
 AdminBrokerProcessor: the whole offset table, what a slave's SlaveSynchronize adopts (slave_sync).
 
 A slave answers QUERY_CONSUMER_OFFSET from its synced table and accepts UPDATE_CONSUMER_OFFSET
 (clients commit with ``findBrokerAddressInAdmin``, i.e. to the slave while the master is out of
-the route); its next sync from the master overwrites such commits (facts 2.1).
+the route); its next sync from the master overwrites such commits (docs/rocketmq-model.md §2.1).
 
 HEART_BEAT body (HeartbeatData): ``{clientID, producerDataSet: [{groupName}], consumerDataSet:
 [{groupName, consumeType, messageModel, consumeFromWhere, subscriptionDataSet: [...], unitMode}]}``.
@@ -57,7 +57,7 @@ class ClientProcessor:
             sgc, persists = b.sub_groups.find(group)
             actions += persists
             notify = sgc.notifyConsumerIdsChangedEnable if sgc else True
-            if sgc is not None:  # %RETRY%<group>, retryQueueNums queues, RW (facts 4.2 step 2)
+            if sgc is not None:  # %RETRY%<group>, retryQueueNums queues, RW (docs/rocketmq-model.md §4.2 step 2)
                 sys_flag = 2 if cd.get("unitMode") else 0
                 _, acts, created = b.topics.create_in_send_message_back_method(
                     RETRY_GROUP_TOPIC_PREFIX + group, sgc.retryQueueNums, RW, sys_flag, now.wall_ms)

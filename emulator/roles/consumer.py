@@ -1,4 +1,4 @@
-"""The consumer node: a ``DefaultMQPushConsumer`` in its own ``MQClientInstance`` (facts 4).
+"""The consumer node: a ``DefaultMQPushConsumer`` in its own ``MQClientInstance`` (docs/rocketmq-model.md §4).
 
 Start: subscriptions are built (``subVersion`` = the node's wall clock; CLUSTERING adds
 ``%RETRY%<group>``), routes are fetched, then a heartbeat and a first rebalance run, as
@@ -9,8 +9,8 @@ NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s, persistConsumerOffsetInt
 per-queue ``pull|...`` / ``reconsume|...`` / ``offsetMoved|...`` one-shots.
 
 ``client.route`` events of a consumer carry what its ``MQClientInstance`` computes from the route
-for both sides (facts 3.6): ``publish_queues`` is the publish view (writable queue data whose
-broker has a master), the same as a producer's, so DESIGN section 7's route staleness means the
+for both sides (docs/rocketmq-model.md §3.6): ``publish_queues`` is the publish view (writable queue data whose
+broker has a master), the same as a producer's, so docs/design.md §7's route staleness means the
 same thing for every client; ``subscribe_queues`` is the subscribe view (every readable queue, no
 master needed: what the consumer rebalances over, and why it keeps a broker whose master is gone
 and pulls from the slave).
@@ -36,7 +36,7 @@ from emulator.roles.workload import ConsumerWorkload
 
 REBALANCE_WAIT_INTERVAL_MS = 20000  # rocketmq.client.rebalance.waitInterval
 PERSIST_OFFSET_INITIAL_MS = 10000
-INNER_PRODUCER_CREATE_TOPIC_KEY = "TBW102"  # CLIENT_INNER_PRODUCER polls it too (facts 3.1)
+INNER_PRODUCER_CREATE_TOPIC_KEY = "TBW102"  # CLIENT_INNER_PRODUCER polls it too (docs/rocketmq-model.md §3.1)
 
 
 _NO_RNG = random.Random(0)  # to_publish_info's queue index is unused here; keep self.rng's draws

@@ -1,7 +1,7 @@
-"""Broker-side client bookkeeping (facts 4.2, 4.7): ConsumerManager / ConsumerGroupInfo,
+"""Broker-side client bookkeeping (docs/rocketmq-model.md §4.2, §4.7): ConsumerManager / ConsumerGroupInfo,
 ProducerManager, SubscriptionGroupManager and ConsumerOffsetManager.
 
-The subtle rule (facts 4.2, issues #351/#5473): a group has **one** subscription table keyed by
+The subtle rule (docs/rocketmq-model.md §4.2, issues #351/#5473): a group has **one** subscription table keyed by
 topic, overwritten by whichever client's heartbeat came last -- topics missing from that heartbeat
 are removed. Liveness stamps use the broker's wall clock (``System.currentTimeMillis()``).
 """
@@ -48,7 +48,7 @@ class ConsumerGroupInfo:
         return False
 
     def update_subscription(self, subs: list[dict[str, Any]]) -> bool:
-        """Facts 4.2: add new topics (updated), replace on a greater subVersion (not "updated"),
+        """docs/rocketmq-model.md §4.2: add new topics (updated), replace on a greater subVersion (not "updated"),
         then drop every topic this heartbeat does not list (updated)."""
         updated = False
         for sub in subs:
@@ -65,7 +65,7 @@ class ConsumerGroupInfo:
         return updated
 
     def client_ids(self) -> list[str]:
-        """``getAllClientId``: in channel-table order; the client sorts (facts 4.3)."""
+        """``getAllClientId``: in channel-table order; the client sorts (docs/rocketmq-model.md §4.3)."""
         return [c.clientId for c in self.channels.values()]
 
 
@@ -162,7 +162,7 @@ class ProducerManager:
 
 @dataclass
 class SubscriptionGroupConfig:
-    """``SubscriptionGroupConfig`` defaults (facts 4.7)."""
+    """``SubscriptionGroupConfig`` defaults (docs/rocketmq-model.md §4.7)."""
 
     groupName: str
     consumeEnable: bool = True

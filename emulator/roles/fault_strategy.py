@@ -1,4 +1,4 @@
-"""``MQFaultStrategy`` and ``LatencyFaultToleranceImpl`` (facts 3.4), 4.9.4 behaviour.
+"""``MQFaultStrategy`` and ``LatencyFaultToleranceImpl`` (docs/rocketmq-model.md §3.4), 4.9.4 behaviour.
 
 Time: latencies, both tables (``latencyMax`` and ``notAvailableDuration``) and the 30000 ms
 "isolation" latency are RocketMQ's cluster ms (``Now.mono_ms``), so a send that takes 550 ms of

@@ -1,4 +1,4 @@
-"""The broker's message store: one append-only consume queue per (topic, queueId) (facts 4.5).
+"""The broker's message store: one append-only consume queue per (topic, queueId) (docs/rocketmq-model.md §4.5).
 
 RocketMQ writes every message to one commit log and indexes it per queue; the emulator keeps a
 list per queue and a running "commit log offset" so that ``offsetMsgId`` and
@@ -227,7 +227,7 @@ class MessageStore:
 
     def get(self, topic: str, queue_id: int, offset: int, max_msgs: int,
             matches: Callable[[dict[str, Any]], bool] = lambda m: True) -> GetResult:
-        """``DefaultMessageStore.getMessage`` (facts 4.5 status table). Consume queues are created
+        """``DefaultMessageStore.getMessage`` (docs/rocketmq-model.md §4.5 status table). Consume queues are created
         on demand in RocketMQ, so an unknown queue is an empty one: NO_MESSAGE_IN_QUEUE."""
         q = self.queues.get((topic, queue_id), [])
         lo, hi = self.min_offset(topic, queue_id), len(q)

@@ -1,9 +1,9 @@
 """The NameServer role: DefaultRequestProcessor + BrokerHousekeepingService + the expiry scan.
 
 State lives in :class:`RouteInfoManager`; this module decodes requests, stamps liveness with the
-namesrv's own skewable wall clock (``now.wall_ms``, facts 1.9 last paragraph) and turns table
-changes into ``ns.broker`` / ``ns.route`` events (DESIGN 6). Namesrvs never talk to each other
-(facts 1.9): this role only ever returns ``Reply`` and ``CloseChannel``.
+namesrv's own skewable wall clock (``now.wall_ms``, docs/rocketmq-model.md §1.9 last paragraph) and turns table
+changes into ``ns.broker`` / ``ns.route`` events (docs/design.md §6). Namesrvs never talk to each other
+(docs/rocketmq-model.md §1.9): this role only ever returns ``Reply`` and ``CloseChannel``.
 
 Events:
 
@@ -29,7 +29,7 @@ from emulator.roles.route_info import BROKER_CHANNEL_EXPIRED_TIME, Removed, Rout
 from emulator.roles.server_dispatch import Handler, dispatch, h_int, h_str
 from emulator.roles.topic_config import parse_wrapper
 
-SCAN_INITIAL_MS = 5000  # facts 1.4: scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS)
+SCAN_INITIAL_MS = 5000  # docs/rocketmq-model.md §1.4: scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS)
 SCAN_PERIOD_MS = 10000
 
 
@@ -76,7 +76,7 @@ class NameServer(Role):
         return []
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
-        """BrokerHousekeepingService (facts 1.5): close and idle destroy at once; open is a no-op."""
+        """BrokerHousekeepingService (docs/rocketmq-model.md §1.5): close and idle destroy at once; open is a no-op."""
         if event.kind not in ("closed", "idle") or event.channel is None:
             return []
         with self._route_diff() as out:
@@ -100,7 +100,7 @@ class NameServer(Role):
     # ------------------------------------------------------------------ expiry
 
     def _scan_not_active_broker(self, now: Now) -> list[Action]:
-        """Facts 1.4: ``last + 120000 < now`` (strict): close, remove, onChannelDestroy."""
+        """docs/rocketmq-model.md §1.4: ``last + 120000 < now`` (strict): close, remove, onChannelDestroy."""
         actions: list[Action] = []
         for addr, live in self.rim.expired(now.wall_ms, BROKER_CHANNEL_EXPIRED_TIME):
             name, broker_id = self._name_and_id(addr)
@@ -110,7 +110,7 @@ class NameServer(Role):
                 del self.rim.brokerLiveTable[addr]
                 self.rim.filterServerTable.pop(addr, None)
                 out.append(self._broker_event(Removed(addr, name, broker_id), "expired"))
-                # the entry is gone, so onChannelDestroy falls back to the address (facts 1.5)
+                # the entry is gone, so onChannelDestroy falls back to the address (docs/rocketmq-model.md §1.5)
                 self.rim.on_channel_destroy(None, remote_addr=addr)
             actions.extend(out)
         return actions
@@ -133,7 +133,7 @@ class NameServer(Role):
         crc = h_int(f, "bodyCrc32", 0) or 0
         if crc != 0 and crc32(f.body) != crc:
             return [Reply(msg.channel, f.response(ResponseCode.SYSTEM_ERROR, "crc32 not match"))]
-        body = f.json_body() or {}  # empty body: DataVersion 0/0 and no topics (facts 1.3)
+        body = f.json_body() or {}  # empty body: DataVersion 0/0 and no topics (docs/rocketmq-model.md §1.3)
         topics, version = parse_wrapper(body.get("topicConfigSerializeWrapper"))
         filters = body.get("filterServerList")
         with self._route_diff() as out:
@@ -151,7 +151,7 @@ class NameServer(Role):
         return [*out, Reply(msg.channel, resp)]
 
     def _query_data_version(self, msg: Inbound, now: Now) -> list[Action]:
-        """Facts 1.3 last paragraph: an unchanged version refreshes the liveness stamp."""
+        """docs/rocketmq-model.md §1.3 last paragraph: an unchanged version refreshes the liveness stamp."""
         f = msg.frame
         addr = h_str(f, "brokerAddr", required=True)
         _, version = parse_wrapper({"dataVersion": f.json_body()})

@@ -1,4 +1,4 @@
-"""Consumer offsets in memory (facts 4.5, 4.7): ``RemoteBrokerOffsetStore`` for CLUSTERING
+"""Consumer offsets in memory (docs/rocketmq-model.md §4.5, §4.7): ``RemoteBrokerOffsetStore`` for CLUSTERING
 (committed by UPDATE_CONSUMER_OFFSET to ``findBrokerAddressInAdmin``: the queue's master, or its
 slave while the master is out of the route) and ``LocalFileOffsetStore`` for
 BROADCASTING (persisted to ``offsets.json`` in the node's store dir, restored on restart)."""

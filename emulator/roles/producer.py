@@ -1,4 +1,4 @@
-"""The producer node: a ``DefaultMQProducer`` in its own ``MQClientInstance`` (facts 3).
+"""The producer node: a ``DefaultMQProducer`` in its own ``MQClientInstance`` (docs/rocketmq-model.md §3).
 
 Timers (RocketMQ's intervals, in cluster ms): ``pollNameServer`` (initial 10 ms, every
 pollNameServerInterval), ``heartbeat`` (initial 1000 ms, every heartbeatBrokerInterval; runs
@@ -60,7 +60,7 @@ class Producer(Role):
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, now: Now) -> list[Action]:
-        # DefaultMQProducerImpl.start: an empty TopicPublishInfo for createTopicKey (facts 3.1)
+        # DefaultMQProducerImpl.start: an empty TopicPublishInfo for createTopicKey (docs/rocketmq-model.md §3.1)
         self.publish_table[self.cfg.createTopicKey] = TopicPublishInfo.empty(self.rng)
         actions: list[Action] = [
             Every("pollNameServer", 10, self.cfg.pollNameServerInterval),

@@ -1,4 +1,4 @@
-"""The push consumer's pull loop and consumption (facts 4.5, 4.6, 4.7).
+"""The push consumer's pull loop and consumption (docs/rocketmq-model.md §4.5, §4.6, §4.7).
 
 One outstanding PULL_MESSAGE per owned queue, long-polled (suspend 15 s, request timeout 30 s,
 RocketMQ's own numbers on the wire too: the broker holds the pull for ``suspendTimeoutMillis``
@@ -203,7 +203,7 @@ class Puller:
             # updateConsumeOffsetToBroker refreshes the route and looks once more before "The
             # broker[X] not exist" (only logged). Not modelled: persist's callers have no clock
             # here, and a name missing from the address table is in no cached route with
-            # addresses (gone, or an orphan queue data, facts 1.7), which one fetch seldom changes.
+            # addresses (gone, or an orphan queue data, docs/rocketmq-model.md §1.7), which one fetch seldom changes.
             return []
         frame = oneway(RequestCode.UPDATE_CONSUMER_OFFSET, {
             "consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset})

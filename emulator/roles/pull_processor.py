@@ -1,4 +1,4 @@
-"""PullMessageProcessor + PullRequestHoldService (facts 4.5, 4.6).
+"""PullMessageProcessor + PullRequestHoldService (docs/rocketmq-model.md §4.5, §4.6).
 
 Request header: consumerGroup, topic, queueId, queueOffset, maxMsgNums, sysFlag, commitOffset,
 suspendTimeoutMillis, subscription, subVersion, expressionType. Response header: nextBeginOffset,
@@ -73,7 +73,7 @@ class PullProcessor:
         return [Reply(msg.channel, msg.frame.response(code, remark, fields, body))]
 
     def process(self, msg: Inbound, now: Now, allow_suspend: bool) -> list[Action]:
-        """``processRequest(channel, request, brokerAllowSuspend)``; checks in facts 4.5 order."""
+        """``processRequest(channel, request, brokerAllowSuspend)``; checks in docs/rocketmq-model.md §4.5 order."""
         b, f = self.broker, msg.frame
         group = h_str(f, "consumerGroup", required=True)
         topic = h_str(f, "topic", required=True)
@@ -115,7 +115,7 @@ class PullProcessor:
             return actions + self._answer(msg, R.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}")
 
         res = b.store.get(topic, queue_id, offset, h_int(f, "maxMsgNums", 32) or 32, tag_matcher(sub))
-        # facts 4.6: suggest 0 unless slaveReadEnable; a slave's PULL_RETRY_IMMEDIATELY is overwritten
+        # docs/rocketmq-model.md §4.6: suggest 0 unless slaveReadEnable; a slave's PULL_RETRY_IMMEDIATELY is overwritten
         suggest = sgc.brokerId if b.cfg.slaveReadEnable else 0
         code = {
             S.FOUND: R.SUCCESS, S.MESSAGE_WAS_REMOVING: R.PULL_RETRY_IMMEDIATELY,

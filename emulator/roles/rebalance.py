@@ -1,4 +1,4 @@
-"""``RebalanceImpl`` / ``RebalancePushImpl`` for one push consumer (facts 4.3, 4.4, 4.7).
+"""``RebalanceImpl`` / ``RebalancePushImpl`` for one push consumer (docs/rocketmq-model.md §4.3, §4.4, §4.7).
 
 Per subscribed topic: CLUSTERING asks a broker of the topic's route (master preferred) for the
 group's consumer ids, sorts queues and ids and runs the allocation strategy; BROADCASTING takes
@@ -34,7 +34,7 @@ class _Added:
 
     ``updateProcessQueueTableInRebalance`` sets ``changed`` for a new queue only once its
     offset is known (``computePullFromWhere`` >= 0) and the queue really joins the table
-    (facts 4.3); here that lookup is asynchronous, so messageQueueChanged (new subVersion,
+    (docs/rocketmq-model.md §4.3); here that lookup is asynchronous, so messageQueueChanged (new subVersion,
     heartbeat) waits until every lookup of the rebalance has ended."""
 
     topic: str

@@ -1,4 +1,4 @@
-"""What a client makes of a TopicRouteData: publish and subscribe views (facts 3.3, 3.6, 4.6).
+"""What a client makes of a TopicRouteData: publish and subscribe views (docs/rocketmq-model.md §3.3, §3.6, §4.6).
 
 Routes are kept as the JSON dicts the namesrv sends (``queueDatas``, ``brokerDatas`` ...) after
 :func:`normalize_route` (broker ids as ints, lists sorted) so that equality is RocketMQ's
@@ -67,7 +67,7 @@ def normalize_route(raw: dict[str, Any]) -> Route:
 
 
 def as_default_topic_route(route: Route, default_topic_queue_nums: int) -> Route:
-    """The createTopicKey route as used for a new topic (facts 3.2 step 2): every QueueData's
+    """The createTopicKey route as used for a new topic (docs/rocketmq-model.md §3.2 step 2): every QueueData's
     read and write queue counts become ``min(defaultTopicQueueNums, readQueueNums)``."""
     out = {**route, "queueDatas": []}
     for qd in route["queueDatas"]:
@@ -108,7 +108,7 @@ class TopicPublishInfo:
         return self.send_which_queue.increment_and_get() % len(self.message_queues)
 
     def select_one_message_queue(self, last_broker_name: str | None = None) -> MessageQueue:
-        """facts 3.3, 4.8+ behaviour: up to ``size`` fresh draws for a queue not on
+        """docs/rocketmq-model.md §3.3, 4.8+ behaviour: up to ``size`` fresh draws for a queue not on
         ``last_broker_name``; otherwise the plain draw."""
         if last_broker_name is not None:
             for _ in range(len(self.message_queues)):
@@ -123,7 +123,7 @@ class TopicPublishInfo:
 
 
 def to_publish_info(topic: str, route: Route, rng: random.Random) -> TopicPublishInfo:
-    """``topicRouteData2TopicPublishInfo`` (facts 3.6): order conf, or the writable QueueDatas
+    """``topicRouteData2TopicPublishInfo`` (docs/rocketmq-model.md §3.6): order conf, or the writable QueueDatas
     whose BrokerData exists and has a master (id 0), queues 0..writeQueueNums-1."""
     info = TopicPublishInfo([], ThreadLocalIndex(rng), route=route)
     conf = route.get("orderTopicConf")
@@ -154,7 +154,7 @@ def to_subscribe_info(topic: str, route: Route) -> list[MessageQueue]:
 
 
 def select_broker_addr(broker_data: dict[str, Any], rng: random.Random) -> str | None:
-    """``BrokerData.selectBrokerAddr``: the master, otherwise a random address (facts 1.1)."""
+    """``BrokerData.selectBrokerAddr``: the master, otherwise a random address (docs/rocketmq-model.md §1.1)."""
     addrs = broker_data["brokerAddrs"]
     if MASTER_ID in addrs:
         return addrs[MASTER_ID]
@@ -164,7 +164,7 @@ def select_broker_addr(broker_data: dict[str, Any], rng: random.Random) -> str |
 def find_broker_address_in_subscribe(
     broker_addr_table: dict[str, dict[int, str]], broker_name: str, broker_id: int, only_this_broker: bool
 ) -> tuple[str, bool] | None:
-    """``findBrokerAddressInSubscribe`` (facts 4.6): exact id; a missing slave id tries id+1;
+    """``findBrokerAddressInSubscribe`` (docs/rocketmq-model.md §4.6): exact id; a missing slave id tries id+1;
     else (unless ``only_this_broker``) the first entry of the map. Returns (addr, is_slave)."""
     addrs = broker_addr_table.get(broker_name) or {}
     addr = addrs.get(broker_id)

@@ -1,4 +1,4 @@
-"""The NameServer's RouteInfoManager: its five tables and the operations on them (facts 1.1-1.7).
+"""The NameServer's RouteInfoManager: its five tables and the operations on them (docs/rocketmq-model.md §1.1-1.7).
 
 Pure data: no actions, no events. Each mutating method returns what the namesrv role needs to
 emit (which live entry appeared or went away); the role diffs per-topic route views for
@@ -13,12 +13,12 @@ from typing import Any
 from emulator.protocol import MASTER_ID, Perm
 from emulator.roles.topic_config import DataVersion, TopicConfig
 
-BROKER_CHANNEL_EXPIRED_TIME = 1000 * 60 * 2  # facts 1.2: 120 000 ms
+BROKER_CHANNEL_EXPIRED_TIME = 1000 * 60 * 2  # docs/rocketmq-model.md §1.2: 120 000 ms
 
 
 @dataclass(frozen=True)
 class QueueData:
-    """``QueueData``; JSON name ``topicSysFlag`` as from 4.9.0 (facts 1.1)."""
+    """``QueueData``; JSON name ``topicSysFlag`` as from 4.9.0 (docs/rocketmq-model.md §1.1)."""
 
     brokerName: str
     readQueueNums: int
@@ -61,7 +61,7 @@ class BrokerLiveInfo:
 
 @dataclass(frozen=True)
 class RegisterResult:
-    """What registerBroker answers a broker (facts 1.3 step 8) and whether a live entry is new."""
+    """What registerBroker answers a broker (docs/rocketmq-model.md §1.3 step 8) and whether a live entry is new."""
 
     masterAddr: str | None
     haServerAddr: str | None
@@ -100,7 +100,7 @@ class RouteInfoManager:
         channel: str | None,
         wall_ms: float,
     ) -> RegisterResult:
-        """``RouteInfoManager.registerBroker`` (facts 1.3), step numbers in comments."""
+        """``RouteInfoManager.registerBroker`` (docs/rocketmq-model.md §1.3), step numbers in comments."""
         self.clusterAddrTable.setdefault(cluster, {})[name] = None  # 1
         register_first = False
         bd = self.brokerAddrTable.get(name)  # 2
@@ -139,7 +139,7 @@ class RouteInfoManager:
         self.topicQueueTable.setdefault(tc.topicName, {})[name] = qd
 
     def is_broker_topic_config_changed(self, addr: str, version: DataVersion) -> bool:
-        """Facts 1.3 step 9: changed when there is no live info or the versions differ."""
+        """docs/rocketmq-model.md §1.3 step 9: changed when there is no live info or the versions differ."""
         prev = self.brokerLiveTable.get(addr)
         return prev is None or prev.dataVersion != version
 
@@ -153,7 +153,7 @@ class RouteInfoManager:
         return live.dataVersion if live else None
 
     def unregister_broker(self, cluster: str, addr: str, name: str, broker_id: int) -> Removed | None:
-        """Facts 1.6: removal by **id** (onChannelDestroy removes by address)."""
+        """docs/rocketmq-model.md §1.6: removal by **id** (onChannelDestroy removes by address)."""
         had_live = self.brokerLiveTable.pop(addr, None) is not None
         self.filterServerTable.pop(addr, None)
         bd = self.brokerAddrTable.get(name)
@@ -170,7 +170,7 @@ class RouteInfoManager:
         return Removed(addr, name, broker_id) if had_live else None
 
     def on_channel_destroy(self, channel: str | None, remote_addr: str | None = None) -> Removed | None:
-        """Facts 1.5: find the addr by channel (else ``remote_addr``) and cascade by **address**.
+        """docs/rocketmq-model.md §1.5: find the addr by channel (else ``remote_addr``) and cascade by **address**.
 
         Returns the removed live entry, or None when the channel belonged to no live broker and
         no ``remote_addr`` was given (a client's channel, or a broker whose channel was replaced
@@ -198,7 +198,7 @@ class RouteInfoManager:
                         if not names:
                             del self.clusterAddrTable[cluster]
                         break
-                # facts 1.5: only when the whole broker name is gone does its queue data go
+                # docs/rocketmq-model.md §1.5: only when the whole broker name is gone does its queue data go
                 self._remove_topic_by_broker_name(name)
             break
         if not had_live and found_name is None:
@@ -212,7 +212,7 @@ class RouteInfoManager:
         return None
 
     def expired(self, wall_ms: float, expired_after_ms: float) -> list[tuple[str, BrokerLiveInfo]]:
-        """Live entries with ``last + expiry < now`` (strictly; facts 1.4)."""
+        """Live entries with ``last + expiry < now`` (strictly; docs/rocketmq-model.md §1.4)."""
         return [
             (addr, live)
             for addr, live in self.brokerLiveTable.items()
@@ -247,11 +247,11 @@ class RouteInfoManager:
     # ------------------------------------------------------------------ reads
 
     def pickup_topic_route_data(self, topic: str) -> dict[str, Any] | None:
-        """Facts 1.7: all queue datas (no perm filter); null unless >= 1 QueueData and BrokerData."""
+        """docs/rocketmq-model.md §1.7: all queue datas (no perm filter); null unless >= 1 QueueData and BrokerData."""
         qds = self.topicQueueTable.get(topic)
         if not qds:
             return None
-        names = sorted(qds)  # QueueData sorts by brokerName (facts 1.1); HashMap order otherwise
+        names = sorted(qds)  # QueueData sorts by brokerName (docs/rocketmq-model.md §1.1); HashMap order otherwise
         broker_datas = [self.brokerAddrTable[n].to_json() for n in names if n in self.brokerAddrTable]
         if not broker_datas:
             return None

@@ -1,4 +1,4 @@
-"""``DefaultMQProducerImpl.sendDefaultImpl`` as a state machine (facts 3.2, 3.3, 3.4).
+"""``DefaultMQProducerImpl.sendDefaultImpl`` as a state machine (docs/rocketmq-model.md §3.2, §3.3, §3.4).
 
 A :class:`SendJob` is one ``send()`` call (one message or one batch). Its steps are driven by
 namesrv and broker replies: find the publish info (topic route, then the createTopicKey route),
@@ -31,7 +31,7 @@ from emulator.roles.workload import OutgoingMessage
 if TYPE_CHECKING:
     from emulator.roles.producer import Producer
 
-# facts 3.2: the broker codes a sync send retries on (4.9.2+ ``retryResponseCodes``).
+# docs/rocketmq-model.md §3.2: the broker codes a sync send retries on (4.9.2+ ``retryResponseCodes``).
 RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})
 STORED_CODES = frozenset({0, 10, 11, 12})  # SEND_OK, FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT
 CONNECT_BROKER_EXCEPTION, ACCESS_BROKER_TIMEOUT, BROKER_NOT_EXIST_EXCEPTION = 10001, 10002, 10003
@@ -112,7 +112,7 @@ class SendFlow:
 
     def _find_publish_info(self, topic: str, now: Now,
                            cont: Callable[[TopicPublishInfo | None, Now], list[Action]]) -> list[Action]:
-        """``tryToFindTopicPublishInfo`` (facts 3.2 step 2)."""
+        """``tryToFindTopicPublishInfo`` (docs/rocketmq-model.md §3.2 step 2)."""
         table = self.p.publish_table
 
         def second(n: Now) -> list[Action]:

@@ -1,5 +1,5 @@
 """SendMessageProcessor: SEND_MESSAGE (10) / SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320)
-and CONSUMER_SEND_MSG_BACK (36) (facts 2.3, 2.4, 2.5, 4.7).
+and CONSUMER_SEND_MSG_BACK (36) (docs/rocketmq-model.md §2.3, §2.4, §2.5, §4.7).
 
 Header fields (RocketMQ names, V2 uses the same here): producerGroup, topic, defaultTopic,
 defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties (a dict, or RocketMQ's
@@ -79,7 +79,7 @@ class SendProcessor:
         return [*(pre or []), Reply(msg.channel, msg.frame.response(code, remark))]
 
     def _msg_check(self, msg: Inbound, topic: str, now: Now) -> tuple[TopicConfig | None, list[Action], str | None]:
-        """preSend + msgCheck (facts 2.4). Returns (topic config, side actions, None) or an error
+        """preSend + msgCheck (docs/rocketmq-model.md §2.4). Returns (topic config, side actions, None) or an error
         already answered: (None, actions including the Reply, "error")."""
         b, f = self.broker, msg.frame
         if now.wall_ms < b.cfg.startAcceptSendRequestTimeStamp:
@@ -137,7 +137,7 @@ class SendProcessor:
                 topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
                 tc, acts, created = b.topics.create_in_send_message_back_method(topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
                 actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
-        if b.is_slave:  # facts 2.5: checkStoreStatus, after msgCheck
+        if b.is_slave:  # docs/rocketmq-model.md §2.5: checkStoreStatus, after msgCheck
             return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
         if f.code == 320:
             items = f.json_body() or []
@@ -166,7 +166,7 @@ class SendProcessor:
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS, fields=fields))]
 
     def consumer_send_msg_back(self, msg: Inbound, now: Now) -> list[Action]:
-        """``asyncConsumerSendMsgBack`` (facts 4.7). Header: offset, group, delayLevel,
+        """``asyncConsumerSendMsgBack`` (docs/rocketmq-model.md §4.7). Header: offset, group, delayLevel,
         originMsgId, originTopic, unitMode, maxReconsumeTimes."""
         b, f = self.broker, msg.frame
         group = h_str(f, "group", required=True)
@@ -194,7 +194,7 @@ class SendProcessor:
         delay = h_int(f, "delayLevel", 0) or 0
         if orig["reconsumeTimes"] >= max_times or delay < 0:
             topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
-            # DLQ perm: READ|WRITE from 4.9.2 (facts 4.7)
+            # DLQ perm: READ|WRITE from 4.9.2 (docs/rocketmq-model.md §4.7)
             tc, acts, created = b.topics.create_in_send_message_back_method(topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
             actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
         else:

@@ -1,7 +1,7 @@
 """Request dispatch shared by the namesrv and broker roles: RocketMQ's processor table.
 
 ``NettyRemotingAbstract.processRequestCommand`` answers a code nobody registered with
-REQUEST_CODE_NOT_SUPPORTED and remark ``" request type <code> not supported"`` (facts 1.8), and a
+REQUEST_CODE_NOT_SUPPORTED and remark ``" request type <code> not supported"`` (docs/rocketmq-model.md §1.8), and a
 header that fails to decode (RemotingCommandException) with SYSTEM_ERROR carrying the exception
 text. Oneway requests never get an answer. Header values arrive as JSON (RocketMQ sends them as
 strings), so the readers here accept either form.

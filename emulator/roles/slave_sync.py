@@ -1,4 +1,4 @@
-"""SlaveSynchronize (facts 2.1): every 10 s (initial 3 s) a slave asks its master -- the
+"""SlaveSynchronize (docs/rocketmq-model.md §2.1): every 10 s (initial 3 s) a slave asks its master -- the
 ``masterAddr`` of the first successful REGISTER_BROKER answer -- for, one after the other as
 ``syncAll`` does:
 

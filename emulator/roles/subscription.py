@@ -1,4 +1,4 @@
-"""``SubscriptionData`` as a push consumer builds it (facts 4.1, 4.7).
+"""``SubscriptionData`` as a push consumer builds it (docs/rocketmq-model.md §4.1, §4.7).
 
 ``subVersion`` is ``System.currentTimeMillis()`` when built (the node's skewable wall clock), so
 a clock rolled back makes the broker ignore the new subscription (#6679).

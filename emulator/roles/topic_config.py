@@ -1,5 +1,5 @@
 """RocketMQ's shared ``common`` types the namesrv and the broker exchange: TopicConfig, DataVersion,
-the topic validator and the system topic names (facts 2.2, 2.4, 3.5).
+the topic validator and the system topic names (docs/rocketmq-model.md §2.2, §2.4, §3.5).
 
 These are wire types: ``to_json`` / ``from_json`` use RocketMQ's JSON field names.
 """
@@ -23,7 +23,7 @@ DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 TOPIC_MAX_LENGTH = 127
 
-# TopicValidator's built-in system topics (facts 3.5); brokers add cluster/broker/reply names.
+# TopicValidator's built-in system topics (docs/rocketmq-model.md §3.5); brokers add cluster/broker/reply names.
 BUILTIN_SYSTEM_TOPICS = frozenset(
     {
         AUTO_CREATE_TOPIC_KEY,
@@ -38,7 +38,7 @@ BUILTIN_SYSTEM_TOPICS = frozenset(
     }
 )
 
-# isNotAllowedSendTopic, 4.9.4 set (facts 2.4 step 3).
+# isNotAllowedSendTopic, 4.9.4 set (docs/rocketmq-model.md §2.4 step 3).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
     {
         SCHEDULE_TOPIC,
@@ -56,7 +56,7 @@ _LEGAL_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 def validate_topic(topic: str | None) -> str | None:
     """Broker-side ``TopicValidator.validateTopic``: the SYSTEM_ERROR remark, or None if valid.
 
-    4.9.4 order (facts 2.4 step 2): blank, illegal characters, length.
+    4.9.4 order (docs/rocketmq-model.md §2.4 step 2): blank, illegal characters, length.
     """
     if topic is None or not topic.strip():
         return "The specified topic is blank."
@@ -68,14 +68,14 @@ def validate_topic(topic: str | None) -> str | None:
 
 
 def topic_not_exist_remark(topic: str) -> str:
-    """The send path's TOPIC_NOT_EXIST remark (facts 2.4 step 4). The pull path's differs: it has
-    a space before the FAQ suffix (facts 4.5 step 4, in pull_processor)."""
+    """The send path's TOPIC_NOT_EXIST remark (docs/rocketmq-model.md §2.4 step 4). The pull path's differs: it has
+    a space before the FAQ suffix (docs/rocketmq-model.md §4.5 step 4, in pull_processor)."""
     return f"topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"
 
 
 @dataclass(frozen=True)
 class DataVersion:
-    """``common/.../DataVersion``: equality compares timestamp and counter (facts 1.3 step 9)."""
+    """``common/.../DataVersion``: equality compares timestamp and counter (docs/rocketmq-model.md §1.3 step 9)."""
 
     timestamp: int = 0
     counter: int = 0
@@ -95,7 +95,7 @@ class DataVersion:
 
 @dataclass(frozen=True)
 class TopicConfig:
-    """``common/.../TopicConfig`` with its defaults (facts 2.2)."""
+    """``common/.../TopicConfig`` with its defaults (docs/rocketmq-model.md §2.2)."""
 
     topicName: str
     readQueueNums: int = 16
@@ -132,7 +132,7 @@ class TopicConfig:
         return replace(self, perm=perm)
 
     def __str__(self) -> str:
-        """``TopicConfig.toString()``, used verbatim in the queueId-illegal remark (facts 2.4 step 5)."""
+        """``TopicConfig.toString()``, used verbatim in the queueId-illegal remark (docs/rocketmq-model.md §2.4 step 5)."""
         return (
             f"TopicConfig [topicName={self.topicName}, readQueueNums={self.readQueueNums}, "
             f"writeQueueNums={self.writeQueueNums}, perm={Perm.to_string(self.perm)}, "

@@ -1,7 +1,7 @@
-"""The broker's TopicConfigManager (facts 2.2, 2.3, 2.6, 2.7).
+"""The broker's TopicConfigManager (docs/rocketmq-model.md §2.2, §2.3, §2.6, §2.7).
 
 Holds the topic table and its DataVersion. Every change bumps the version with the broker's wall
-clock, persists ``config/topics.json`` (pretty ``{topicConfigTable, dataVersion}``, facts 2.6) and
+clock, persists ``config/topics.json`` (pretty ``{topicConfigTable, dataVersion}``, docs/rocketmq-model.md §2.6) and
 emits ``broker.topic``. Methods return ``(result, actions)``; registering with the namesrvs after a
 change is the broker's job (it knows whether to go oneway or incremental).
 
@@ -31,7 +31,7 @@ RW = Perm.READ | Perm.WRITE
 
 
 def system_topics(cfg: BrokerConfig) -> list[TopicConfig]:
-    """The constructor's topics, in the order of facts 2.2."""
+    """The constructor's topics, in the order of docs/rocketmq-model.md §2.2."""
     out = [TopicConfig(SELF_TEST_TOPIC, 1, 1)]
     if cfg.autoCreateTopicEnable:
         n = cfg.defaultTopicQueueNums
@@ -68,7 +68,7 @@ class TopicConfigManager:
             self.table[tc.topicName] = tc
             self.system_topics.add(tc.topicName)
             self.origin[tc.topicName] = "startup"
-        # ConfigManager.load (facts 2.6): the file, and .bak when the file is empty, unreadable
+        # ConfigManager.load (docs/rocketmq-model.md §2.6): the file, and .bak when the file is empty, unreadable
         # (both handled by read_store) or does not decode (handled here: loadBak)
         stored, version = {}, None
         for name in (TOPICS_JSON, TOPICS_JSON + ".bak"):
@@ -122,7 +122,7 @@ class TopicConfigManager:
     def create_in_send_message_method(
         self, topic: str, default_topic: str | None, client_queue_nums: int, sys_flag: int, wall_ms: float
     ) -> tuple[TopicConfig | None, list[Action], bool]:
-        """Facts 2.3. Returns (config or None, actions, created) -- created means register oneway."""
+        """docs/rocketmq-model.md §2.3. Returns (config or None, actions, created) -- created means register oneway."""
         existing = self.table.get(topic)
         if existing is not None:  # step 1
             return existing, [], False
@@ -153,7 +153,7 @@ class TopicConfigManager:
         return tc, self._changed(tc, "auto", wall_ms), True
 
     def update_topic_config(self, tc: TopicConfig, wall_ms: float) -> list[Action]:
-        """UPDATE_AND_CREATE_TOPIC's ``updateTopicConfig`` (facts 2.7 step 5)."""
+        """UPDATE_AND_CREATE_TOPIC's ``updateTopicConfig`` (docs/rocketmq-model.md §2.7 step 5)."""
         return self._changed(tc, "admin", wall_ms)
 
     def delete_topic_config(self, topic: str, wall_ms: float) -> list[Action]:

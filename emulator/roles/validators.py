@@ -1,5 +1,5 @@
-"""Client-side checks and exceptions: ``Validators`` / ``TopicValidator`` (facts 3.5) and the
-shape of RocketMQ's ``MQClientException`` messages (facts 3.2 step 4).
+"""Client-side checks and exceptions: ``Validators`` / ``TopicValidator`` (docs/rocketmq-model.md §3.5) and the
+shape of RocketMQ's ``MQClientException`` messages (docs/rocketmq-model.md §3.2 step 4).
 
 A failed check raises :class:`MQClientError`; the producer turns it into a ``send.fail`` event
 with the exception's ``code`` (``responseCode``) and ``message`` (its description).
@@ -15,7 +15,7 @@ VALID_PATTERN = "^[%|a-zA-Z0-9_-]+$"
 _VALID_CHARS = frozenset("%|-_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 DEFAULT_FAQ_URL = "\nFor more information, please visit the url, http://rocketmq.apache.org/docs/faq/"
 
-# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET as of 4.9.4 (facts 2.4 step 3).
+# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET as of 4.9.4 (docs/rocketmq-model.md §2.4 step 3).
 NOT_ALLOWED_SEND_TOPICS = frozenset({
     "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
     "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
@@ -43,7 +43,7 @@ class MQClientError(Exception):
 
 
 def no_route_error(topic: str) -> MQClientError:
-    """facts 3.2 step 4: the producer's answer when no publish info has a queue."""
+    """docs/rocketmq-model.md §3.2 step 4: the producer's answer when no publish info has a queue."""
     return MQClientError(10005, f"No route info of this topic: {topic}{FAQ_SUFFIX}", coded=False)
 
 

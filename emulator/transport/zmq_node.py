@@ -1,10 +1,10 @@
-"""A node's data plane over ZeroMQ (DESIGN section 2): the only :class:`Transport` with sockets.
+"""A node's data plane over ZeroMQ (docs/design.md §2): the only :class:`Transport` with sockets.
 
 - Inbound: one ROUTER bound on 127.0.0.1 (``ROUTER_HANDOVER`` so a restarted peer under the same
   identity is accepted, ``ROUTER_MANDATORY`` so a reply to a vanished peer fails instead of
   vanishing). Channels come from :mod:`._conns` (monitor + ``SRCFD``). Netty's
   ``IdleStateHandler(0, 0, 120 s)`` is modelled at the application level: a channel with no frame
-  in or out for ``idle_ms`` is closed for real and reported ``idle`` (facts 1.5).
+  in or out for ``idle_ms`` is closed for real and reported ``idle`` (docs/rocketmq-model.md §1.5).
 - Outbound: one DEALER per peer address (:mod:`._outbound`), ZMQ heartbeats so a dead or frozen
   peer's connection is noticed, ``disconnected`` reported to the role.
 - Closing a channel for real: libzmq cannot close one peer of a ROUTER, so we ``shutdown(2)``

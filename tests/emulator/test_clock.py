@@ -1,4 +1,4 @@
-"""The skewable clock's offset maths (DESIGN section 3)."""
+"""The skewable clock's offset maths (docs/design.md §3)."""
 from __future__ import annotations
 
 import pytest

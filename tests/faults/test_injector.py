@@ -122,7 +122,7 @@ def test_fault_ids_are_never_reused(inj):
 
 
 def test_overlapping_partitions_merge_and_heal_separately(ops, inj):
-    # DESIGN section 5: isolate namesrv-0, then a one-way cut namesrv-0 -> broker-b-0 on top
+    # docs/design.md §5: isolate namesrv-0, then a one-way cut namesrv-0 -> broker-b-0 on top
     iso = [("namesrv-0", "broker-b-0"), ("broker-b-0", "namesrv-0")]
     inj.start(partition("f1", iso, targets=["namesrv-0"]))
     inj.start(partition("f2", [("namesrv-0", "broker-b-0")]))

@@ -1,4 +1,4 @@
-"""FaultSpec: DESIGN section 5's examples, every param, and the error messages."""
+"""FaultSpec: docs/design.md §5's examples, every param, and the error messages."""
 
 import pytest
 from pydantic import BaseModel, ValidationError

@@ -1,4 +1,4 @@
-"""FaultSpec as the topology loader embeds it: one "path: message" line per problem (DESIGN 5)."""
+"""FaultSpec as the topology loader embeds it: one "path: message" line per problem (docs/design.md §5)."""
 
 import pytest
 

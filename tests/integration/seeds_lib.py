@@ -1,6 +1,6 @@
 """Helpers for the seed-phenomenon tests: topology paths and joins over a run's events.
 
-Everything here reads the JSON-lines events of a run (DESIGN section 6) through
+Everything here reads the JSON-lines events of a run (docs/design.md §6) through
 :func:`emulator.testing.read_events`; nothing talks to the processes.
 """
 

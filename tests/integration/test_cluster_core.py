@@ -69,7 +69,7 @@ def test_sigkill_of_a_master_destroys_its_channel_and_the_slave_keeps_queue_data
         c.wait_for(lambda ns=ns: ns_broker(c, "broker-a-0", "channel_destroy", node=ns), 30, f"channel_destroy on {ns}")
         c.wait_for(lambda ns=ns: latest_route(c, ns, "OrderTopic")["masters"] == ["broker-b"], 30, "route update")
         route = latest_route(c, ns, "OrderTopic")
-        assert [q["broker"] for q in route["queue_datas"]] == ["broker-a", "broker-b"]  # facts 1.5
+        assert [q["broker"] for q in route["queue_datas"]] == ["broker-a", "broker-b"]  # docs/rocketmq-model.md §1.5
         assert not ns_broker(c, "broker-a-0", "expired", node=ns)
     exit_ev = read_events(c.run_dir, "node.exit", node="broker-a-0")
     assert exit_ev and exit_ev[-1]["signal"] == signal.SIGKILL
@@ -97,7 +97,7 @@ def test_sigstop_expires_only_after_the_scaled_120s_and_sigcont_registers_again(
 def test_namesrv_clock_bump_expires_brokers_and_they_come_back(start_cluster) -> None:
     """A bump past the scaled 120 s expires, at the namesrv's next scan, every broker whose
     registration did not come first: a registration between the bump and the scan is stamped
-    with the bumped clock (facts 1.3 step 6), so that broker survives, as in RocketMQ (about
+    with the bumped clock (docs/rocketmq-model.md §1.3 step 6), so that broker survives, as in RocketMQ (about
     one broker in six at these periods). So bump again until each one has been caught once."""
     from emulator.node.clock import ClockSetting
 

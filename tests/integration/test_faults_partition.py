@@ -1,6 +1,6 @@
 """Partitions against a real cluster, seen through the namesrvs' own events and tables.
 
-A partition closes nothing (DESIGN 2): a broker cut off from a namesrv is dropped only by the
+A partition closes nothing (docs/design.md §2): a broker cut off from a namesrv is dropped only by the
 120 s scan (``expired``) or the 120 s idle close of its channel (``channel_destroy``), both
 scaled, and never before 120 s after the namesrv last heard from it. The lower bound is taken from
 the namesrv's own liveness stamp of the broker, frozen once the cut took effect; no upper bounds.

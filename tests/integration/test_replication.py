@@ -4,7 +4,7 @@ spinning) pulls.
 
 The consumer is paused (SIGSTOP) while the producer keeps sending, so that there is something
 left to consume when the master dies; it is resumed after the kill and finds broker-a's queues
-only on the slave (facts 4.6: findBrokerAddressInSubscribe falls back to any address). Before the
+only on the slave (docs/rocketmq-model.md §4.6: findBrokerAddressInSubscribe falls back to any address). Before the
 kill the test waits until the slave's queues hold every message acked up to a moment ``t1``
 (the producer is sync: one send in flight, so per-queue counts cover the acked prefix); only
 messages acked after ``t1`` -- the last moments before the kill -- may be missing.

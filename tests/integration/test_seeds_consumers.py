@@ -70,7 +70,7 @@ def test_inconsistent_subscriptions_in_one_group(start_cluster) -> None:
         assert [e for e in evs if e["kind"] == "pull" and e["node"] == node and e["topic"] == topic
                 and e["code"] == SUBSCRIPTION_NOT_EXIST]
         # rebalance over both client ids: half of the topic's queues, the rest left to a client
-        # that does not subscribe the topic (facts 4.3)
+        # that does not subscribe the topic (docs/rocketmq-model.md §4.3)
         latest = [e for e in evs if e["kind"] == "rebalance" and e["node"] == node and e["topic"] == topic][-1]
         assert sorted(latest["cids"]) == ["127.0.0.1@cg-1-0", "127.0.0.1@cg-1-1"]
         assert len(latest["allocated"]) == 4 and {tuple(q) for q in latest["allocated"]} < queues[topic]

@@ -1,4 +1,4 @@
-"""Hand-made run directories for the report tests (DESIGN section 6 events)."""
+"""Hand-made run directories for the report tests (docs/design.md §6 events)."""
 from __future__ import annotations
 
 import json

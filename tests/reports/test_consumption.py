@@ -1,5 +1,5 @@
 """Acked-but-never-consumed, duplicates, SUBSCRIPTION_NOT_EXIST pulls and queues allocated
-to consumers that do not subscribe the topic (DESIGN section 7, "Also")."""
+to consumers that do not subscribe the topic (docs/design.md §7, "Also")."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Edges of DESIGN section 7 found by an audit, each with its one right answer: a send at the
+"""Edges of docs/design.md §7 found by an audit, each with its one right answer: a send at the
 very end of a run, hosting outside a life, TBW102 without the write bit, a resume fault
 that comes before the pause's own fault.end."""
 from __future__ import annotations

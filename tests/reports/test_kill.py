@@ -1,4 +1,4 @@
-"""A master killed; one client notices at once, one polls late (DESIGN section 7)."""
+"""A master killed; one client notices at once, one polls late (docs/design.md §7)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Broker: heartbeats, consumer groups, pulls, long polling, offsets, send-back (facts 4.2-4.7)."""
+"""Broker: heartbeats, consumer groups, pulls, long polling, offsets, send-back (docs/rocketmq-model.md §4.2-4.7)."""
 
 from __future__ import annotations
 

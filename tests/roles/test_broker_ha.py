@@ -224,7 +224,7 @@ def test_no_busy_loop_when_the_master_is_gone():
             slave.answer(req, None)
     assert tries == 100_000 // RETRY_MS
     assert len(slave.events("broker.ha", m)) == 1  # transitions only
-    registered(slave, None)  # the namesrv knows no master: the HA address is kept (facts 2.1)
+    registered(slave, None)  # the namesrv knows no master: the HA address is kept (docs/rocketmq-model.md §2.1)
     assert slave.role.ha_client.master == MASTER_ADDR and slave.role.master_addr is None
 
 

@@ -1,4 +1,4 @@
-"""Broker: topic table, registration, send path and admin (facts 2.1-2.7)."""
+"""Broker: topic table, registration, send path and admin (docs/rocketmq-model.md §2.1-2.7)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_restore_from_topics_json_tbw102_survives():
 
 
 def test_topics_json_that_does_not_decode_falls_back_to_bak():
-    """ConfigManager.load -> loadBak (facts 2.6): a torn or corrupt topics.json is not an
+    """ConfigManager.load -> loadBak (docs/rocketmq-model.md §2.6): a torn or corrupt topics.json is not an
     empty table; the previous version (.bak, kept by every persist) is restored."""
     store = FakeStore()
     d = broker(store=store)

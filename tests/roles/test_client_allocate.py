@@ -1,4 +1,4 @@
-"""Allocation strategies against hand-worked cases (facts 4.4)."""
+"""Allocation strategies against hand-worked cases (docs/rocketmq-model.md §4.4)."""
 
 import bisect
 import hashlib

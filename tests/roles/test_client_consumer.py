@@ -1,4 +1,4 @@
-"""Push consumer role driven with hand-built frames and a fake clock (facts 4)."""
+"""Push consumer role driven with hand-built frames and a fake clock (docs/rocketmq-model.md §4)."""
 
 from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import RequestCode, ResponseCode
@@ -72,7 +72,7 @@ def test_start_heartbeats_with_subscriptions_and_retry_topic():
 
 
 def test_route_event_without_a_master_keeps_the_subscribe_view_only():
-    """Facts 3.6: publish info needs a master, subscribe info does not (the slave serves pulls)."""
+    """docs/rocketmq-model.md §3.6: publish info needs a master, subscribe info does not (the slave serves pulls)."""
     d = make()
     serve_routes(d, {"T": route("b1", masters=False)})
     ev = [e for e in d.events("client.route") if e["topic"] == "T"][0]
@@ -80,7 +80,7 @@ def test_route_event_without_a_master_keeps_the_subscribe_view_only():
 
 
 def test_a_shared_instance_name_gives_a_shared_client_id_and_the_same_queues():
-    """clientIP@instanceName (facts 3.1): two processes configured with one instanceName share a
+    """clientIP@instanceName (docs/rocketmq-model.md §3.1): two processes configured with one instanceName share a
     cid; the broker lists it twice, each finds itself at index 0 and takes the first half,
     so half of the queues go to both and the other half to none (a known RocketMQ pitfall)."""
     shared = "10.0.0.1@shared"
@@ -108,7 +108,7 @@ def test_rebalance_event_and_pulls_for_allocated_queues():
 
 
 def test_allocation_change_bumps_subversion_and_heartbeats_once_the_queues_are_added():
-    """messageQueueChanged (facts 4.3) follows a rebalance that really added a queue: after
+    """messageQueueChanged (docs/rocketmq-model.md §4.3) follows a rebalance that really added a queue: after
     its first offset is known, once for the whole rebalance."""
     d = make()
     serve_routes(d, {"T": route("b1")})

@@ -19,7 +19,7 @@ from emulator.roles.route_cache import (
 from emulator.roles.send_flow import should_retry_sync
 from emulator.roles.validators import MQClientError, check_group, check_message, no_name_server_error, no_route_error
 
-# ---------------------------------------------------------------- validators (facts 3.5)
+# ---------------------------------------------------------------- validators (docs/rocketmq-model.md §3.5)
 
 
 @pytest.mark.parametrize("topic,code,msg", [
@@ -74,7 +74,7 @@ def test_plain_client_exception_gets_default_url():
     assert str(MQClientError(-1, "boom")).endswith("please visit the url, http://rocketmq.apache.org/docs/faq/")
 
 
-# ---------------------------------------------------------------- fault tolerance (facts 3.4)
+# ---------------------------------------------------------------- fault tolerance (docs/rocketmq-model.md §3.4)
 
 
 @pytest.mark.parametrize("latency,expected", [
@@ -119,7 +119,7 @@ def test_disabled_strategy_records_nothing():
     assert fs.tolerance.items == {}
 
 
-# ---------------------------------------------------------------- queue selection (facts 3.3)
+# ---------------------------------------------------------------- queue selection (docs/rocketmq-model.md §3.3)
 
 
 def test_thread_local_index_wraps_like_java_int():
@@ -152,7 +152,7 @@ def test_retry_codes(code, retry):
     assert should_retry_sync(code) is retry
 
 
-# ---------------------------------------------------------------- route conversion (facts 3.6, 4.6)
+# ---------------------------------------------------------------- route conversion (docs/rocketmq-model.md §3.6, §4.6)
 
 ROUTE = normalize_route({
     "queueDatas": [

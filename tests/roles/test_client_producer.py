@@ -1,4 +1,4 @@
-"""Producer role driven with hand-built frames and a fake clock (facts 1.9, 3.2-3.6)."""
+"""Producer role driven with hand-built frames and a fake clock (docs/rocketmq-model.md §1.9, §3.2-3.6)."""
 
 import pytest
 
@@ -190,7 +190,7 @@ def test_sync_retry_walks_to_another_broker():
 
 def test_stored_result_survives_the_call_timeout_with_retry_another_broker():
     """retryAnotherBrokerWhenNotStoreOK: a SLAVE_NOT_AVAILABLE (stored) answer continues the
-    loop, but past the send timeout the loop ends and the stored result is returned (facts 3.2),
+    loop, but past the send timeout the loop ends and the stored result is returned (docs/rocketmq-model.md §3.2),
     not "sendDefaultImpl call timeout"."""
     d = make(config={"retryAnotherBrokerWhenNotStoreOK": True})
     send(d, msg())

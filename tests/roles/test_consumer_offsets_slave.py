@@ -1,7 +1,7 @@
 """Consumer offsets when a master is out of the route (the broker side: test_slave_offset_sync).
 
 ``RemoteBrokerOffsetStore`` queries (QUERY_CONSUMER_OFFSET) and commits (UPDATE_CONSUMER_OFFSET)
-at ``findBrokerAddressInAdmin`` -- the master, else the slave left in the route (cf. facts 4.6:
+at ``findBrokerAddressInAdmin`` -- the master, else the slave left in the route (cf. docs/rocketmq-model.md §4.6:
 the master dead, the route keeps the slave) -- refreshing the route once when the broker has no
 address at all, and giving the queue up this rebalance if it still has none.
 """
@@ -76,7 +76,7 @@ def test_with_master_and_slave_the_master_then_the_slave_once_the_master_leaves(
 
 
 def orphan_route() -> dict:
-    """b1's queue data is listed but its BrokerData is not (facts 1.7): no address for b1."""
+    """b1's queue data is listed but its BrokerData is not (docs/rocketmq-model.md §1.7): no address for b1."""
     r = route("b1", "b2")
     r["brokerDatas"] = [bd for bd in r["brokerDatas"] if bd["brokerName"] != "b1"]
     return r

@@ -1,4 +1,4 @@
-"""NameServer: RouteInfoManager semantics of facts section 1 and the ns.* events of DESIGN 6."""
+"""NameServer: RouteInfoManager semantics of docs/rocketmq-model.md §1 and the ns.* events of docs/design.md §6."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A slave's consumer-offset sync (facts 2.1): SlaveSynchronize asks its master for
+"""A slave's consumer-offset sync (docs/rocketmq-model.md §2.1): SlaveSynchronize asks its master for
 GET_ALL_CONSUMER_OFFSET (43) after the topic config, on the 10 s (initial 3 s) sync timer, and
 ``putAll``s the answer -- per ``topic@group`` entry -- so it answers QUERY_CONSUMER_OFFSET with the
 master's offsets; commits clients made to the slave meanwhile are overwritten.
