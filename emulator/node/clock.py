@@ -119,11 +119,11 @@ class FakeClock:
     """A hand-driven clock for tests: one value serves as host, wall and monotonic time."""
 
     def __init__(self, start_ms: float = 1_000_000.0) -> None:
-        self.t = start_ms
+        self.current_ms = start_ms
 
     def __call__(self) -> float:
-        return self.t
+        return self.current_ms
 
     def advance(self, ms: float) -> float:
-        self.t += ms
-        return self.t
+        self.current_ms += ms
+        return self.current_ms

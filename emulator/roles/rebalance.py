@@ -70,18 +70,18 @@ class ProcessQueue:
 
 class Rebalancer:
     def __init__(self, consumer: "Consumer") -> None:
-        self.c = consumer
+        self.consumer = consumer
         self.runs = 0
 
     def do_rebalance(self, now: Now) -> list[Action]:
         self.runs += 1
         actions: list[Action] = []
-        for topic in list(self.c.subscriptions):
+        for topic in list(self.consumer.subscriptions):
             actions += self.rebalance_by_topic(topic, now)
         return actions
 
     def rebalance_by_topic(self, topic: str, now: Now) -> list[Action]:
-        c = self.c
+        c = self.consumer
         mq_set = c.subscribe_table.get(topic)
         if not mq_set:
             return []  # "doRebalance, {}, but the topic[{}] not exist."
@@ -110,7 +110,7 @@ class Rebalancer:
         return [Request(addr, frame, c.api_timeout_ms, on_reply)]
 
     def _apply(self, topic: str, allocated: list[MessageQueue], cids: list[str], now: Now) -> list[Action]:
-        c = self.c
+        c = self.consumer
         actions: list[Action] = [Emit("rebalance", {
             "group": c.group, "topic": topic, "cid": c.client_id, "cids": cids,
             "strategy": "BROADCASTING" if c.broadcasting else c.strategy_name,
@@ -119,10 +119,10 @@ class Rebalancer:
 
     def _message_queue_changed(self, topic: str, now: Now) -> list[Action]:
         """messageQueueChanged: a new subVersion, and a heartbeat at once."""
-        if topic not in self.c.subscriptions:
+        if topic not in self.consumer.subscriptions:
             return []
-        self.c.subscriptions[topic]["subVersion"] = int(now.wall_ms)
-        return self.c.send_heartbeat()
+        self.consumer.subscriptions[topic]["subVersion"] = int(now.wall_ms)
+        return self.consumer.send_heartbeat()
 
     def _settled(self, pq: ProcessQueue, added: bool, now: Now) -> list[Action]:
         """One first-offset lookup of a rebalance has ended (``added``: the queue joined)."""
@@ -134,7 +134,7 @@ class Rebalancer:
         return self._message_queue_changed(batch.topic, now) if batch.pending == 0 and batch.changed else []
 
     def _update_process_queue_table(self, topic: str, mq_set: set[MessageQueue], now: Now) -> list[Action]:
-        c = self.c
+        c = self.consumer
         changed, actions = False, []
         for mq, pq in list(c.process_table.items()):
             if (mq.topic == topic and mq not in mq_set) or mq.topic not in c.subscriptions:
@@ -161,7 +161,7 @@ class Rebalancer:
     # ------------------------------------------------------------------ first offset
 
     def _compute_pull_from_where(self, pq: ProcessQueue, now: Now) -> list[Action]:
-        c, mq = self.c, pq.mq
+        c, mq = self.consumer, pq.mq
         if c.broadcasting:
             local = c.offset_store.read_memory(mq)
             return self._start(pq, local, now) if local >= 0 else self._policy(pq, now)
@@ -192,7 +192,7 @@ class Rebalancer:
         """No stored offset: CONSUME_FROM_FIRST_OFFSET -> 0; LAST_OFFSET -> 0 for a retry topic,
         else the queue's max offset. CONSUME_FROM_TIMESTAMP is simplified to the LAST_OFFSET rule
         for retry topics and to 0 otherwise (no SEARCH_OFFSET_BY_TIMESTAMP in the emulator)."""
-        where = self.c.cfg.consumeFromWhere
+        where = self.consumer.cfg.consumeFromWhere
         is_retry = pq.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         if where == "CONSUME_FROM_FIRST_OFFSET" or (where == "CONSUME_FROM_TIMESTAMP" and not is_retry):
             return self._start(pq, 0, now)
@@ -201,7 +201,7 @@ class Rebalancer:
         return self._max_offset(pq, now)
 
     def _max_offset(self, pq: ProcessQueue, now: Now) -> list[Action]:
-        c, mq = self.c, pq.mq
+        c, mq = self.consumer, pq.mq
         addr = c.instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
             return self._give_up(pq, now)
@@ -216,12 +216,12 @@ class Rebalancer:
 
     def _give_up(self, pq: ProcessQueue, now: Now) -> list[Action]:
         """nextOffset < 0: "add new mq failed"; the next rebalance tries again."""
-        if self.c.process_table.get(pq.mq) is pq:
-            del self.c.process_table[pq.mq]
+        if self.consumer.process_table.get(pq.mq) is pq:
+            del self.consumer.process_table[pq.mq]
         return self._settled(pq, False, now)
 
     def _start(self, pq: ProcessQueue, offset: int, now: Now) -> list[Action]:
-        if pq.dropped or self.c.process_table.get(pq.mq) is not pq:
+        if pq.dropped or self.consumer.process_table.get(pq.mq) is not pq:
             return self._settled(pq, False, now)
         pq.next_offset, pq.ready = offset, True
-        return self._settled(pq, True, now) + self.c.puller.pull(pq.mq, now)
+        return self._settled(pq, True, now) + self.consumer.puller.pull(pq.mq, now)

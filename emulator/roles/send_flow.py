@@ -87,7 +87,7 @@ class SendFlow:
     """Owns the attempts of every in-flight job of one producer."""
 
     def __init__(self, producer: "Producer") -> None:
-        self.p = producer
+        self.producer = producer
 
     # ------------------------------------------------------------------ entry
 
@@ -101,7 +101,7 @@ class SendFlow:
     def _validate(self, job: SendJob) -> None:
         if len(job.msgs) > 1 and len({m.topic for m in job.msgs}) > 1:
             raise MQClientError(-1, "The topic of the messages in one batch should be the same.")
-        check_message(job.topic, self.body_of(job), self.p.cfg.maxMessageSize)
+        check_message(job.topic, self.body_of(job), self.producer.cfg.maxMessageSize)
 
     @staticmethod
     def body_of(job: SendJob) -> bytes:
@@ -113,26 +113,26 @@ class SendFlow:
     def _find_publish_info(self, topic: str, now: Now,
                            cont: Callable[[TopicPublishInfo | None, Now], list[Action]]) -> list[Action]:
         """``tryToFindTopicPublishInfo`` (docs/rocketmq-model.md §3.2 step 2)."""
-        table = self.p.publish_table
+        table = self.producer.publish_table
 
         def second(n: Now) -> list[Action]:
             info = table.get(topic)
             if info is not None and (info.have_topic_router_info or info.ok()):
                 return cont(info, n)
-            return self.p.instance.update_route(
+            return self.producer.instance.update_route(
                 topic, n, lambda ok, m: cont(table.get(topic), m),
-                default_key=self.p.cfg.createTopicKey, default_queue_nums=self.p.cfg.defaultTopicQueueNums)
+                default_key=self.producer.cfg.createTopicKey, default_queue_nums=self.producer.cfg.defaultTopicQueueNums)
 
         info = table.get(topic)
         if info is None or not info.ok():
-            table.setdefault(topic, TopicPublishInfo.empty(self.p.rng))
-            return self.p.instance.update_route(topic, now, lambda ok, n: second(n))
+            table.setdefault(topic, TopicPublishInfo.empty(self.producer.rng))
+            return self.producer.instance.update_route(topic, now, lambda ok, n: second(n))
         return second(now)
 
     def _with_route(self, job: SendJob, info: TopicPublishInfo | None, now: Now) -> list[Action]:
         if info is not None and info.ok():
             return self._attempt(job, info, now)
-        exc = no_name_server_error() if not self.p.instance.has_namesrv() else no_route_error(job.topic)
+        exc = no_name_server_error() if not self.producer.instance.has_namesrv() else no_route_error(job.topic)
         outcome = "no_route" if exc.code == 10005 else "error"
         ev = self._event(job, None, 1, outcome, exc.code, None, exc.message)
         return [ev] + self._fail(job, exc.code, exc.message, attempts=0)
@@ -143,7 +143,7 @@ class SendFlow:
         if job.times >= job.times_total:
             return self._after_loop(job, now)
         last = job.last_mq.broker_name if job.last_mq else None
-        mq = self.p.fault.select_one_message_queue(info, last, now.wall_ms)
+        mq = self.producer.fault.select_one_message_queue(info, last, now.wall_ms)
         job.last_mq = mq
         job.brokers_sent.append(mq.broker_name)
         if job.out_of_time(now):  # callTimeout breaks the loop; a stored result is still returned
@@ -151,16 +151,16 @@ class SendFlow:
                 return self._done(job, True)
             return self._fail(job, None, "sendDefaultImpl call timeout", attempts=job.times)
         attempt = job.times + 1
-        addr = self.p.instance.find_broker_address_in_publish(mq.broker_name)
+        addr = self.producer.instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:  # MQClientException: retried, broker isolated
-            self.p.fault.update_fault_item(mq.broker_name, 0, True, now.wall_ms)
+            self.producer.fault.update_fault_item(mq.broker_name, 0, True, now.wall_ms)
             job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{mq.broker_name}] not exist")
             ev = self._event(job, mq, attempt, "error", BROKER_NOT_EXIST_EXCEPTION, None, job.error[1])
             job.times += 1
             return [ev] + self._attempt(job, info, now)
         frame = self._frame(job, mq, now)
         if job.mode == "oneway":
-            self.p.fault.update_fault_item(mq.broker_name, 0, False, now.wall_ms)
+            self.producer.fault.update_fault_item(mq.broker_name, 0, False, now.wall_ms)
             ev = self._event(job, mq, attempt, "oneway", None, None)
             return [Oneway(addr, frame), ev] + self._done(job, True)
         sent = now
@@ -171,9 +171,9 @@ class SendFlow:
                   attempt: int, sent: Now, resp: Frame | None, now: Now) -> list[Action]:
         latency = now.mono_ms - sent.mono_ms  # cluster ms: what MQFaultStrategy compares
         wall_latency = now.host_mono_ms - sent.host_mono_ms  # what the send event reports
-        fault = self.p.fault
+        fault = self.producer.fault
         if resp is None:
-            connect = addr in self.p.instance.down_addrs
+            connect = addr in self.producer.instance.down_addrs
             code = CONNECT_BROKER_EXCEPTION if connect else ACCESS_BROKER_TIMEOUT
             text = (f"connect to {addr} failed" if connect
                     else f"wait response on the channel <{addr}> timeout, {int(job.timeout_ms)}(ms)")
@@ -190,7 +190,7 @@ class SendFlow:
             fault.update_fault_item(mq.broker_name, latency, False, now.wall_ms)
             ev = self._event(job, mq, attempt, "ok", code, wall_latency)
             job.stored_code = code
-            if job.mode == "sync" and code != 0 and self.p.cfg.retryAnotherBrokerWhenNotStoreOK:
+            if job.mode == "sync" and code != 0 and self.producer.cfg.retryAnotherBrokerWhenNotStoreOK:
                 job.times += 1
                 return [ev] + self._attempt(job, info, now)
             return [ev] + self._done(job, True)
@@ -207,12 +207,12 @@ class SendFlow:
 
     def _async_retry(self, job: SendJob, info: TopicPublishInfo, failed: MessageQueue, frame: Frame,
                      attempt: int, now: Now) -> list[Action]:
-        if attempt > self.p.cfg.retryTimesWhenSendAsyncFailed:
+        if attempt > self.producer.cfg.retryTimesWhenSendAsyncFailed:
             code, text = job.error or (None, "")
             return self._fail(job, code, text, attempts=attempt)
-        broker = self.p.fault.select_one_message_queue(info, failed.broker_name, now.wall_ms).broker_name
+        broker = self.producer.fault.select_one_message_queue(info, failed.broker_name, now.wall_ms).broker_name
         mq = MessageQueue(failed.topic, broker, failed.queue_id)  # same request, same queueId
-        addr = self.p.instance.find_broker_address_in_publish(broker)
+        addr = self.producer.instance.find_broker_address_in_publish(broker)
         if addr is None:
             job.error = (BROKER_NOT_EXIST_EXCEPTION, f"The broker[{broker}] not exist")
             ev = self._event(job, mq, attempt + 1, "error", BROKER_NOT_EXIST_EXCEPTION, None, job.error[1])
@@ -233,10 +233,10 @@ class SendFlow:
     # ------------------------------------------------------------------ frames and events
 
     def _frame(self, job: SendJob, mq: MessageQueue, now: Now) -> Frame:
-        cfg = self.p.cfg
+        cfg = self.producer.cfg
         batch = len(job.msgs) > 1
         fields = {
-            "producerGroup": self.p.group, "topic": mq.topic, "defaultTopic": cfg.createTopicKey,
+            "producerGroup": self.producer.group, "topic": mq.topic, "defaultTopic": cfg.createTopicKey,
             "defaultTopicQueueNums": cfg.defaultTopicQueueNums, "queueId": mq.queue_id, "sysFlag": 0,
             "bornTimestamp": int(now.wall_ms), "flag": 0,
             "properties": {} if batch else dict(job.msgs[0].properties),
@@ -251,7 +251,7 @@ class SendFlow:
         """One ``send`` event per attempt; ``latency`` (wall ms) None for an attempt that never got an
         answer on the wire (no route, no broker address, oneway), so it cannot pull the
         latency percentiles towards 0."""
-        fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.p.group,
+        fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.producer.group,
                   "broker": mq.broker_name if mq else None, "broker_id": 0 if mq else None,
                   "queue_id": mq.queue_id if mq else None, "attempt": attempt, "outcome": outcome,
                   "code": code, "latency_ms": None if latency is None else round(latency, 3), "mode": job.mode}
@@ -262,7 +262,7 @@ class SendFlow:
         return Emit("send", fields)
 
     def _fail(self, job: SendJob, code: int | None, text: str, attempts: int) -> list[Action]:
-        fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.p.group,
+        fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.producer.group,
                   "mode": job.mode, "attempts": attempts, "code": code, "error": text}
         if len(job.msgs) > 1:
             fields["msg_ids"] = [m.msg_id for m in job.msgs]

@@ -84,8 +84,8 @@ def rig(tmp_path: Path):
 
 
 def run_until(rt: Runtime, clock: FakeClock, t: float) -> None:
-    while clock.t < t and rt.exit_code is None:
-        rt.step(max_wait_ms=t - clock.t)
+    while clock.current_ms < t and rt.exit_code is None:
+        rt.step(max_wait_ms=t - clock.current_ms)
 
 
 def test_start_writes_node_start_and_timers_run_at_a_fixed_rate(rig) -> None:
@@ -138,9 +138,9 @@ def test_request_timeout_and_refused_connect_answer_none(rig) -> None:
     rt._perform([Request("127.0.0.1:1", request(105), 30, role.reply_handler)])
     assert role.replies == [None]  # at once, like RemotingConnectException
     rt._perform([Request(PEER, request(105), 30, role.reply_handler)])
-    run_until(rt, clock, clock.t + 29)
+    run_until(rt, clock, clock.current_ms + 29)
     assert role.replies == [None]
-    run_until(rt, clock, clock.t + 5)
+    run_until(rt, clock, clock.current_ms + 5)
     assert role.replies == [None, None]
     t.respond(t.requests(105)[-1])  # after the timeout: dropped
     rt.step(0)
@@ -184,8 +184,8 @@ def test_control_commands_set_clock_links_and_state(rig) -> None:
     t.command("no-such-command", "c4")
     rt.step(0)
     acks = {cmd_id: (ok, result) for cmd_id, ok, result in t.acks}
-    assert acks["c1"][0] and acks["c1"][1]["local_ms"] == clock.t + 130_000
-    assert rt.now().wall_ms == clock.t + 130_000 and rt.now().mono_ms == clock.t
+    assert acks["c1"][0] and acks["c1"][1]["local_ms"] == clock.current_ms + 130_000
+    assert rt.now().wall_ms == clock.current_ms + 130_000 and rt.now().mono_ms == clock.current_ms
     assert events("node.clock")[0]["offset_ms"] == 130_000
     assert acks["c2"] == (True, {"rules": 1}) and t.peers == {"namesrv-0": PEER}
     assert acks["c3"][1]["answer"] == 42 and acks["c3"][1]["_runtime"]["clock"]["offset_ms"] == 130_000
@@ -213,7 +213,7 @@ def test_exit_action_stops_after_its_requests_time_out(rig) -> None:
     role.on_stop = [Request(PEER, request(104), 30, role.reply_handler)]
     rt.start()
     rt._perform([Exit(5)])
-    run_until(rt, clock, clock.t + 100)
+    run_until(rt, clock, clock.current_ms + 100)
     assert rt.exit_code == 5 and role.replies == [None]
 
 
@@ -263,9 +263,9 @@ def test_the_role_sees_cluster_ms_and_its_durations_wait_host_ms(tmp_path: Path)
 
     rt._perform([Request(PEER, request(105), 3_000, role.reply_handler, min_timeout_wall_ms=200.0),
                  Request(PEER, request(105), 30_000, role.reply_handler, min_timeout_wall_ms=200.0)])
-    run_until(rt, clock, clock.t + 199)
+    run_until(rt, clock, clock.current_ms + 199)
     assert role.replies == []
-    run_until(rt, clock, clock.t + 2)  # 30 host ms floored to 200
+    run_until(rt, clock, clock.current_ms + 2)  # 30 host ms floored to 200
     assert role.replies == [None]
-    run_until(rt, clock, clock.t + 100)  # 300 host ms, above the floor
+    run_until(rt, clock, clock.current_ms + 100)  # 300 host ms, above the floor
     assert role.replies == [None, None]

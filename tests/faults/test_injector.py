@@ -150,7 +150,7 @@ def test_clock_bump_strobe_drift_and_end(ops, inj):
     assert ops.clocks["namesrv-1"] == ClockSetting(offset_ms=1300.0)
     assert ops.events[-1]["params"] == {"mode": "bump", "offset_ms": 1300.0, "strobe_delta_ms": 0.0,
                                         "strobe_period_ms": 0.0, "drift_ppm": 0.0}
-    ops.clock.t = T0 + 1000
+    ops.clock.current_ms = T0 + 1000
     inj.start(ClockFault("f2", ("namesrv-0",), mode="strobe", strobe_delta_ms=-200.0, strobe_period_ms=50.0))
     assert ops.clocks["namesrv-0"] == ClockSetting(strobe_delta_ms=-200.0, strobe_period_ms=50.0, since_ms=T0 + 1000)
     assert ops.events[-1]["params"]["since_ms"] == T0 + 1000

@@ -56,15 +56,15 @@ class FakeTime:
 
     @property
     def mono_ms(self) -> float:
-        return self.clock.t
+        return self.clock.current_ms
 
     @mono_ms.setter
     def mono_ms(self, value: float) -> None:
-        self.clock.t = value
+        self.clock.current_ms = value
 
     @property
     def wall_ms(self) -> float:
-        return self.clock.t + self.wall_offset_ms
+        return self.clock.current_ms + self.wall_offset_ms
 
     def host_wall(self) -> float:
         """The host wall clock, as the runtime's :class:`SkewableClock` reads it."""

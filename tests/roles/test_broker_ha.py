@@ -23,7 +23,7 @@ class Link:
     to held requests) back, as the runtime would."""
 
     def __init__(self, master: Driver, slave: Driver) -> None:
-        self.m, self.s = master, slave
+        self.master, self.slave = master, slave
         self.waiting: dict[int, Request] = {}
         self.opaques = iter(range(10_000, 1 << 30))
         self.cursor = master.mark()
@@ -32,21 +32,21 @@ class Link:
     def pump(self, rounds: int = 1000) -> None:
         for _ in range(rounds):
             moved = False
-            for req in self.s.pending_to(MASTER_ADDR, HA):
+            for req in self.slave.pending_to(MASTER_ADDR, HA):
                 if req in self.waiting.values():
                     continue
                 opaque = next(self.opaques)
                 self.waiting[opaque] = req
                 frame = Frame(code=req.frame.code, opaque=opaque, flag=Flag.REQUEST, fields=req.frame.fields)
-                self.m.deliver(frame, channel=HA_CH, peer="broker-a-1")
+                self.master.deliver(frame, channel=HA_CH, peer="broker-a-1")
                 self.delivered += 1
                 moved = True
-            for reply in self.m.replies(HA_CH, self.cursor):
+            for reply in self.master.replies(HA_CH, self.cursor):
                 req = self.waiting.pop(reply.frame.opaque, None)
-                if req is not None and req in self.s.pending:
-                    self.s.answer(req, reply.frame)
+                if req is not None and req in self.slave.pending:
+                    self.slave.answer(req, reply.frame)
                     moved = True
-            self.cursor = self.m.mark()
+            self.cursor = self.master.mark()
             if not moved:
                 return
         raise AssertionError("the HA loop never settled")
