@@ -10,15 +10,13 @@
 - Closing a channel for real: libzmq cannot close one peer of a ROUTER, so we ``shutdown(2)``
   the connection's socket through a duplicate of its fd; libzmq then sees EOF, the peer sees the
   close, and our monitor reports ``DISCONNECTED`` like any other close.
-- Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)``, the receiver the
-  block of ``(src, self)`` (:mod:`emulator.node.links`). Delayed frames wait in a heap.
+- Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)`` (:mod:`._shaping`),
+  the receiver the block of ``(src, self)`` (:mod:`emulator.node.links`).
 - Control: :mod:`._control_client`, never faulted.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 import os
 import random
@@ -35,6 +33,7 @@ from emulator.protocol import ChannelEvent
 from emulator.transport._conns import ConnTracker
 from emulator.transport._control_client import ControlClient
 from emulator.transport._outbound import Outbound
+from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
     OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
 )
@@ -66,10 +65,11 @@ class ZmqTransport:
         self.closing: dict[str, str] = {}  # channel -> event kind to report when its close shows up
         self.outbound: dict[str, Outbound] = {}
         self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
+        self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
+                             send_failed=0, bad_frames=0, idle_closed=0)
         self.peers: dict[str, str] = {}  # node name -> addr
         self.names: dict[str, str] = {}  # addr -> node name
-        self.delayed: list[tuple[float, int, str, Frame]] = []  # (due, seq, channel, frame)
-        self._seq = itertools.count()
+        self.shaper = ShapedSender(name, self.links, self._deliver, self._peer_of, self._reachable, self.counters)
         self.poller = zmq.Poller()
         for sock in (self.router, self.router_mon):
             self.poller.register(sock, zmq.POLLIN)
@@ -80,8 +80,6 @@ class ZmqTransport:
             self.poller.register(self.control.mon, zmq.POLLIN)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
-        self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
-                             send_failed=0, bad_frames=0, idle_closed=0)
 
     @property
     def address(self) -> str:
@@ -90,31 +88,10 @@ class ZmqTransport:
     # ------------------------------------------------------------------ sending
 
     def send_to_addr(self, addr: str, frame: Frame) -> bool:
-        return self._send(out_channel(addr), frame)
+        return self.shaper.send(out_channel(addr), frame)
 
     def send_to_channel(self, channel: str, frame: Frame) -> bool:
-        return self._send(channel, frame)
-
-    def _send(self, channel: str, frame: Frame) -> bool:
-        """Apply the link rule of (self, destination), then deliver now, later, or twice."""
-        dst = self._peer_of(channel)
-        if dst is None:
-            return False
-        decision = self.links.on_send(self.name, dst)
-        if decision.dropped:
-            self.counters["dropped_out"] += 1
-            return self._reachable(channel)
-        if decision.copies > 1:
-            self.counters["duplicated"] += 1
-        if decision.delay_ms > 0:
-            self.counters["delayed"] += 1
-            for _ in range(decision.copies):
-                heapq.heappush(self.delayed, (mono_ms() + decision.delay_ms, next(self._seq), channel, frame))
-            return self._reachable(channel)
-        ok = True
-        for _ in range(decision.copies):
-            ok = self._deliver(channel, frame) and ok
-        return ok
+        return self.shaper.send(channel, frame)
 
     def _peer_of(self, channel: str) -> str | None:
         if channel.startswith(OUT_PREFIX):
@@ -182,7 +159,7 @@ class ZmqTransport:
                 self._recv_outbound(ob, now, out)
             if ob.queue:
                 ob.flush(now, out)
-        self._flush_delayed(now)
+        self.shaper.flush(now)
         self._check_idle(now)
         if self.control is not None:
             if self.control.sock in ready:
@@ -197,7 +174,8 @@ class ZmqTransport:
         return out
 
     def _next_due(self, now: float) -> float | None:
-        dues = [self.delayed[0][0]] if self.delayed else []
+        delayed_due = self.shaper.next_due()
+        dues = [delayed_due] if delayed_due is not None else []
         dues += [d for ob in self.outbound.values() if (d := ob.next_due_ms(now)) is not None]
         if self.conns.conns():
             dues.append(self.next_idle_check)
@@ -267,11 +245,6 @@ class ZmqTransport:
         self.counters["received"] += 1
         out.append(Received(channel, peer, frame, outbound, addr))
 
-    def _flush_delayed(self, now: float) -> None:
-        while self.delayed and self.delayed[0][0] <= now:
-            _due, _seq, channel, frame = heapq.heappop(self.delayed)
-            self._deliver(channel, frame)
-
     def _check_idle(self, now: float) -> None:
         """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel."""
         if now < self.next_idle_check:
@@ -306,7 +279,7 @@ class ZmqTransport:
 
     def stats(self) -> dict[str, Any]:
         return {**self.counters, "channels": self.conns.channels(), "outbound": sorted(self.outbound),
-                "delayed_now": len(self.delayed), "blocked_links": self.links.blocked_links()}
+                "delayed_now": len(self.shaper.delayed), "blocked_links": self.links.blocked_links()}
 
     def close(self) -> None:
         for ob in self.outbound.values():
