@@ -46,7 +46,6 @@ class LatencyFaultTolerance:
 
     def __init__(self, rng: random.Random) -> None:
         self.items: dict[str, FaultItem] = {}
-        self._rng = rng
         self._which_item_worst = ThreadLocalIndex(rng)
 
     def update(self, name: str, current_latency: float, not_available_ms: float, wall_ms: float) -> None:
