@@ -63,6 +63,7 @@ def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
         seed=cluster.topo.seed,
         scale=cluster.scale,
         anchor_ms=cluster.started_ms,  # set by Cluster.start before any node is spawned
+        min_request_timeout_wall_ms=cluster.topo.timing.minRequestTimeoutWallMs,
         port=cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
         control=cluster.control.endpoint,
         token=cluster.token,

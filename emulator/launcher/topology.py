@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
+from emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
 from emulator.launcher.fault_spec import FaultSpec, parse_duration
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)
@@ -33,6 +34,12 @@ class Strict(BaseModel):
 
 class Timing(Strict):
     scale: float = Field(0.01, gt=0, le=10, description="every RocketMQ interval is multiplied by this")
+    minRequestTimeoutWallMs: float = Field(
+        DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS, ge=0, le=60000,
+        description="wall-clock floor (ms) of every request timeout of brokers and clients (route queries, "
+                    "heartbeats, consumer lists, offsets, pulls, registration, HA, slave sync, admin): a "
+                    "request waits max(timeout x scale, this, the producer's minSendTimeoutWallMs for a "
+                    "send); 0 is exact scaling")
 
 
 def extra_key_problems(extra: dict[str, Any], check: Callable[[dict[str, Any]], object]) -> list[str]:

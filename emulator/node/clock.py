@@ -90,14 +90,23 @@ class ClusterTime:
     ``anchor + host ms since the anchor / scale``. A skewed host wall (a clock fault's offset,
     drift, strobe) is stretched the same way, so a host offset of ``130000 * scale`` ms is
     130000 cluster ms: what RocketMQ logic compares with its 120000 ms expiry.
+
+    ``min_request_wall_ms`` is the node's wall-clock floor for every request timeout
+    (``timing.minRequestTimeoutWallMs``, docs/design.md §3): at scale 0.01 the 3000 ms
+    ``mqClientApiTimeout`` is 30 wall ms, inside a loaded host's scheduling noise, and a route
+    query that times out keeps a stale route for another 30 cluster s. 0 (the default here, and
+    in hand-made runtimes of tests) is exact scaling.
     """
 
     scale: float = 1.0
     anchor_ms: float = 0.0
+    min_request_wall_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.scale > 0:
             raise ValueError(f"scale must be > 0, got {self.scale!r}")
+        if not self.min_request_wall_ms >= 0:
+            raise ValueError(f"min_request_wall_ms must be >= 0, got {self.min_request_wall_ms!r}")
 
     def now(self, host_mono_ms: float, skewed_wall_ms: float) -> Now:
         """What a role is handed: cluster ms, plus the host monotonic reading for wall measurements."""
@@ -108,6 +117,12 @@ class ClusterTime:
     def host_ms(self, cluster_ms: float, min_wall_ms: float = 0.0) -> float:
         """A cluster duration in host ms, never below the wall-clock floor ``min_wall_ms``."""
         return max(cluster_ms * self.scale, min_wall_ms)
+
+    def request_host_ms(self, timeout_ms: float, min_wall_ms: float = 0.0) -> float:
+        """A request's timeout in host ms: ``max(timeout * scale, node floor, the request's own
+        floor)``. The request's own floor is the producer's send budget (``minSendTimeoutWallMs``,
+        what is left of it for a retry); the node floor covers every request alike, sends too."""
+        return max(timeout_ms * self.scale, self.min_request_wall_ms, min_wall_ms)
 
     def host_wall_ms(self, cluster_wall_ms: float) -> float:
         """A role's wall instant (a liveness stamp in its ``state``) as a (skewed) host wall

@@ -34,7 +34,7 @@ def build(spec: NodeSpec) -> Runtime:
 
     Every cluster duration the transport and the runtime need becomes host ms through the
     node's one :class:`ClusterTime`, the same object that gives the role its ``Now``."""
-    cluster_time = ClusterTime(spec.scale, spec.anchor_ms)
+    cluster_time = ClusterTime(spec.scale, spec.anchor_ms, spec.min_request_timeout_wall_ms)
     idle_s = float(spec.config.get("serverChannelMaxIdleTimeSeconds", NETTY_IDLE_S))
     transport = ZmqTransport(
         spec.name, spec.port, idle_ms=cluster_time.host_ms(idle_s * 1000),

@@ -13,7 +13,8 @@ RocketMQ's idempotent periodic tasks (register, scan, poll) has the same effect 
 Time: the loop runs on host time; the role sees cluster (RocketMQ) ms. ``cluster_time`` (a
 :class:`~emulator.node.clock.ClusterTime`) is the only conversion: it builds the ``Now`` a role is
 handed, and the durations of ``Every`` / ``After`` / ``Request`` become host ms once, here, with
-the actions' wall-clock floors (``min_period_wall_ms``, ``min_timeout_wall_ms``) applied.
+the actions' wall-clock floors (``min_period_wall_ms``, ``min_timeout_wall_ms``) applied, and
+every request's timeout floored at the node's ``min_request_wall_ms`` (``ClusterTime.request_host_ms``).
 
 Requests get an opaque id here; a response with that id, the timeout, or a failure to connect
 runs ``on_reply`` exactly once (``None`` for the latter two: RocketMQ's timeout/connect exceptions).
@@ -278,5 +279,5 @@ class Runtime:
         opaque = next(self._opaques)
         if not self.transport.send_to_addr(a.addr, a.frame.with_opaque(opaque)):
             return self._call(lambda now: a.on_reply(None, now))  # cannot connect: fails at once
-        self.pending.add(opaque, a, self.mono() + self.cluster_time.host_ms(a.timeout_ms, a.min_timeout_wall_ms))
+        self.pending.add(opaque, a, self.mono() + self.cluster_time.request_host_ms(a.timeout_ms, a.min_timeout_wall_ms))
         return []

@@ -88,9 +88,10 @@ class Request:
     RemotingTimeoutException / RemotingConnectException both surface as "no answer"). The
     runtime assigns the opaque id.
 
-    ``timeout_ms`` is in cluster ms; the request waits ``max(timeout_ms * scale,
-    min_timeout_wall_ms)`` host ms, so a role can keep a timeout above the host's scheduling
-    noise without knowing the scale.
+    ``timeout_ms`` is in cluster ms; the request waits ``max(timeout_ms * scale, the node's
+    timing.minRequestTimeoutWallMs, min_timeout_wall_ms)`` host ms: every request is kept above
+    the host's scheduling noise by the node floor, and a role can ask for more (the producer's
+    ``minSendTimeoutWallMs`` send budget) without knowing the scale.
     """
 
     addr: str

@@ -77,7 +77,9 @@ class ProducerConfig(ClientConfig):
     # one broker stall of 145 ms; at 30 ms, 0.5-7 % of fault-free sends timed out. Such a timeout
     # is a stall no fault caused, so a fault-free run must not see it. The cost: a send to a dead
     # or paused broker gives up after max(3 s, 200 ms / scale) of cluster time (20 s at scale
-    # 0.01), so fewer attempts reach a hung broker. Set 0 for exact scaling on an idle host.
+    # 0.01), so fewer attempts reach a hung broker. Set 0 for exact scaling on an idle host (with
+    # timing.minRequestTimeoutWallMs 0 too: the node's floor for every request, sends included,
+    # combines with this one by max; docs/design.md §3).
     minSendTimeoutWallMs: int = 200
 
 

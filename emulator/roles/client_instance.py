@@ -193,27 +193,27 @@ class ClientInstance:
         return find_broker_address_in_subscribe(self.broker_addr_table, broker_name, broker_id,
                                                 only_this_broker)
 
-    def find_broker_address_in_admin(self, broker_name: str) -> tuple[str, bool] | None:
-        """``findBrokerAddressInAdmin``: the first entry of the broker's address map -- the master
-        (id 0) when present, otherwise a remaining slave. Returns (addr, is_slave).
+    def with_offset_broker(self, topic: str, broker_name: str, now: Now,
+                           then: Callable[[tuple[str, bool] | None, Now], list[Action]]) -> list[Action]:
+        """The broker lookup of ``RemoteBrokerOffsetStore.updateConsumeOffsetToBroker`` and
+        ``fetchConsumeOffsetFromBroker`` (4.9.3+, docs/rocketmq-model.md §4.8):
+        ``findBrokerAddressInSubscribe(brokerName, MASTER_ID, true)`` (the master only); if there
+        is none, ``updateTopicRouteInfoFromNameServer(topic)`` and look again with
+        ``findBrokerAddressInSubscribe(brokerName, MASTER_ID, false)``, which falls back to any
+        address of the broker name (a remaining slave; it accepts offsets, and SlaveSynchronize
+        overwrites them once the master is back, docs/rocketmq-model.md §2.1). ``then`` gets
+        ``(addr, is_slave)`` or None ("The broker[<name>] not exist").
 
-        ``RemoteBrokerOffsetStore`` queries and commits consumer offsets here, so while a master
-        is out of the route offsets go to its slave (which accepts them; SlaveSynchronize
-        overwrites them with the master's table once the master is back, docs/rocketmq-model.md §2.1)."""
-        for bid, addr in sorted((self.broker_addr_table.get(broker_name) or {}).items()):
-            if addr:  # HashMap order of small Long keys: ascending ids (as in docs/rocketmq-model.md §4.6 step 3)
-                return addr, bid != MASTER_ID
-        return None
-
-    def with_admin_broker(self, topic: str, broker_name: str, now: Now,
-                          then: Callable[[tuple[str, bool] | None, Now], list[Action]]) -> list[Action]:
-        """``fetchConsumeOffsetFromBroker``'s lookup: ``findBrokerAddressInAdmin``; if nothing is
-        found, update ``topic``'s route from the namesrv and look once more. ``then`` gets the
-        result (None: "The broker[<name>] not exist") -- at once, or when the route answer came."""
-        found = self.find_broker_address_in_admin(broker_name)
+        Java's route refresh is a blocking call and the second look sees its result; here the
+        refresh is a Request, so the second look and ``then`` are *deferred* to its answer (or
+        its timeout, or at once when no namesrv can be asked): the commit or query then goes
+        where the refreshed route says, as in Java (to the master if it is back), and every
+        lookup that misses the master costs one route request, as in Java."""
+        found = self.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
         if found is not None:
             return then(found, now)
-        return self.update_route(topic, now, lambda ok, n: then(self.find_broker_address_in_admin(broker_name), n))
+        return self.update_route(topic, now, lambda ok, n: then(
+            self.find_broker_address_in_subscribe(broker_name, MASTER_ID, False), n))
 
     def find_broker_addr_by_topic(self, topic: str) -> str | None:
         """``findBrokerAddrByTopic``: a random BrokerData of the route, its master preferred."""

@@ -4,8 +4,8 @@ GET_CONSUMER_LIST_BY_GROUP (38), QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFF
 AdminBrokerProcessor: the whole offset table, what a slave's SlaveSynchronize adopts (slave_sync).
 
 A slave answers QUERY_CONSUMER_OFFSET from its synced table and accepts UPDATE_CONSUMER_OFFSET
-(clients commit with ``findBrokerAddressInAdmin``, i.e. to the slave while the master is out of
-the route); its next sync from the master overwrites such commits (docs/rocketmq-model.md §2.1).
+(4.9.4 clients commit to the master, else after a route refresh to any address: the slave
+while the master is out of the route, docs/rocketmq-model.md §4.8); its next sync from the master overwrites such commits (docs/rocketmq-model.md §2.1).
 
 HEART_BEAT body (HeartbeatData): ``{clientID, producerDataSet: [{groupName}], consumerDataSet:
 [{groupName, consumeType, messageModel, consumeFromWhere, subscriptionDataSet: [...], unitMode}]}``.

@@ -4,9 +4,9 @@ Start: subscriptions are built (``subVersion`` = the node's wall clock; CLUSTERI
 ``%RETRY%<group>``), routes are fetched, then a heartbeat and a first rebalance run, as
 ``DefaultMQPushConsumerImpl.start`` does. Timers (RocketMQ's intervals, in cluster ms):
 ``pollNameServer`` (10 ms, pollNameServerInterval), ``heartbeat`` (1000 ms,
-heartbeatBrokerInterval, after cleanOfflineBroker), ``rebalance`` (every 20 s, and at once on
-NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s, persistConsumerOffsetInterval) and the
-per-queue ``pull|...`` / ``reconsume|...`` / ``offsetMoved|...`` one-shots.
+heartbeatBrokerInterval, after cleanOfflineBroker), ``rebalance`` (20 s after the last run,
+which may be one woken at once by NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s,
+persistConsumerOffsetInterval) and the per-queue ``pull|...`` / ``reconsume|...`` / ``offsetMoved|...`` one-shots.
 
 ``client.route`` events of a consumer carry what its ``MQClientInstance`` computes from the route
 for both sides (docs/rocketmq-model.md §3.6): ``publish_queues`` is the publish view (writable queue data whose
@@ -24,7 +24,7 @@ from typing import Any, Callable
 from emulator.protocol import RequestCode
 from emulator.roles.allocate import strategy_from_spec
 from emulator.roles.node_spec import NodeSpec
-from emulator.roles.base import Action, ChannelEvent, Emit, Every, Inbound, Now, Role
+from emulator.roles.base import Action, After, ChannelEvent, Emit, Every, Inbound, Now, Role
 from emulator.roles.client_config import ConsumerConfig, config_from_dict
 from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
 from emulator.roles.offset_store import OffsetStore
@@ -99,22 +99,31 @@ class Consumer(Role):
         actions: list[Action] = [
             Every("pollNameServer", 10, self.cfg.pollNameServerInterval),
             Every("heartbeat", 1000, self.cfg.heartbeatBrokerInterval),
-            Every("rebalance", REBALANCE_WAIT_INTERVAL_MS, REBALANCE_WAIT_INTERVAL_MS),
+            After("rebalance", REBALANCE_WAIT_INTERVAL_MS),  # RebalanceService.run: waitForRunning first
             Every("persistOffsets", PERSIST_OFFSET_INITIAL_MS, self.cfg.persistConsumerOffsetInterval),
         ]
         # updateTopicSubscribeInfoWhenSubscriptionChanged, heartbeat, rebalanceImmediately
-        return actions + self.instance.poll_all(now, lambda n: self.send_heartbeat() + self.rebalancer.do_rebalance(n))
+        return actions + self.instance.poll_all(now, lambda n: self.send_heartbeat() + self.rebalance(n))
 
     def stop(self, now: Now) -> list[Action]:
         """``DefaultMQPushConsumerImpl.shutdown``: persist offsets, UNREGISTER_CLIENT, then
         ``rebalanceImpl.destroy()`` drops every process queue. A long-polled pull still held by a
         broker is answered after the unregister (the group is gone: SUBSCRIPTION_NOT_EXIST); in
         RocketMQ the closed remoting client never sees that answer, so nothing is logged here."""
-        actions = self.puller.persist_all() + self.instance.unregister(None, self.group)
+        actions = self.puller.persist_all(now) + self.instance.unregister(None, self.group)
         self.stopping = True
         for pq in self.process_table.values():
             pq.dropped = True
         return actions
+
+    def rebalance(self, now: Now) -> list[Action]:
+        """One run of ``RebalanceService.run()``'s loop: ``doRebalance``, then
+        ``waitForRunning(waitInterval)`` again. The 20 s wait starts after each run, including a
+        run woken early by ``wakeup()`` (NOTIFY_CONSUMER_IDS_CHANGED, the start's
+        rebalanceImmediately), so a woken run pushes the next periodic one 20 s out: a one-shot
+        timer re-armed here, not a fixed-rate one. (Java's doRebalance blocks on its requests, so
+        its wait starts once they are answered; here it starts when they are sent.)"""
+        return self.rebalancer.do_rebalance(now) + [After("rebalance", REBALANCE_WAIT_INTERVAL_MS)]
 
     def on_timer(self, name: str, now: Now) -> list[Action]:
         if name == "pollNameServer":
@@ -123,9 +132,9 @@ class Consumer(Role):
             self.instance.clean_offline_brokers()
             return self.send_heartbeat()
         if name == "rebalance":
-            return self.rebalancer.do_rebalance(now)
+            return self.rebalance(now)
         if name == "persistOffsets":
-            return self.puller.persist_all()
+            return self.puller.persist_all(now)
         parsed = parse_timer(name)
         if parsed is None:
             return []
@@ -140,7 +149,7 @@ class Consumer(Role):
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
         if msg.frame.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-            return self.rebalancer.do_rebalance(now)  # rebalanceImmediately
+            return self.rebalance(now)  # rebalanceImmediately: wakeup()
         return []
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:

@@ -46,7 +46,6 @@ class LatencyFaultTolerance:
 
     def __init__(self, rng: random.Random) -> None:
         self.items: dict[str, FaultItem] = {}
-        self._rng = rng
         self._which_item_worst = ThreadLocalIndex(rng)
 
     def update(self, name: str, current_latency: float, not_available_ms: float, wall_ms: float) -> None:
@@ -60,12 +59,14 @@ class LatencyFaultTolerance:
         self.items.pop(name, None)  # type: ignore[arg-type]
 
     def pick_one_at_least(self, wall_ms: float) -> str | None:
-        """Shuffle, sort (available first, lower latency, earlier end), then take one of the
-        better half by a rotating index."""
+        """``pickOneAtLeast`` as in 4.9.4: sort (available first, lower latency, earlier end),
+        then take one of the better half by a rotating index. 4.7 to 4.9.3 shuffled the list
+        before sorting (``Collections.shuffle``), which only reordered ties; 4.9.4 dropped it. The
+        table's order (insertion order here, ConcurrentHashMap order in Java) decides ties, as
+        ``Collections.sort`` is stable."""
         items = list(self.items.values())
         if not items:
             return None
-        self._rng.shuffle(items)
         items.sort(key=lambda it: (not it.is_available(wall_ms), it.current_latency, it.start_timestamp))
         half = len(items) // 2
         if half <= 0:

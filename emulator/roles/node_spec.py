@@ -21,6 +21,9 @@ from typing import Any, Literal, Mapping
 RoleName = Literal["namesrv", "broker", "producer", "consumer"]
 ROLE_NAMES: tuple[str, ...] = ("namesrv", "broker", "producer", "consumer")
 DEFAULT_SCALE = 0.01  # timing.scale when a spec leaves it out (hand-made specs in tests)
+# timing.minRequestTimeoutWallMs: the wall-clock floor of every request timeout (docs/design.md §3
+# has the measurements behind 200; the producer's minSendTimeoutWallMs default is the same)
+DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS = 200.0
 
 
 def _frozen(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -34,9 +37,11 @@ class NodeSpec:
     ``config`` holds RocketMQ configuration keys (``pollNameServerInterval``, ...), ``workload``
     what a client does (topics and rate, subscriptions); both are read-only mappings.
 
-    ``scale`` and ``anchor_ms`` are for the node runtime's ``ClusterTime`` (roles read neither):
-    ``anchor_ms`` is the run's start in host wall ms, the same for every node of a run so their
-    cluster wall clocks agree; 0 in a hand-made spec (still the same for every node).
+    ``scale``, ``anchor_ms`` and ``min_request_timeout_wall_ms`` are for the node runtime's
+    ``ClusterTime`` (roles read none of them): ``anchor_ms`` is the run's start in host wall ms,
+    the same for every node of a run so their cluster wall clocks agree; 0 in a hand-made spec
+    (still the same for every node). ``min_request_timeout_wall_ms`` is
+    ``timing.minRequestTimeoutWallMs``, the wall floor of every request's timeout.
     """
 
     name: str
@@ -44,6 +49,7 @@ class NodeSpec:
     seed: int = 0
     scale: float = DEFAULT_SCALE
     anchor_ms: float = 0.0
+    min_request_timeout_wall_ms: float = DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
     port: int = 0  # 0: any free port; a restarted node gets its old one so routes stay valid
     control: str | None = None  # the launcher's control endpoint; None in unit tests
     token: str = ""
@@ -68,6 +74,9 @@ class NodeSpec:
             problems.append(f"scale: expected a number > 0, got {self.scale!r}")
         if isinstance(self.anchor_ms, bool) or not isinstance(self.anchor_ms, (int, float)) or self.anchor_ms < 0:
             problems.append(f"anchor_ms: expected a number >= 0, got {self.anchor_ms!r}")
+        floor = self.min_request_timeout_wall_ms
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or floor < 0:
+            problems.append(f"min_request_timeout_wall_ms: expected a number >= 0, got {floor!r}")
         for key in ("seed", "port"):
             if isinstance(getattr(self, key), bool) or not isinstance(getattr(self, key), int):
                 problems.append(f"{key}: expected an integer, got {getattr(self, key)!r}")
@@ -75,6 +84,7 @@ class NodeSpec:
             raise ValueError("node spec: " + "; ".join(problems))
         object.__setattr__(self, "scale", float(self.scale))
         object.__setattr__(self, "anchor_ms", float(self.anchor_ms))
+        object.__setattr__(self, "min_request_timeout_wall_ms", float(self.min_request_timeout_wall_ms))
         object.__setattr__(self, "namesrv_addrs", tuple(self.namesrv_addrs))
         object.__setattr__(self, "namesrv_names", tuple(self.namesrv_names))
         object.__setattr__(self, "config", _frozen(self.config))

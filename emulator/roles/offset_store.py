@@ -1,6 +1,6 @@
 """Consumer offsets in memory (docs/rocketmq-model.md §4.5, §4.7): ``RemoteBrokerOffsetStore`` for CLUSTERING
-(committed by UPDATE_CONSUMER_OFFSET to ``findBrokerAddressInAdmin``: the queue's master, or its
-slave while the master is out of the route) and ``LocalFileOffsetStore`` for
+(committed by UPDATE_CONSUMER_OFFSET to the queue's master, or after a route refresh to its
+slave while the master is out of the route, docs/rocketmq-model.md §4.8) and ``LocalFileOffsetStore`` for
 BROADCASTING (persisted to ``offsets.json`` in the node's store dir, restored on restart)."""
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ One outstanding PULL_MESSAGE per owned queue, long-polled (suspend 15 s, request
 RocketMQ's own numbers on the wire too: the broker holds the pull for ``suspendTimeoutMillis``
 cluster ms). The node to pull from follows the broker's ``suggestWhichBrokerId`` and falls back
 through ``findBrokerAddressInSubscribe``, so a broker whose master left the route is pulled from
-its slave (without the commit-offset flag); offsets are committed with ``findBrokerAddressInAdmin``
-(the master, else the remaining slave). Consumption is immediate: the listener succeeds
+its slave (without the commit-offset flag); with no address at all the route is refreshed and
+looked up once more (``pullKernelImpl``). Offsets are committed to the master, or after a route
+refresh to any address (the remaining slave), as 4.9.4's ``updateConsumeOffsetToBroker`` does. Consumption is immediate: the listener succeeds
 unless the workload's ``fail_rate`` says RECONSUME_LATER; failed messages of a CLUSTERING group
 go back with CONSUMER_SEND_MSG_BACK (the broker then picks %RETRY% or %DLQ%), and are consumed
 again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``.
@@ -64,12 +65,36 @@ class Puller:
         sub = c.subscriptions.get(mq.topic)
         if sub is None:
             return self.pull_later(mq, c.exception_delay_ms)
-        found = c.instance.find_broker_address_in_subscribe(mq.broker_name, c.pull_from_which_node.get(mq, MASTER_ID), False)
-        if found is None:  # "The broker[...] not exist": refresh the route, retry later
+        found = self._find_pull_broker(mq)
+        if found is not None:
+            return self._send_pull(pq, sub, found)
+
+        def look_again(ok: bool, rnow: Now) -> list[Action]:
+            """``PullAPIWrapper.pullKernelImpl``: refresh the route, look once more, and pull
+            if found. The refresh is a Request here, so the second look waits for its answer."""
+            again = c.process_table.get(mq)
+            if again is not pq or pq.dropped or c.stopping:
+                return []
+            sub_now = c.subscriptions.get(mq.topic)
+            if sub_now is None:
+                return self.pull_later(mq, c.exception_delay_ms)
+            found = self._find_pull_broker(mq)
+            if found is not None:
+                return self._send_pull(pq, sub_now, found)
             ev = Emit("pull", {"group": c.group, "topic": mq.topic, "broker": mq.broker_name,
                                "queue_id": mq.queue_id, "code": None, "count": 0,
                                "error": f"The broker[{mq.broker_name}] not exist"})
-            return [ev] + c.instance.update_route(mq.topic, now) + self.pull_later(mq, c.exception_delay_ms)
+            return [ev] + self.pull_later(mq, c.exception_delay_ms)  # MQClientException: executePullRequestLater
+
+        return c.instance.update_route(mq.topic, now, look_again)
+
+    def _find_pull_broker(self, mq: MessageQueue) -> tuple[str, bool] | None:
+        """``findBrokerAddressInSubscribe(brokerName, recalculatePullFromWhichNode(mq), false)``."""
+        c = self.consumer
+        return c.instance.find_broker_address_in_subscribe(mq.broker_name, c.pull_from_which_node.get(mq, MASTER_ID), False)
+
+    def _send_pull(self, pq: ProcessQueue, sub: dict[str, Any], found: tuple[str, bool]) -> list[Action]:
+        c, mq = self.consumer, pq.mq
         addr, slave = found
         commit_offset = c.offset_store.read_memory(mq) if not c.broadcasting else -1
         sys_flag = FLAG_SUSPEND
@@ -123,7 +148,7 @@ class Puller:
         if offset is None:
             return []
         self.consumer.offset_store.update(mq, offset, False)
-        actions = self.persist_offset(mq)
+        actions = self.persist_offset(mq, now)
         pq = self.consumer.process_table.get(mq)
         if pq is not None and pq.dropped:
             del self.consumer.process_table[mq]  # re-added by the next rebalance
@@ -188,30 +213,27 @@ class Puller:
 
     # ------------------------------------------------------------------ offsets
 
-    def persist_offset(self, mq: MessageQueue) -> list[Action]:
-        """``persist(mq)``: UPDATE_CONSUMER_OFFSET oneway to ``findBrokerAddressInAdmin`` -- the
-        master, or the slave while the master is out of the route (the slave accepts it; its next
-        sync from the master overwrites it) -- or the local file when BROADCASTING."""
+    def persist_offset(self, mq: MessageQueue, now: Now) -> list[Action]:
+        """``persist(mq)``: UPDATE_CONSUMER_OFFSET oneway to the broker that
+        ``RemoteBrokerOffsetStore.updateConsumeOffsetToBroker`` finds (4.9.4: the master; else a
+        route refresh and a second look that takes any address, the slave while the master is
+        out of the route: ``ClientInstance.with_offset_broker``), or the local file when
+        BROADCASTING. The offset is the one in memory now, as Java reads it before the lookup;
+        with no address after the refresh, nothing is sent ("The broker[X] not exist", logged)."""
         c = self.consumer
         offset = c.offset_store.read_memory(mq)
         if offset < 0:
             return []
         if c.broadcasting:
             return [c.offset_store.persist_local()]
-        found = c.instance.find_broker_address_in_admin(mq.broker_name)
-        if found is None:
-            # updateConsumeOffsetToBroker refreshes the route and looks once more before "The
-            # broker[X] not exist" (only logged). Not modelled: persist's callers have no clock
-            # here, and a name missing from the address table is in no cached route with
-            # addresses (gone, or an orphan queue data, docs/rocketmq-model.md §1.7), which one fetch seldom changes.
-            return []
         frame = oneway(RequestCode.UPDATE_CONSUMER_OFFSET, {
             "consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset})
-        return [Oneway(found[0], frame)]
+        return c.instance.with_offset_broker(
+            mq.topic, mq.broker_name, now, lambda found, n: [Oneway(found[0], frame)] if found else [])
 
-    def persist_all(self) -> list[Action]:
+    def persist_all(self, now: Now) -> list[Action]:
         c = self.consumer
         owned = [mq for mq in c.offset_store.table if mq in c.process_table]
         if c.broadcasting:
             return [c.offset_store.persist_local()] if owned else []
-        return [a for mq in sorted(owned) for a in self.persist_offset(mq)]
+        return [a for mq in sorted(owned) for a in self.persist_offset(mq, now)]

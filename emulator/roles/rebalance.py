@@ -89,7 +89,19 @@ class Rebalancer:
             return self._apply(topic, sorted(mq_set), [], now)
         addr = c.instance.find_broker_addr_by_topic(topic)
         if addr is None:
-            return c.instance.update_route(topic, now)
+            # MQClientInstance.findConsumerIdList: updateTopicRouteInfoFromNameServer(topic), look
+            # again and carry on. The refresh is a Request here, so the second look waits for its
+            # answer; still nothing: cidAll is null and this topic's rebalance does nothing.
+            def look_again(ok: bool, rnow: Now) -> list[Action]:
+                again = c.instance.find_broker_addr_by_topic(topic)
+                return [] if again is None or c.stopping else self._ask_consumer_list(topic, again)
+
+            return c.instance.update_route(topic, now, look_again)
+        return self._ask_consumer_list(topic, addr)
+
+    def _ask_consumer_list(self, topic: str, addr: str) -> list[Action]:
+        """GET_CONSUMER_LIST_BY_GROUP to ``addr``, then allocate (``rebalanceByTopic``, CLUSTERING)."""
+        c = self.consumer
         frame = request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": c.group})
 
         def on_reply(resp, rnow: Now) -> list[Action]:
@@ -139,7 +151,7 @@ class Rebalancer:
         for mq, pq in list(c.process_table.items()):
             if (mq.topic == topic and mq not in mq_set) or mq.topic not in c.subscriptions:
                 pq.dropped = True
-                actions += c.puller.persist_offset(mq)
+                actions += c.puller.persist_offset(mq, now)
                 c.offset_store.remove(mq)
                 del c.process_table[mq]
                 changed = True
@@ -184,9 +196,9 @@ class Rebalancer:
                 return self._settled(pq, False, qnow)  # dropped while the route was refreshed
             return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
 
-        # findBrokerAddressInAdmin (master, else the slave left in the route), route refresh and
-        # one more look if none: RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker in 4.x
-        return c.instance.with_admin_broker(mq.topic, mq.broker_name, now, query)
+        # RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker (4.9.4): the master; else a route
+        # refresh and one more look that takes any address (the slave left in the route)
+        return c.instance.with_offset_broker(mq.topic, mq.broker_name, now, query)
 
     def _policy(self, pq: ProcessQueue, now: Now) -> list[Action]:
         """No stored offset: CONSUME_FROM_FIRST_OFFSET -> 0; LAST_OFFSET -> 0 for a retry topic,

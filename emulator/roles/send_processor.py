@@ -44,10 +44,14 @@ SERVICE_NOT_AVAILABLE_REMARK = (
 )
 PUT_STATUS_CODES = {PUT_OK: R.SUCCESS, FLUSH_SLAVE_TIMEOUT: R.FLUSH_SLAVE_TIMEOUT,
                     SLAVE_NOT_AVAILABLE: R.SLAVE_NOT_AVAILABLE}
-MESSAGE_ILLEGAL_REMARK = (
-    "the message is illegal, maybe msg body or properties length not matched. "
-    "msg body length limit 128k, msg properties length limit 32k."
-)
+
+
+def message_illegal_remark(max_message_size: int) -> str:
+    """``handlePutMessageResult``'s MESSAGE_ILLEGAL / PROPERTIES_SIZE_EXCEEDED remark in 4.9.4
+    (``String.format`` with ``getMaxMessageSize()``); before 4.9.4 it was the fixed
+    "... msg body length limit 128k, msg properties length limit 32k."."""
+    return ("the message is illegal, maybe msg body or properties length not matched. "
+            f"msg body length limit {max_message_size}B, msg properties length limit 32KB.")
 
 
 def parse_properties(raw: Any) -> dict[str, str]:
@@ -142,12 +146,12 @@ class SendProcessor:
         if f.code == 320:
             items = f.json_body() or []
             if not isinstance(items, list) or not items:
-                return self._err(msg, R.MESSAGE_ILLEGAL, MESSAGE_ILLEGAL_REMARK, actions)
+                return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
             batch = [(str(m.get("body", "")), parse_properties(m.get("properties"))) for m in items]
         else:
             batch = [(f.body.decode("utf-8", errors="replace"), parse_properties(f.fields.get("properties")))]
         if any(len(body.encode()) > b.store_cfg.maxMessageSize for body, _ in batch):
-            return self._err(msg, R.MESSAGE_ILLEGAL, MESSAGE_ILLEGAL_REMARK, actions)
+            return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
         records = []
         for body, props in batch:
             record, append = b.store.put(

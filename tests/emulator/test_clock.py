@@ -44,3 +44,13 @@ def test_a_host_clock_bump_is_that_much_cluster_time_over_the_scale() -> None:
     before = ct.now(0.0, clock.now_ms()).wall_ms
     clock.set(ClockSetting(offset_ms=1_300.0))
     assert ct.now(0.0, clock.now_ms()).wall_ms - before == pytest.approx(130_000.0)
+
+
+def test_request_host_ms_is_the_max_of_scaled_node_floor_and_request_floor() -> None:
+    ct = ClusterTime(scale=0.01, min_request_wall_ms=200.0)
+    assert ct.request_host_ms(3_000) == 200.0  # 30 wall ms, raised to the node floor
+    assert ct.request_host_ms(30_000) == pytest.approx(300.0)  # above the floor: exact scaling
+    assert ct.request_host_ms(3_000, min_wall_ms=250.0) == 250.0  # a send's own budget is higher
+    assert ClusterTime(scale=0.01).request_host_ms(3_000) == pytest.approx(30.0)  # floor 0: exact
+    with pytest.raises(ValueError):
+        ClusterTime(scale=0.01, min_request_wall_ms=-1.0)

@@ -12,6 +12,7 @@ from emulator.roles.node_spec import NodeSpec
 
 def test_round_trip_through_json(tmp_path: Path) -> None:
     spec = NodeSpec(name="broker-a-1", role="broker", seed=7, scale=0.05, anchor_ms=1.7e12, port=9001,
+                    min_request_timeout_wall_ms=50,
                     namesrv_addrs=("127.0.0.1:1",),
                     config={"brokerRole": "SLAVE"}, broker="broker-a", broker_id=1, cluster="DefaultCluster")
     path = tmp_path / "broker-a-1.json"
@@ -19,6 +20,21 @@ def test_round_trip_through_json(tmp_path: Path) -> None:
     back = NodeSpec.read(path)
     assert back == spec and back.config["brokerRole"] == "SLAVE" and back.namesrv_addrs == ("127.0.0.1:1",)
     assert "group" not in spec.to_dict()  # None is left out
+    assert back.min_request_timeout_wall_ms == 50.0
+
+
+def test_the_request_floor_reaches_the_nodes_cluster_time() -> None:
+    """timing.minRequestTimeoutWallMs: topology -> spec -> the runtime's ClusterTime."""
+    from emulator.node.main import build  # noqa: PLC0415 (binds a socket: only here)
+    from emulator.launcher.topology_load import parse_topology  # noqa: PLC0415
+    topo = parse_topology({"name": "t", "brokers": [{"name": "broker-a"}], "timing": {"minRequestTimeoutWallMs": 75}})
+    assert topo.timing.minRequestTimeoutWallMs == 75.0
+    assert NodeSpec(name="namesrv-0", role="namesrv").min_request_timeout_wall_ms == 200.0  # the default
+    runtime = build(NodeSpec(name="namesrv-0", role="namesrv", min_request_timeout_wall_ms=75))
+    try:
+        assert runtime.cluster_time.min_request_wall_ms == 75.0
+    finally:
+        runtime.transport.close()
 
 
 def test_it_is_frozen_all_the_way_to_its_config() -> None:
@@ -36,6 +52,8 @@ def test_it_is_frozen_all_the_way_to_its_config() -> None:
     ({"name": "x", "role": "broker", "scale": 0}, "scale: expected a number > 0, got 0"),
     ({"name": "x", "role": "broker", "port": "9000"}, "port: expected an integer, got '9000'"),
     ({"name": "x", "role": "broker", "anchor_ms": -1}, "anchor_ms: expected a number >= 0, got -1"),
+    ({"name": "x", "role": "broker", "min_request_timeout_wall_ms": -5},
+     "min_request_timeout_wall_ms: expected a number >= 0, got -5"),
 ])
 def test_a_bad_spec_names_the_key(data: dict, message: str, tmp_path: Path) -> None:
     path = tmp_path / "x.json"

@@ -269,3 +269,25 @@ def test_the_role_sees_cluster_ms_and_its_durations_wait_host_ms(tmp_path: Path)
     assert role.replies == [None]
     run_until(rt, clock, clock.current_ms + 100)  # 300 host ms, above the floor
     assert role.replies == [None, None]
+
+
+@pytest.mark.parametrize(("floor", "waits"), [(200.0, 200.0), (0.0, 30.0)])
+def test_every_request_waits_the_node_floor_at_scale_001(floor: float, waits: float) -> None:
+    """timing.minRequestTimeoutWallMs (docs/design.md §3): a 3000 ms request at scale 0.01 waits
+    the node's floor, not 30 host ms; floor 0 is exact scaling. Above the floor (30000 ms: 300
+    host ms) nothing changes."""
+    clock = FakeClock(1_000.0)
+    role = Probe()
+    skew = SkewableClock(host=clock)
+    rt = Runtime(role, FakeTransport(clock=clock), skew, EventLog(None, "probe-0", skew.now_ms, host=clock),
+                 StoreDir(None), mono=clock, cluster_time=ClusterTime(scale=0.01, min_request_wall_ms=floor))
+    rt.start()
+    start = clock.current_ms
+    rt._perform([Request(PEER, request(105), 3_000, role.reply_handler),
+                 Request(PEER, request(105), 30_000, role.reply_handler)])
+    run_until(rt, clock, start + waits - 1)
+    assert role.replies == []
+    run_until(rt, clock, start + waits + 1)
+    assert role.replies == [None]
+    run_until(rt, clock, start + 301)
+    assert role.replies == [None, None]

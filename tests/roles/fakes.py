@@ -114,7 +114,7 @@ class _RecordingLog(EventLog):
 
 class Driver:
     def __init__(self, role: Role, time: FakeTime | None = None, store: FakeStore | None = None, *,
-                 scale: float = 1.0) -> None:
+                 scale: float = 1.0, min_request_wall_ms: float = 0.0) -> None:
         self.role = role
         self.time = time or FakeTime()
         self.store = store if store is not None else FakeStore()
@@ -123,7 +123,7 @@ class Driver:
         self.transport = FakeTransport(name=role.name, addr=role.addr, clock=self.time.clock)
         clock = SkewableClock(host=self.time.host_wall)
         self.log = _RecordingLog(role.name, clock.now_ms, host=self.time.host_wall)
-        self.cluster_time = ClusterTime(scale)
+        self.cluster_time = ClusterTime(scale, min_request_wall_ms=min_request_wall_ms)
         self.runtime = Runtime(role, self.transport, clock, self.log, self.store, mono=self.time.clock,
                                observe=self._record, cluster_time=self.cluster_time)
         self._opaque = itertools.count(1)

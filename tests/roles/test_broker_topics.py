@@ -218,10 +218,14 @@ def test_get_max_offset_answers_the_next_offset_of_the_queue():
     assert (resp.code, resp.fields["offset"]) == (ResponseCode.SUCCESS, 0)
 
 
-def test_max_message_size():
+def test_max_message_size_remark_follows_494_handle_put_message_result():
+    """SendMessageProcessor.handlePutMessageResult (4.9.4): the MESSAGE_ILLEGAL remark formats
+    getMaxMessageSize() in bytes (4.9.3 and before: a fixed "128k ... 32k")."""
     d = broker(config={"maxMessageSize": 4})
     resp, _ = send(d, "TBW102", body="12345")
     assert resp.code == ResponseCode.MESSAGE_ILLEGAL
+    assert resp.remark == ("the message is illegal, maybe msg body or properties length not matched. "
+                           "msg body length limit 4B, msg properties length limit 32KB.")
 
 
 def test_update_and_create_topic_registers_increment():

@@ -200,9 +200,13 @@ def test_pull_from_slave_when_master_missing():
 
 
 def test_new_queue_without_master_is_added_through_the_slave():
-    """QUERY_CONSUMER_OFFSET goes to findBrokerAddressInAdmin: the slave left in the route
-    (more in test_consumer_offsets_slave.py)."""
-    d = started(routes={"T": route("b1", masters=False)})
+    """QUERY_CONSUMER_OFFSET (fetchConsumeOffsetFromBroker, 4.9.4): no master, a route refresh,
+    then the slave left in the route (more in test_consumer_offsets_slave.py)."""
+    d = make()
+    serve_routes(d, {"T": route("b1", masters=False)})
+    cid_list(d, [ME])
+    serve_routes(d, {"T": route("b1", masters=False)})  # the refreshes before the second look
+    offsets(d)
     assert {r.addr for r in d.pending_to(code=RequestCode.PULL_MESSAGE)} == {"s-b1"}
     assert len(d.role.process_table) == 4
 

@@ -213,3 +213,19 @@ def test_message_queue_order_and_str():
 
 def test_empty_publish_info_not_ok():
     assert not TopicPublishInfo.empty(random.Random(0)).ok()
+
+
+def test_pick_one_at_least_sorts_without_shuffle_as_494_latency_fault_tolerance_impl():
+    """LatencyFaultToleranceImpl.pickOneAtLeast (4.9.4): Collections.sort only (4.7-4.9.3
+    shuffled first), so the pick depends on the rotating index alone, not on the rng."""
+    picks = []
+    for seed in (1, 2, 3):
+        fs = MQFaultStrategy(True, random.Random(seed))
+        for name, latency in (("b1", 3000), ("b2", 100), ("b3", 100), ("b4", 50)):
+            fs.tolerance.update(name, latency, 60_000, wall_ms=0)  # all blacked out until 60000
+        start = fs.tolerance._which_item_worst._value
+        fs.tolerance._which_item_worst._value = 0  # the same rotating index for every seed
+        picks.append([fs.tolerance.pick_one_at_least(10) for _ in range(4)])
+        fs.tolerance._which_item_worst._value = start
+    # sorted: b4 (50), b2 (100, inserted first), b3 (100), b1; the better half is [b4, b2]
+    assert picks == [["b2", "b4", "b2", "b4"]] * 3

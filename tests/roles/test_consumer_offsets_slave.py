@@ -1,15 +1,18 @@
 """Consumer offsets when a master is out of the route (the broker side: test_slave_offset_sync).
 
-``RemoteBrokerOffsetStore`` queries (QUERY_CONSUMER_OFFSET) and commits (UPDATE_CONSUMER_OFFSET)
-at ``findBrokerAddressInAdmin`` -- the master, else the slave left in the route (cf. docs/rocketmq-model.md §4.6:
-the master dead, the route keeps the slave) -- refreshing the route once when the broker has no
-address at all, and giving the queue up this rebalance if it still has none.
+4.9.4's ``RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker`` (QUERY_CONSUMER_OFFSET) and
+``updateConsumeOffsetToBroker`` (UPDATE_CONSUMER_OFFSET) look for the master only
+(``findBrokerAddressInSubscribe(brokerName, MASTER_ID, true)``); without one they call
+``updateTopicRouteInfoFromNameServer(topic)`` and look again taking any address
+(``findBrokerAddressInSubscribe(brokerName, MASTER_ID, false)``): the slave left in the route
+(docs/rocketmq-model.md §4.8), or nothing, when the query gives the queue up this rebalance.
+The refresh is a request here, so the second look happens when its answer comes.
 """
 
 from __future__ import annotations
 
 from emulator.protocol import RequestCode as RC
-from emulator.roles.base import Oneway
+from emulator.roles.base import Oneway, Request
 
 from .broker_helpers import broker
 from .fakes import Driver, response
@@ -34,10 +37,21 @@ def consume_queue0(d: Driver, start: int, count: int) -> None:
     d.answer(req, response(0, fields={"nextBeginOffset": start + count, "suggestWhichBrokerId": 0}, body=body))
 
 
-def test_master_gone_offsets_are_queried_and_committed_at_the_slave():
+def route_refreshes(d: Driver, since: int = 0) -> list[str]:
+    return [a.frame.fields["topic"] for a in d.actions[since:]
+            if isinstance(a, Request) and a.frame.code == RC.GET_ROUTEINFO_BY_TOPIC]
+
+
+def test_master_gone_fetch_consume_offset_from_broker_refreshes_then_queries_the_slave():
+    """RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker (4.9.4): no master, so one route
+    refresh per queue, then the query goes to the slave (the second look takes any address)."""
     d = make()
     serve_routes(d, {"T": route("b1", masters=False)})  # the namesrv lists only b1's slave
+    m = d.mark()
     cid_list(d, [ME])
+    assert not d.pending_to(code=RC.QUERY_CONSUMER_OFFSET)
+    assert route_refreshes(d, m) == ["T"] * 4
+    serve_routes(d, {"T": route("b1", masters=False)})
     queries = d.pending_to(code=RC.QUERY_CONSUMER_OFFSET)
     assert sorted((q.addr, q.frame.fields["queueId"]) for q in queries) == [("s-b1", i) for i in range(4)]
     for q in queries:
@@ -45,34 +59,66 @@ def test_master_gone_offsets_are_queried_and_committed_at_the_slave():
     assert sorted(mq.queue_id for mq, pq in d.role.process_table.items() if pq.ready) == [0, 1, 2, 3]
     pulls = d.pending_to(code=RC.PULL_MESSAGE)
     assert {(p.addr, p.frame.fields["queueOffset"]) for p in pulls} == {("s-b1", 5)}
-    req = [p for p in pulls if p.frame.fields["queueId"] == 0][0]
-    d.answer(req, response(0, fields={"nextBeginOffset": 8, "suggestWhichBrokerId": 0}, body=msgs(0, range(5, 8))))
+
+
+def test_master_gone_update_consume_offset_to_broker_refreshes_every_persist():
+    """RemoteBrokerOffsetStore.updateConsumeOffsetToBroker (4.9.4): four owned queues of a broker
+    without master make four route requests each persistOffsets round, then commit to the slave."""
+    d = make()
+    serve_routes(d, {"T": route("b1", masters=False)})
+    cid_list(d, [ME])
+    serve_routes(d, {"T": route("b1", masters=False)})
+    for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
+        d.answer(q, response(0, fields={"offset": 5}))
+    consume_queue0(d, 5, 3)
     assert d.events("consume")[-1]["msg_ids"] == ["u0-5", "u0-6", "u0-7"]
-    d.timer("persistOffsets")
-    assert [(o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d)
-            if o.frame.fields["queueId"] == 0] == [("s-b1", 0, 8)]
-    assert {o.addr for o in commits(d)} == {"s-b1"}
+    for _ in range(2):
+        m = d.mark()
+        d.timer("persistOffsets")
+        assert route_refreshes(d, m) == ["T"] * 4 and not commits(d, m)
+        serve_routes(d, {"T": route("b1", masters=False)})
+        assert sorted((o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d, m)) == [
+            ("s-b1", 0, 8), ("s-b1", 1, 5), ("s-b1", 2, 5), ("s-b1", 3, 5)]
 
 
 def test_with_master_and_slave_the_master_then_the_slave_once_the_master_leaves():
     d = make()
     serve_routes(d, {"T": route("b1")})
+    m = d.mark()
     cid_list(d, [ME])
     queries = d.pending_to(code=RC.QUERY_CONSUMER_OFFSET)
-    assert {q.addr for q in queries} == {"m-b1"} and len(queries) == 4
+    assert {q.addr for q in queries} == {"m-b1"} and len(queries) == 4 and not route_refreshes(d, m)
     for q in queries:
         d.answer(q, response(0, fields={"offset": 3}))
     assert {p.addr for p in d.pending_to(code=RC.PULL_MESSAGE)} == {"m-b1"}
     consume_queue0(d, 3, 1)
+    m = d.mark()
     d.timer("persistOffsets")
-    assert sorted((o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d)) == [
+    assert sorted((o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d, m)) == [
         ("m-b1", 0, 4), ("m-b1", 1, 3), ("m-b1", 2, 3), ("m-b1", 3, 3)]
+    assert not route_refreshes(d, m)
     d.timer("pollNameServer")
     serve_routes(d, {"T": route("b1", masters=False)})
     m = d.mark()
     d.timer("persistOffsets")
+    serve_routes(d, {"T": route("b1", masters=False)})
     assert sorted((o.addr, o.frame.fields["queueId"], o.frame.fields["commitOffset"]) for o in commits(d, m)) == [
         ("s-b1", 0, 4), ("s-b1", 1, 3), ("s-b1", 2, 3), ("s-b1", 3, 3)]
+
+
+def test_a_refresh_that_shows_the_master_back_commits_to_the_master():
+    """The second look of updateConsumeOffsetToBroker sees the refreshed route: the master, if
+    the namesrv lists it again (the commit waits for the refresh's answer)."""
+    d = make()
+    serve_routes(d, {"T": route("b1", masters=False)})
+    cid_list(d, [ME])
+    serve_routes(d, {"T": route("b1", masters=False)})
+    for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
+        d.answer(q, response(0, fields={"offset": 2}))
+    m = d.mark()
+    d.timer("persistOffsets")
+    serve_routes(d, {"T": route("b1")})  # the master is back
+    assert {o.addr for o in commits(d, m)} == {"m-b1"} and len(commits(d, m)) == 4
 
 
 def orphan_route() -> dict:
@@ -111,10 +157,12 @@ def test_consumer_commit_served_by_a_real_slave():
     d = make()
     serve_routes(d, {"T": route("b1", masters=False)})
     cid_list(d, [ME])
+    serve_routes(d, {"T": route("b1", masters=False)})
     for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
         d.answer(q, response(0, fields={"offset": 6}))
     consume_queue0(d, 6, 2)
     d.timer("persistOffsets")
+    serve_routes(d, {"T": route("b1", masters=False)})
     slave = broker(broker_id=1)
     (up,) = [o for o in commits(d) if o.frame.fields["queueId"] == 0]
     assert up.addr == "s-b1"
