@@ -13,6 +13,7 @@ from emulator.cli.launch import run_topology
 from emulator.launcher.cluster import Cluster
 from emulator.launcher.topology_load import parse_topology
 from emulator.testing import read_events
+from tests.eventdoc import contract_problems
 
 SMALL = {
     "name": "lag",
@@ -52,3 +53,4 @@ def test_a_scale_too_small_for_the_host_gets_one_clear_warning_while_running(tmp
     first = warnings[0]
     assert any(n in first for n in ("namesrv-0", "broker-a-0", "pg-1-0")) and "timing.scale" in first
     assert read_events(result.run_dir, "node.lag")
+    assert contract_problems(result.run_dir) == []  # node.lag lines match the event registry
