@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.plots import Figure, fault_colour
-from reports.summary import Metrics, fmt_ms, fmt_num, headline_rows
+from reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
 
 MAX_ROWS = 200
 
@@ -152,7 +152,9 @@ def render(m: Metrics, figures: list[Figure], out_dir: Path, notes: list[str], t
         files = ", ".join(f"{Path(f).name}: {n}" for f, n in bad["by_file"].items())
         notes = [f"{bad['total']} unreadable line(s) were skipped ({files}); a killed node may leave a "
                  "truncated last line."] + notes
-    body = [head, *[f"<p class=note>{esc(n)}</p>" for n in notes], "<h2>Summary</h2>", _summary(m),
+    warn = ([f"<p class=note><b>Timing: {esc(timing_health(m))}</b></p>"]
+            if (m.get("timing") or {}).get("healthy") is False else [])
+    body = [head, *warn, *[f"<p class=note>{esc(n)}</p>" for n in notes], "<h2>Summary</h2>", _summary(m),
             "<h2>Faults</h2>", _faults(m)]
     for fig in figures:
         data = base64.b64encode((out_dir / fig.file).read_bytes()).decode("ascii")

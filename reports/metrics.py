@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports import clients, misrouted
+from reports import clients, misrouted, timing
 from reports.misrouted import REASONS
 from reports.load import RunData
 from reports.pipeline import Analysis, built
@@ -83,6 +83,7 @@ def metric_steps(run: RunData) -> list[Step]:
         step("m.clients", lambda st: rows(st.select("client", *cols), ["client", "topic"]), "client_staleness"),
         step("m.namesrvs", lambda st: rows(st.select("namesrv", *cols), ["namesrv", "topic"]), "namesrv_staleness"),
         step("m.faults", lambda c, f: rows(conv(c, f), ["start_offset_ms", "fault_id"]), "convergence", "faults"),
+        step("m.timing", lambda p: rows(timing.node_lag(ev, p), ["node"]), "pauses"),
     ]
 
 
@@ -140,6 +141,7 @@ def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
             "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
             "by_topic": consumption,
         },
+        "timing": timing.verdict(r["m.timing"], man.scale, [n.get("config") or {} for n in man.nodes.values()]),
     }
     return with_cluster_seconds(doc, man.scale)
 

@@ -111,13 +111,30 @@ def fmt_num(value: float | int | None) -> str:
     return f"{value:.3g}"
 
 
+def timing_health(m: Metrics) -> str:
+    """The run's timing verdict in words (docs/design.md §9): a compressed run on a host that
+    cannot keep its timers on schedule measures the host, and the summary must say so first."""
+    t = m.get("timing") or {}
+    healthy, lag, node = t.get("healthy"), t.get("lag_p99_ms"), t.get("worst_node")
+    if healthy is None:
+        return "unknown (no node.lag events outside pauses: a run from before timing health was measured)"
+    limit = f"{fmt_num(t.get('threshold_ms'))} ms, 5 % of the {fmt_num(t.get('shortest_period_cluster_s'))} s period"
+    if healthy:
+        return f"healthy: worst timer lateness p99 {fmt_num(lag)} wall ms ({node}), below {limit}"
+    return (f"NOT healthy: timers ran {fmt_num(lag)} wall ms late (p99, {node}), above {limit}; the run measures "
+            f"the host, not RocketMQ: use timing.scale {fmt_num(t.get('suggested_scale'))} or more")
+
+
 def headline_rows(m: Metrics) -> list[tuple[str, str, str]]:
-    """``(section, label, formatted value)`` for the report's summary table."""
+    """``(section, label, formatted value)`` for the report's summary table; the timing
+    verdict comes right after the run's size, before any metric it may invalidate."""
     scale = float(m.get("scale") or 1.0)
     out = []
     for h in HEADLINES:
         v = h.get(m)
         out.append((h.section, h.label, fmt_ms(v, scale) if h.kind == MS else fmt_num(v)))
+        if h.label == "Broken lines skipped":
+            out.append(("Run", "Timing health", timing_health(m)))
     return out
 
 
@@ -125,7 +142,10 @@ def headline_values(m: Metrics) -> list[tuple[str, float | int | None]]:
     """Flat ``(label, value)`` pairs for comparing runs: an ``MS`` row becomes two rows,
     ``[wall ms]`` and ``[cluster s]`` (runs of different scales compare in cluster s)."""
     scale = float(m.get("scale") or 1.0)
-    out: list[tuple[str, float | int | None]] = [("timing.scale", m.get("scale"))]
+    t = m.get("timing") or {}
+    out: list[tuple[str, float | int | None]] = [("timing.scale", m.get("scale")),
+                                                 ("timing.healthy", t.get("healthy")),
+                                                 ("timing.lag_p99_ms [wall ms]", t.get("lag_p99_ms"))]
     for h in HEADLINES:
         v = h.get(m)
         if h.kind == MS:

@@ -81,6 +81,17 @@ NODES = Section("Nodes", (
         Field("setting", CLOCK_SETTING, "the new setting", required=True),
         Field("offset_ms", FLOAT, "local minus host, right after the change", required=True),
     ), ext=True),
+    Kind("node.lag", "every node, at most once per window (`max(1 wall s, 10 cluster s)`) in which a timer "
+         "fired, and once more as it stops",
+         "how late its timers ran (docs/design.md §9): lateness is when a timer ran minus when it was due, in wall "
+         "ms. The window is `[ts - window_ms, ts]`; a window overlapping a pause of the node shows the pause, "
+         "not the host, and timing health ignores it", (
+             Field("window_ms", FLOAT, "the window's length, wall ms", required=True),
+             Field("timers", INT, "timer firings in the window", required=True),
+             Field("p50_ms", FLOAT, "median lateness, wall ms", required=True),
+             Field("p99_ms", FLOAT, "99th percentile (nearest rank) of lateness, wall ms", required=True),
+             Field("max_ms", FLOAT, "largest lateness, wall ms", required=True),
+         )),
     Kind("node.error", "a node whose role raised", "the node goes on; an error in the role's `start` makes it "
          "exit with code 4", (
              Field("error", STR, "`Type: message`", required=True),

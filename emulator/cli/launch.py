@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.launcher.cluster import Cluster
+from emulator.launcher.lagwatch import LagWatch
 from emulator.launcher.topology import Topology
 
 
@@ -48,6 +49,12 @@ class Progress:
             sys.stderr.write(f"\r{self.label} [{bar}] {pct:3d}%")
             sys.stderr.flush()
 
+    def interrupt(self) -> None:
+        """End the bar's line so a message printed now gets a line of its own."""
+        if self.enabled and self.last_pct >= 0:
+            sys.stderr.write("\n")
+            self.last_pct = -1  # redrawn on the next update
+
     def done(self) -> None:
         if self.enabled:
             self.update(self.total_ms)
@@ -64,6 +71,8 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
         total_ms = topo.duration * 1000 * topo.timing.scale
         bar = Progress(total_ms, f"{topo.name} ({topo.duration:g} cluster s)", progress)
         t0 = time.monotonic()
+        watch = LagWatch(cluster.run_dir, topo.timing.scale, [p.config for p in cluster.plans.values()],
+                         stopped=lambda: cluster.stopped)
 
         def elapsed_ms() -> float:
             return (time.monotonic() - t0) * 1000
@@ -73,6 +82,9 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
             while True:
                 left = end - elapsed_ms()
                 cluster.pump(max(0.0, min(left, 50.0)))
+                if (warning := watch.poll()) is not None:
+                    bar.interrupt()
+                    say(warning)
                 bar.update(elapsed_ms())
                 if left <= 0:
                     return

@@ -33,6 +33,7 @@ from collections import deque
 from typing import Any, Callable, Iterable
 
 from emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
+from emulator.node.lag import LagMeter, window_ms
 from emulator.node.links import rules_from_wire
 from emulator.node.io import EventLog, NodeStore
 from emulator.node.timers import PendingRequests, TimerTable
@@ -71,6 +72,7 @@ class Runtime:
         self.observe = observe
         self.cluster_time = cluster_time or ClusterTime()
         self.timers = TimerTable()
+        self.lag = LagMeter(window_ms(self.cluster_time.scale), self.mono())  # node.lag, docs/design.md §9
         self.pending = PendingRequests()
         self._opaques = itertools.count(1)
         self.exit_code: int | None = None
@@ -126,6 +128,7 @@ class Runtime:
         if self.stopping_since is not None:
             return
         self.stopping_since = self.mono()
+        self._write_lag(self.lag.flush(self.stopping_since))
         self.timers.clear()
         self._perform(self._call(self.role.stop))
 
@@ -171,10 +174,17 @@ class Runtime:
 
     def _fire_timers(self) -> None:
         while self.exit_code is None and self.stopping_since is None:
-            name = self.timers.pop_due(self.mono())
+            ran = self.mono()
+            name = self.timers.pop_due(ran)
             if name is None:
+                self._write_lag(self.lag.due(ran))
                 return
+            self.lag.record(self.timers.last_due, ran)
             self._perform(self._call(lambda now: self.role.on_timer(name, now)))
+
+    def _write_lag(self, summary: dict[str, Any] | None) -> None:
+        if summary is not None:
+            self.events.write("node.lag", summary)
 
     def _on_command(self, cmd: ControlCommand) -> None:
         try:

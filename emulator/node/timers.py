@@ -35,6 +35,7 @@ class TimerTable:
 
     def __init__(self) -> None:
         self.entries: dict[str, Timer] = {}
+        self.last_due: float = 0.0  # when the timer :meth:`pop_due` last returned was due (lateness)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.entries)
@@ -62,11 +63,12 @@ class TimerTable:
 
     def pop_due(self, now_ms: float) -> str | None:
         """The name of the earliest timer due at ``now_ms`` (ties by name), already rescheduled
-        (periodic) or removed (one-shot); None when nothing is due."""
+        (periodic) or removed (one-shot); None when nothing is due. Its due time is left in
+        ``last_due`` for the lateness accounting (:mod:`emulator.node.lag`)."""
         due = [(t.due, name) for name, t in self.entries.items() if t.due <= now_ms]
         if not due:
             return None
-        _, name = min(due)
+        self.last_due, name = min(due)
         timer = self.entries[name]
         if timer.period is None:
             del self.entries[name]

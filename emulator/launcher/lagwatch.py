@@ -1,0 +1,116 @@
+"""The launcher's live timing-health check (docs/design.md §9): warn while the run is going wrong.
+
+Nodes write ``node.lag`` summaries to their own event files; this reads those files incrementally
+(only the bytes added since the last look, and only lines naming ``node.lag`` are parsed), so the
+control plane stays untouched and a slow host is not asked to do more work to report that it is
+slow. Windows overlapping a pause of the node (``faults.jsonl``; an open pause counts to infinity)
+are skipped: a SIGSTOPped node is late because of the fault, not the host.
+
+It prints one line when a node's p99 lateness first exceeds the threshold of :mod:`rmqemu.timing`,
+and another only if the worst lateness at least doubles since, so an overloaded host gets a
+couple of lines, not one per second.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rmqemu import timing
+
+CHECK_EVERY_MS = 1000.0  # node.lag comes at most once per wall second per node
+
+
+class TailReader:
+    """New complete lines of a growing file (a torn last line waits for its newline)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def lines(self, needle: str) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        out = []
+        for raw in data[:end].splitlines():
+            if needle.encode() in raw:
+                try:
+                    out.append(json.loads(raw))
+                except ValueError:
+                    pass
+        return out
+
+
+class LagWatch:
+    """Reads ``node.lag`` lines as they come; :meth:`poll` returns a warning line or None."""
+
+    def __init__(self, run_dir: Path, scale: float, configs: Iterable[Mapping[str, Any]],
+                 stopped: Callable[[], set[str]] = set, mono: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
+        self.run_dir = run_dir
+        self.scale = scale
+        self.shortest_ms = timing.shortest_period_ms(configs)
+        self.threshold_ms = timing.threshold_ms(scale, self.shortest_ms)
+        self.stopped = stopped
+        self.mono = mono
+        self.readers: dict[Path, TailReader] = {}
+        self.faults = TailReader(run_dir / "faults.jsonl")
+        self.pauses: dict[str, list[tuple[float, float]]] = {}
+        self.last_check = float("-inf")
+        self.warned_ms = 0.0
+        self.worst: tuple[float, str] = (0.0, "")
+
+    def poll(self) -> str | None:
+        """Check at most every :data:`CHECK_EVERY_MS`; a warning line when one is due."""
+        now = self.mono()
+        if now - self.last_check < CHECK_EVERY_MS:
+            return None
+        self.last_check = now
+        self._read_pauses()
+        for path in sorted((self.run_dir / "events").glob("*.jsonl")):
+            reader = self.readers.setdefault(path, TailReader(path))
+            for e in reader.lines('"node.lag"'):
+                if e.get("kind") == "node.lag":
+                    self._consider(e)
+        p99, node = self.worst
+        if p99 <= self.threshold_ms or p99 < 2 * self.warned_ms:
+            return None
+        self.warned_ms = p99
+        return self.message(node, p99)
+
+    def message(self, node: str, p99_ms: float) -> str:
+        scale = timing.suggested_scale(self.scale, p99_ms, self.threshold_ms)
+        return (f"warning: the host is falling behind: {node}'s timers ran {p99_ms:.1f} wall ms late (p99 of a "
+                f"window; healthy is below {self.threshold_ms:.2f} ms, 5 % of the {self.shortest_ms / 1000:g} s "
+                f"period at scale {self.scale:g}), so this run measures the host, not RocketMQ; "
+                f"timing.scale {scale:g} or more would keep up")
+
+    def _consider(self, e: dict[str, Any]) -> None:
+        node, ts = str(e.get("node")), float(e.get("ts", 0.0))
+        start = ts - float(e.get("window_ms", 0.0))
+        if node in self.stopped() or any(s < ts and start < end for s, end in self.pauses.get(node, [])):
+            return
+        p99 = float(e.get("p99_ms", 0.0))
+        if p99 > self.worst[0]:
+            self.worst = (p99, node)
+
+    def _read_pauses(self) -> None:
+        """Pause intervals per node: a pause's ``fault.start`` opens one, its ``fault.end`` or a
+        ``resume`` fault closes it (as in the report's ``reports.truth.pauses``)."""
+        for e in self.faults.lines('"fault.'):
+            kind, fault = e.get("kind"), e.get("fault")
+            for node in e.get("targets") or []:
+                spans = self.pauses.setdefault(node, [])
+                if fault == "pause" and kind == "fault.start":
+                    spans.append((float(e["ts"]), float("inf")))
+                elif ((fault == "pause" and kind == "fault.end") or (fault == "resume" and kind == "fault.start")) \
+                        and spans and spans[-1][1] == float("inf"):
+                    spans[-1] = (spans[-1][0], float(e["ts"]))

@@ -1,0 +1,59 @@
+"""Timing health of a run (docs/design.md §9): did the host keep the nodes' timers on schedule?
+
+Each node writes a ``node.lag`` summary per window (``[ts - window_ms, ts]``, host wall ms). A
+window overlapping a pause of that node is dropped: a SIGSTOPped node is late because of the
+fault, not the host. Per node, the run's lateness is its worst remaining window (the largest
+``p99_ms``): conservative, and with one window per wall second the only honest aggregate of
+window percentiles. The verdict compares it with :func:`rmqemu.timing.threshold_ms`.
+
+:func:`node_lag` is one small DataFrame -> DataFrame transform (a filter of the cached events,
+an anti-join with the already built ``pauses`` table, a group-by): one more tiny query next to
+the other metrics, collected in the same graph (:mod:`reports.tasks`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame, functions as F
+
+from rmqemu import timing
+
+
+def node_lag(events: DataFrame, pauses: DataFrame) -> DataFrame:
+    """``node, windows, lag_p99_ms, lag_max_ms, paused_windows`` over each node's ``node.lag``
+    windows, those overlapping one of its pauses (``pauses``: ``node, start, end``) excluded from
+    the lateness columns and counted in ``paused_windows``."""
+    lag = (events.filter(F.col("kind") == "node.lag")
+           .select("node", "ts", (F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0))).alias("w_start"),
+                   "p99_ms", "max_ms"))
+    p = pauses.select(F.col("node").alias("p_node"), F.col("start").alias("p_start"), F.col("end").alias("p_end"))
+    overlap = (F.col("node") == F.col("p_node")) & (F.col("p_start") < F.col("ts")) & (F.col("p_end") > F.col("w_start"))
+    flagged = (lag.join(p, overlap, "left")
+               .groupBy("node", "ts", "w_start", "p99_ms", "max_ms")
+               .agg((F.count("p_node") > 0).alias("paused")))
+    healthy = ~F.col("paused")
+    return (flagged.groupBy("node")
+            .agg(F.count(F.when(healthy, 1)).alias("windows"),
+                 F.max(F.when(healthy, F.col("p99_ms"))).alias("lag_p99_ms"),
+                 F.max(F.when(healthy, F.col("max_ms"))).alias("lag_max_ms"),
+                 F.count(F.when(F.col("paused"), 1)).alias("paused_windows")))
+
+
+def verdict(per_node: list[dict[str, Any]], scale: float, configs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """metrics.json's ``timing``: ``healthy`` is None ("unknown") when no node wrote ``node.lag``
+    outside a pause (a run from before node.lag existed, or one paused throughout)."""
+    shortest = timing.shortest_period_ms(configs)
+    threshold = timing.threshold_ms(scale, shortest)
+    measured = [r for r in per_node if r.get("lag_p99_ms") is not None]
+    worst = max(measured, key=lambda r: r["lag_p99_ms"], default=None)
+    lag = None if worst is None else worst["lag_p99_ms"]
+    return {
+        "healthy": None if lag is None else lag <= threshold,
+        "lag_p99_ms": lag,
+        "worst_node": None if worst is None else worst["node"],
+        "threshold_ms": threshold,
+        "shortest_period_cluster_s": shortest / 1000.0,
+        "suggested_scale": None if lag is None else timing.suggested_scale(scale, lag, threshold),
+        "nodes": sorted(per_node, key=lambda r: r["node"]),
+    }

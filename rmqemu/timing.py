@@ -1,0 +1,52 @@
+"""The timing-health rule of docs/design.md §9, shared by the launcher's live check and the report.
+
+A compressed run measures RocketMQ only while each node's timers fire close to schedule. The
+route metrics rest on the shortest of these periods: the namesrv's broker scan (10 s, fixed in
+RocketMQ), the clients' route poll (``pollNameServerInterval``, 30 s) and heartbeat
+(``heartbeatBrokerInterval``, 30 s); the brokers' registration (``registerNameServerPeriod``) is
+clamped to 10-60 s by RocketMQ, so it is never shorter than the scan. A timer late by ``L`` wall ms shifts every interval measured
+from it by ``L / scale`` cluster ms; keeping the p99 lateness below 5 % of the shortest period
+(``0.05 * P * scale`` wall ms, 5 ms at 0.01 with defaults) keeps that error below 5 % of the
+finest interval the report resolves. Since lateness is a property of the host (wall ms), not of
+the scale, the largest scale that would keep up is ``scale * lag / threshold``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+LAG_FRACTION = 0.05
+NAMESRV_SCAN_MS = 10000.0
+#: The configurable periods the route metrics rest on, with RocketMQ's defaults (cluster ms).
+PERIOD_KEYS: dict[str, float] = {
+    "pollNameServerInterval": 30000.0,
+    "heartbeatBrokerInterval": 30000.0,
+}
+
+
+def shortest_period_ms(configs: Iterable[Mapping[str, Any]]) -> float:
+    """The shortest relevant period in cluster ms over the nodes' configs (the scan at most)."""
+    shortest = NAMESRV_SCAN_MS
+    for config in configs:
+        for key in PERIOD_KEYS:
+            value = config.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                shortest = min(shortest, float(value))
+    return shortest
+
+
+def threshold_ms(scale: float, shortest_ms: float = NAMESRV_SCAN_MS) -> float:
+    """The p99 lateness (wall ms) a healthy node stays below."""
+    return LAG_FRACTION * shortest_ms * scale
+
+
+def suggested_scale(scale: float, lag_ms: float, threshold: float) -> float:
+    """The largest scale at which ``lag_ms`` of lateness stays within the threshold, rounded up
+    to two significant digits (lateness is the host's, so it stays ``lag_ms`` at any scale)."""
+    if lag_ms <= threshold or threshold <= 0:
+        return scale
+    raw = scale * lag_ms / threshold
+    digits = 1 - math.floor(math.log10(raw))
+    return math.ceil(raw * 10 ** digits) / 10 ** digits

@@ -1,0 +1,38 @@
+"""Timing health (``reports.timing``, docs/design.md §9) on tiny inline frames: a node's worst
+window outside its pauses, and the verdict metrics.json carries."""
+from __future__ import annotations
+
+from reports.timing import node_lag, verdict
+from tests.reports.frames import frame, rows
+
+EVENTS = "node string, kind string, ts double, window_ms double, p99_ms double, max_ms double"
+PAUSES = "node string, start double, end double"
+
+
+def test_worst_window_per_node_and_windows_overlapping_its_pause_are_left_out(spark):
+    ev = frame(spark, EVENTS, [
+        ("n1", "node.lag", 1000, 1000, 1.0, 2.0),
+        ("n1", "node.lag", 2000, 1000, 3.0, 9.0),
+        ("n2", "node.lag", 1000, 1000, 0.5, 0.5),
+        ("n2", "node.lag", 5000, 4000, 3000.0, 3000.0),  # [1000, 5000] holds its pause [1500, 4500)
+        ("n2", "node.lag", 6000, 1000, 4.0, 4.0),        # after the pause: counts
+        ("n3", "node.lag", 2000, 1000, 900.0, 900.0),    # only window overlaps a pause: nothing left
+        ("n1", "send", 1500, None, None, None),          # other kinds are ignored
+    ])
+    pauses = frame(spark, PAUSES, [("n2", 1500, 4500), ("n3", 1999, 3000), ("n1", 2000, 2500)])  # n1's touches only
+    got = node_lag(ev, pauses)
+    assert rows(got, "node", "windows", "lag_p99_ms", "lag_max_ms", "paused_windows") == [
+        ("n1", 2, 3.0, 9.0, 0), ("n2", 2, 4.0, 4.0, 1), ("n3", 0, None, None, 1)]
+
+
+def test_verdict_names_the_worst_node_and_the_scale_that_would_keep_up() -> None:
+    nodes = [{"node": "a", "lag_p99_ms": 2.0}, {"node": "b", "lag_p99_ms": 12.0}, {"node": "c", "lag_p99_ms": None}]
+    v = verdict(nodes, 0.01, [{}, {"pollNameServerInterval": 30000}])
+    assert v["healthy"] is False and v["worst_node"] == "b" and v["lag_p99_ms"] == 12.0
+    assert v["threshold_ms"] == 5.0 and v["suggested_scale"] == 0.024
+    assert verdict(nodes[:1], 0.01, [{}])["healthy"] is True
+
+
+def test_a_run_without_node_lag_is_unknown() -> None:
+    v = verdict([], 0.01, [])
+    assert v["healthy"] is None and v["lag_p99_ms"] is None and v["worst_node"] is None
