@@ -2,9 +2,10 @@
 
 Each node writes a ``node.lag`` summary per window (``[ts - window_ms, ts]``, host wall ms). A
 window overlapping a pause of that node is dropped: a SIGSTOPped node is late because of the
-fault, not the host. Per node, the run's lateness is its worst remaining window (the largest
-``p99_ms``): conservative, and with one window per wall second the only honest aggregate of
-window percentiles. The verdict compares it with :func:`rmqemu.timing.threshold_ms`.
+fault, not the host. Per node, the run's lateness is its second-worst remaining window's
+``p99_ms`` (:func:`rmqemu.timing.run_lateness`: one window, the transient of a process start, is
+tolerated; the reason is in :mod:`rmqemu.timing`). The verdict compares it with
+:func:`rmqemu.timing.threshold_ms`.
 
 :func:`node_lag` is one small DataFrame -> DataFrame transform (a filter of the cached events,
 an anti-join with the already built ``pauses`` table, a group-by): one more tiny query next to
@@ -21,9 +22,10 @@ from rmqemu import timing
 
 
 def node_lag(events: DataFrame, pauses: DataFrame) -> DataFrame:
-    """``node, windows, lag_p99_ms, lag_max_ms, paused_windows`` over each node's ``node.lag``
-    windows, those overlapping one of its pauses (``pauses``: ``node, start, end``) excluded from
-    the lateness columns and counted in ``paused_windows``."""
+    """``node, windows, lag_p99_ms, worst_window_p99_ms, lag_max_ms, paused_windows`` over each
+    node's ``node.lag`` windows, those overlapping one of its pauses (``pauses``: ``node, start,
+    end``) excluded from the lateness columns and counted in ``paused_windows``. ``lag_p99_ms`` is
+    :func:`rmqemu.timing.run_lateness` of the windows (computed here in Spark)."""
     lag = (events.filter(F.col("kind") == "node.lag")
            .select("node", "ts", (F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0))).alias("w_start"),
                    "p99_ms", "max_ms"))
@@ -33,9 +35,13 @@ def node_lag(events: DataFrame, pauses: DataFrame) -> DataFrame:
                .groupBy("node", "ts", "w_start", "p99_ms", "max_ms")
                .agg((F.count("p_node") > 0).alias("paused")))
     healthy = ~F.col("paused")
+    ranked = F.sort_array(F.collect_list(F.when(healthy, F.col("p99_ms"))), asc=False)
+    tolerated = timing.TOLERATED_WINDOWS
+    lateness = F.try_element_at(ranked, F.lit(tolerated + 1))  # null with too few windows
     return (flagged.groupBy("node")
             .agg(F.count(F.when(healthy, 1)).alias("windows"),
-                 F.max(F.when(healthy, F.col("p99_ms"))).alias("lag_p99_ms"),
+                 lateness.alias("lag_p99_ms"),
+                 F.max(F.when(healthy, F.col("p99_ms"))).alias("worst_window_p99_ms"),
                  F.max(F.when(healthy, F.col("max_ms"))).alias("lag_max_ms"),
                  F.count(F.when(F.col("paused"), 1)).alias("paused_windows")))
 
