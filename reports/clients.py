@@ -10,7 +10,9 @@ Choices (tested):
   with a latency, for all attempts and for ``ok`` ones.
 * A message is *acked* if any attempt of its ``msg_id`` was ``ok``; it is *lost*
   (acked-but-never-consumed) if its topic was consumed by some group (a ``consume`` or
-  ``rebalance`` for the topic) and no ``consume`` of any group lists it. A *duplicate*
+  ``rebalance`` for the topic) and no ``consume`` of any group lists it; a message first
+  acked at or after ``run.stop`` (the shutdown has begun: consumers are stopping) is outside
+  the measured run and never counted lost, as route views are not measured past it. A *duplicate*
   is a ``msg_id`` consumed more than once by the same group; redeliveries to other
   groups are expected.
 * Queues to non-subscribers, per (group, topic), at the latest rebalance of every
@@ -125,16 +127,21 @@ def non_subscriber_queues(events: DataFrame) -> DataFrame:
         F.when(F.size(nonsub) > 0, F.size(F.array_except(universe, "_alloc"))).otherwise(0).alias("unowned_queues"))
 
 
-def consumption(events: DataFrame, send_df: DataFrame) -> DataFrame:
+def consumption(events: DataFrame, send_df: DataFrame, until: float | None = None) -> DataFrame:
     """Per topic: ``acked, consumed, lost, duplicate_messages, duplicate_deliveries,
-    consumed_unacked`` (see module docstring)."""
-    acked = send_df.filter(F.col("outcome") == "ok").select("topic", "msg_id").distinct()
+    consumed_unacked`` (see module docstring); ``until``: ``run.stop``, after which an ack
+    cannot make a message lost."""
+    ok = send_df.filter(F.col("outcome") == "ok")
+    acked = ok.select("topic", "msg_id").distinct()
+    first_ack = ok.groupBy("topic", "msg_id").agg(F.min("ts").alias("_acked_ts"))
+    measured = first_ack if until is None else first_ack.filter(F.col("_acked_ts") < F.lit(until))
     deliveries = (events.filter(F.col("kind") == "consume")
                   .select("group", "topic", F.explode("msg_ids").alias("msg_id")))
     consumed = deliveries.select("topic", "msg_id").distinct()
     watched = (events.filter(F.col("kind").isin("consume", "rebalance")).select("topic").distinct()
                .withColumn("_watched", F.lit(True)))
-    lost = (acked.join(watched, "topic").join(consumed.select("msg_id"), "msg_id", "left_anti")
+    lost = (measured.select("topic", "msg_id").join(watched, "topic")
+            .join(consumed.select("msg_id"), "msg_id", "left_anti")
             .groupBy("topic").agg(F.count(F.lit(1)).alias("lost")))
     dup = (deliveries.groupBy("group", "topic", "msg_id").agg(F.count(F.lit(1)).alias("n"))
            .filter(F.col("n") > 1).groupBy("topic")

@@ -71,7 +71,7 @@ def metric_steps(run: RunData) -> list[Step]:
                         "converged_ms", "stale_views"))
 
     return [
-        step("m.consumption", lambda s: rows(clients.consumption(ev, s), ["topic"]), "sends"),
+        step("m.consumption", lambda s: rows(clients.consumption(ev, s, run.stop_ms), ["topic"]), "sends"),
         step("m.nsq", lambda: rows(clients.non_subscriber_queues(ev), ["group", "topic"])),
         step("m.sne", lambda: rows(clients.subscription_not_exist(ev), ["node", "topic"])),
         step("m.autocreate", lambda h, au: rows(clients.autocreate_coverage(ev, run.nodes, h, au), ["topic"]),
