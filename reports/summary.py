@@ -122,7 +122,8 @@ def timing_health(m: Metrics) -> str:
     if healthy:
         return f"healthy: worst timer lateness p99 {fmt_num(lag)} wall ms ({node}), below {limit}"
     return (f"NOT healthy: timers ran {fmt_num(lag)} wall ms late (p99, {node}), above {limit}; the run measures "
-            f"the host, not RocketMQ: use timing.scale {fmt_num(t.get('suggested_scale'))} or more")
+            f"the host, not RocketMQ: timing.scale {fmt_num(t.get('suggested_scale'))} keeps up even at this "
+            f"lateness (an upper bound: an overloaded host falls less behind at a larger scale)")
 
 
 def headline_rows(m: Metrics) -> list[tuple[str, str, str]]:

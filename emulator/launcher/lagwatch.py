@@ -94,7 +94,8 @@ class LagWatch:
         return (f"warning: the host is falling behind: {node}'s timers ran {p99_ms:.1f} wall ms late (p99 of its "
                 f"second-worst window; healthy is below {self.threshold_ms:.2f} ms, 5 % of the {self.shortest_ms / 1000:g} s "
                 f"period at scale {self.scale:g}), so this run measures the host, not RocketMQ; "
-                f"timing.scale {scale:g} or more would keep up")
+                f"timing.scale {scale:g} keeps up even at this lateness (an upper bound: an overloaded host "
+                f"falls less behind at a larger scale, so a smaller step may do)")
 
     def _consider(self, e: dict[str, Any]) -> None:
         node, ts = str(e.get("node")), float(e.get("ts", 0.0))
