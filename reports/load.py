@@ -57,6 +57,7 @@ class RunData:
     run_start: float
     run_end: float
     stop_ms: float | None = None
+    up_ms: float | None = None  # the launcher's ``run.start``: every node is up
 
     @property
     def measure_end(self) -> float:
@@ -182,7 +183,8 @@ def file_stats(raw: DataFrame) -> DataFrame:
     return raw.groupBy("file").agg(
         F.count(F.when(good, 1)).alias("good"), F.count(F.when(~good, 1)).alias("bad"),
         F.min(F.when(good, F.col("ts"))).alias("lo"), F.max(F.when(good, F.col("ts"))).alias("hi"),
-        F.min(F.when(good & (F.col("kind") == "run.stop"), F.col("ts"))).alias("stop"))
+        F.min(F.when(good & (F.col("kind") == "run.stop"), F.col("ts"))).alias("stop"),
+        F.min(F.when(good & (F.col("kind") == "run.start"), F.col("ts"))).alias("up"))
 
 
 def _sql_literal(value: Any) -> str:
@@ -268,4 +270,5 @@ def load_run(spark: SparkSession, run_dir: str) -> RunData:
         run_start=float(min(r["lo"] for r in stats if r["lo"] is not None)),
         run_end=float(max(r["hi"] for r in stats if r["hi"] is not None)),
         stop_ms=min((float(r["stop"]) for r in stats if r["stop"] is not None), default=None),
+        up_ms=min((float(r["up"]) for r in stats if r["up"] is not None), default=None),
     )

@@ -83,7 +83,7 @@ def metric_steps(run: RunData) -> list[Step]:
         step("m.clients", lambda st: rows(st.select("client", *cols), ["client", "topic"]), "client_staleness"),
         step("m.namesrvs", lambda st: rows(st.select("namesrv", *cols), ["namesrv", "topic"]), "namesrv_staleness"),
         step("m.faults", lambda c, f: rows(conv(c, f), ["start_offset_ms", "fault_id"]), "convergence", "faults"),
-        step("m.timing", lambda p: rows(timing.node_lag(ev, p), ["node"]), "pauses"),
+        step("m.timing", lambda p: rows(timing.node_lag(ev, p, since=run.up_ms), ["node"]), "pauses"),
     ]
 
 

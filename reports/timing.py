@@ -21,12 +21,17 @@ from pyspark.sql import DataFrame, functions as F
 from rmqemu import timing
 
 
-def node_lag(events: DataFrame, pauses: DataFrame) -> DataFrame:
+def node_lag(events: DataFrame, pauses: DataFrame, since: float | None = None) -> DataFrame:
     """``node, windows, lag_p99_ms, worst_window_p99_ms, lag_max_ms, paused_windows`` over each
     node's ``node.lag`` windows, those overlapping one of its pauses (``pauses``: ``node, start,
     end``) excluded from the lateness columns and counted in ``paused_windows``. ``lag_p99_ms`` is
-    :func:`rmqemu.timing.run_lateness` of the windows (computed here in Spark)."""
-    lag = (events.filter(F.col("kind") == "node.lag")
+    :func:`rmqemu.timing.run_lateness` of the windows (computed here in Spark). ``since``: the
+    launcher's ``run.start``; windows that begin before it (spawning the cluster loads the host by
+    itself) are left out."""
+    lag_lines = events.filter(F.col("kind") == "node.lag")
+    if since is not None:
+        lag_lines = lag_lines.filter(F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0)) >= F.lit(since))
+    lag = (lag_lines
            .select("node", "ts", (F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0))).alias("w_start"),
                    "p99_ms", "max_ms"))
     p = pauses.select(F.col("node").alias("p_node"), F.col("start").alias("p_start"), F.col("end").alias("p_end"))

@@ -230,6 +230,9 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
         Field("not_restarted", STRS, "nodes whose restart failed", ext=True),
         Field("error", STR, ext=True),
     )),
+    Kind("run.start", "launcher", "no fields: every node said ready (the cluster is up). Timing health is "
+         "judged from it on: spawning a cluster loads the host by itself",
+         ext=True),
     Kind("run.stop", "launcher", "no fields: the launcher begins the shutdown (clients, then brokers, which "
          "unregister, then namesrvs). The report measures route views up to it, not through the shutdown",
          ext=True),

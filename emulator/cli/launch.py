@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from emulator.launcher.cluster import Cluster
 from emulator.launcher.lagwatch import LagWatch
+from emulator.node.clock import host_ms
 from emulator.launcher.topology import Topology
 
 
@@ -72,7 +73,7 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
         bar = Progress(total_ms, f"{topo.name} ({topo.duration:g} cluster s)", progress)
         t0 = time.monotonic()
         watch = LagWatch(cluster.run_dir, topo.timing.scale, [p.config for p in cluster.plans.values()],
-                         stopped=lambda: cluster.stopped)
+                         stopped=lambda: cluster.stopped, since_ms=host_ms())
 
         def elapsed_ms() -> float:
             return (time.monotonic() - t0) * 1000

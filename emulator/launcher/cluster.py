@@ -76,6 +76,7 @@ class Cluster:
                 self.create_topics()
             self.spawn(group)
         _manifest.write(self)
+        self.record({"node": "launcher", "kind": "run.start"})  # the measured run begins: every node is up
         self.log(f"cluster up: {len(self.procs)} nodes in {self.run_dir}")
 
     def spawn(self, names: list[str]) -> None:

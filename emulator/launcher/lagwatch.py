@@ -4,7 +4,10 @@ Nodes write ``node.lag`` summaries to their own event files; this reads those fi
 (only the bytes added since the last look, and only lines naming ``node.lag`` are parsed), so the
 control plane stays untouched and a slow host is not asked to do more work to report that it is
 slow. Windows overlapping a pause of the node (``faults.jsonl``; an open pause counts to infinity)
-are skipped: a SIGSTOPped node is late because of the fault, not the host.
+are skipped: a SIGSTOPped node is late because of the fault, not the host; so are windows that
+began before the cluster was up (``since_ms``): spawning dozens of Python processes loads a small
+host by itself (a 56-node cluster at 0.05, healthy once up, had consumers 0.7 s late while the
+others were still being spawned).
 
 It prints one line when a node's lateness (:func:`rmqemu.timing.run_lateness`: its second-worst
 window, so the transient of a process start alone does not warn) first exceeds the threshold of
@@ -56,12 +59,14 @@ class LagWatch:
     """Reads ``node.lag`` lines as they come; :meth:`poll` returns a warning line or None."""
 
     def __init__(self, run_dir: Path, scale: float, configs: Iterable[Mapping[str, Any]],
-                 stopped: Callable[[], set[str]] = set, mono: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
+                 stopped: Callable[[], set[str]] = set, mono: Callable[[], float] = lambda: time.monotonic() * 1000,
+                 since_ms: float = float("-inf")) -> None:
         self.run_dir = run_dir
         self.scale = scale
         self.shortest_ms = timing.shortest_period_ms(configs)
         self.threshold_ms = timing.threshold_ms(scale, self.shortest_ms)
         self.stopped = stopped
+        self.since_ms = since_ms  # host wall ms the cluster was up: windows before it are spawning
         self.mono = mono
         self.readers: dict[Path, TailReader] = {}
         self.faults = TailReader(run_dir / "faults.jsonl")
@@ -100,7 +105,8 @@ class LagWatch:
     def _consider(self, e: dict[str, Any]) -> None:
         node, ts = str(e.get("node")), float(e.get("ts", 0.0))
         start = ts - float(e.get("window_ms", 0.0))
-        if node in self.stopped() or any(s < ts and start < end for s, end in self.pauses.get(node, [])):
+        if start < self.since_ms or node in self.stopped() or \
+                any(s < ts and start < end for s, end in self.pauses.get(node, [])):
             return
         windows = self.windows.setdefault(node, [])
         windows.append(float(e.get("p99_ms", 0.0)))

@@ -67,3 +67,16 @@ def test_windows_overlapping_a_pause_and_stopped_nodes_are_ignored(tmp_path: Pat
 def test_threshold_follows_the_shortest_configured_period(tmp_path: Path) -> None:
     watch, _ = rig(tmp_path, [{"pollNameServerInterval": 2000}])
     assert watch.threshold_ms == 1.0  # 5 % of 2 s at 0.01
+
+
+def test_windows_that_began_before_the_cluster_was_up_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "events").mkdir()
+    clock = FakeClock(0.0)
+    watch = LagWatch(tmp_path, 0.01, [{}], mono=clock, since_ms=10_500)
+    ev = tmp_path / "events"
+    append(ev / "cg-6.jsonl", lag("cg-6", 10_000, 700.0), lag("cg-6", 11_000, 600.0))  # spawning
+    assert watch.poll() is None
+    append(ev / "cg-6.jsonl", lag("cg-6", 12_000, 9.0), lag("cg-6", 13_000, 8.0))
+    clock.advance(1000)
+    line = watch.poll()
+    assert line is not None and "cg-6's timers ran 8.0 wall ms" in line

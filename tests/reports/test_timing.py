@@ -30,6 +30,18 @@ def test_second_worst_window_per_node_and_windows_overlapping_its_pause_are_left
         ("n4", 3, 6.0, 7.0, 7.0, 0), ("n5", 1, None, 9.0, 9.0, 0)]
 
 
+def test_windows_that_begin_before_the_cluster_was_up_are_left_out(spark):
+    """``since`` is the launcher's run.start: spawning the cluster loads the host by itself."""
+    ev = frame(spark, EVENTS, [
+        ("n1", "node.lag", 1000, 1000, 700.0, 700.0),   # [0, 1000]: while the others were spawned
+        ("n1", "node.lag", 2000, 1000, 600.0, 600.0),   # [1000, 2000]: begins before run.start 1500
+        ("n1", "node.lag", 3000, 1000, 2.0, 2.0),
+        ("n1", "node.lag", 4000, 1000, 3.0, 3.0),
+    ])
+    got = node_lag(ev, frame(spark, PAUSES, []), since=1500.0)
+    assert rows(got, "node", "windows", "lag_p99_ms", "worst_window_p99_ms") == [("n1", 2, 2.0, 3.0)]
+
+
 def test_verdict_names_the_worst_node_and_the_scale_that_would_keep_up() -> None:
     nodes = [{"node": "a", "lag_p99_ms": 2.0}, {"node": "b", "lag_p99_ms": 12.0}, {"node": "c", "lag_p99_ms": None}]
     v = verdict(nodes, 0.01, [{}, {"pollNameServerInterval": 30000}])
