@@ -88,15 +88,15 @@ class LagWatch:
             for e in reader.lines('"node.lag"'):
                 if e.get("kind") == "node.lag":
                     self._consider(e)
-        p99, node = self.worst
-        if p99 <= self.threshold_ms or p99 < 2 * self.warned_ms:
+        lateness, node = self.worst
+        if lateness <= self.threshold_ms or lateness < 2 * self.warned_ms:
             return None
-        self.warned_ms = p99
-        return self.message(node, p99)
+        self.warned_ms = lateness
+        return self.message(node, lateness)
 
-    def message(self, node: str, p99_ms: float) -> str:
-        scale = timing.suggested_scale(self.scale, p99_ms, self.threshold_ms)
-        return (f"warning: the host is falling behind: {node}'s timers ran {p99_ms:.1f} wall ms late (p99 of its "
+    def message(self, node: str, lateness_ms: float) -> str:
+        scale = timing.suggested_scale(self.scale, lateness_ms, self.threshold_ms)
+        return (f"warning: the host is falling behind: {node}'s timers ran {lateness_ms:.1f} wall ms late (p99 of its "
                 f"second-worst window; healthy is below {self.threshold_ms:.2f} ms, 5 % of the {self.shortest_ms / 1000:g} s "
                 f"period at scale {self.scale:g}), so this run measures the host, not RocketMQ; "
                 f"timing.scale {scale:g} keeps up even at this lateness (an upper bound: an overloaded host "

@@ -57,17 +57,22 @@ class Puller:
     def pull_later(self, mq: MessageQueue, delay_ms: float) -> list[Action]:
         return [After(timer_name("pull", mq), delay_ms)]
 
+    def _pull_if_found(self, pq: ProcessQueue, mq: MessageQueue) -> list[Action] | None:
+        """The pull (or, with no subscription, a later retry); None when no broker address is known."""
+        sub = self.consumer.subscriptions.get(mq.topic)
+        if sub is None:
+            return self.pull_later(mq, self.consumer.exception_delay_ms)
+        found = self._find_pull_broker(mq)
+        return self._send_pull(pq, sub, found) if found is not None else None
+
     def pull(self, mq: MessageQueue, now: Now) -> list[Action]:
         c = self.consumer
         pq = c.process_table.get(mq)
         if pq is None or pq.dropped or not pq.ready:
             return []
-        sub = c.subscriptions.get(mq.topic)
-        if sub is None:
-            return self.pull_later(mq, c.exception_delay_ms)
-        found = self._find_pull_broker(mq)
-        if found is not None:
-            return self._send_pull(pq, sub, found)
+        first = self._pull_if_found(pq, mq)
+        if first is not None:
+            return first
 
         def look_again(ok: bool, rnow: Now) -> list[Action]:
             """``PullAPIWrapper.pullKernelImpl``: refresh the route, look once more, and pull
@@ -75,12 +80,9 @@ class Puller:
             again = c.process_table.get(mq)
             if again is not pq or pq.dropped or c.stopping:
                 return []
-            sub_now = c.subscriptions.get(mq.topic)
-            if sub_now is None:
-                return self.pull_later(mq, c.exception_delay_ms)
-            found = self._find_pull_broker(mq)
-            if found is not None:
-                return self._send_pull(pq, sub_now, found)
+            second = self._pull_if_found(pq, mq)
+            if second is not None:
+                return second
             ev = Emit("pull", {"group": c.group, "topic": mq.topic, "broker": mq.broker_name,
                                "queue_id": mq.queue_id, "code": None, "count": 0,
                                "error": f"The broker[{mq.broker_name}] not exist"})

@@ -39,16 +39,22 @@ def test_find_consumer_id_list_still_nothing_after_the_refresh_does_nothing():
     assert not d.pending_to(code=RC.GET_CONSUMER_LIST_BY_GROUP)
 
 
+def pull_without_a_route():
+    """A started consumer that has forgotten T's route and b1's address, asked to pull T/b1/0;
+    the driver and the action mark before the pull."""
+    d = started()
+    inst = d.role.instance
+    del inst.topic_route_table["T"], inst.broker_addr_table["b1"]
+    m = d.mark()
+    d.run(lambda now: d.role.puller.pull(MessageQueue("T", "b1", 0), now))
+    return d, m
+
+
 def test_pull_kernel_impl_refreshes_looks_again_and_pulls():
     """PullAPIWrapper.pullKernelImpl: findBrokerAddressInSubscribe null ->
     updateTopicRouteInfoFromNameServer(topic), look again, and pull in the same call (before:
     a "not exist" pull event and a retry 3 s later)."""
-    d = started()
-    mq = MessageQueue("T", "b1", 0)
-    inst = d.role.instance
-    del inst.topic_route_table["T"], inst.broker_addr_table["b1"]
-    m = d.mark()
-    d.run(lambda now: d.role.puller.pull(mq, now))
+    d, m = pull_without_a_route()
     assert not [p for p in d.pending_to(code=RC.PULL_MESSAGE) if p.addr == "m-b1" and d.actions.index(p) >= m]
     (refresh,) = [r for r in d.pending_to(code=RC.GET_ROUTEINFO_BY_TOPIC) if r.frame.fields["topic"] == "T"]
     d.answer(refresh, response(0, body=route("b1", "b2")))
@@ -58,12 +64,7 @@ def test_pull_kernel_impl_refreshes_looks_again_and_pulls():
 
 
 def test_pull_kernel_impl_no_address_after_the_refresh_is_broker_not_exist():
-    d = started()
-    mq = MessageQueue("T", "b1", 0)
-    inst = d.role.instance
-    del inst.topic_route_table["T"], inst.broker_addr_table["b1"]
-    m = d.mark()
-    d.run(lambda now: d.role.puller.pull(mq, now))
+    d, m = pull_without_a_route()
     (refresh,) = [r for r in d.pending_to(code=RC.GET_ROUTEINFO_BY_TOPIC) if r.frame.fields["topic"] == "T"]
     d.answer(refresh, None)
     (ev,) = d.events("pull", since=m)

@@ -42,6 +42,18 @@ def route_refreshes(d: Driver, since: int = 0) -> list[str]:
             if isinstance(a, Request) and a.frame.code == RC.GET_ROUTEINFO_BY_TOPIC]
 
 
+
+def masterless_consumer(offset: int):
+    """A consumer owning b1's four queues while the namesrv lists only b1's slave: the route
+    served, the consumer list answered, the refreshes served and every offset query at ``offset``."""
+    d = make()
+    serve_routes(d, {"T": route("b1", masters=False)})
+    cid_list(d, [ME])
+    serve_routes(d, {"T": route("b1", masters=False)})
+    for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
+        d.answer(q, response(0, fields={"offset": offset}))
+    return d
+
 def test_master_gone_fetch_consume_offset_from_broker_refreshes_then_queries_the_slave():
     """RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker (4.9.4): no master, so one route
     refresh per queue, then the query goes to the slave (the second look takes any address)."""
@@ -64,12 +76,7 @@ def test_master_gone_fetch_consume_offset_from_broker_refreshes_then_queries_the
 def test_master_gone_update_consume_offset_to_broker_refreshes_every_persist():
     """RemoteBrokerOffsetStore.updateConsumeOffsetToBroker (4.9.4): four owned queues of a broker
     without master make four route requests each persistOffsets round, then commit to the slave."""
-    d = make()
-    serve_routes(d, {"T": route("b1", masters=False)})
-    cid_list(d, [ME])
-    serve_routes(d, {"T": route("b1", masters=False)})
-    for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
-        d.answer(q, response(0, fields={"offset": 5}))
+    d = masterless_consumer(offset=5)
     consume_queue0(d, 5, 3)
     assert d.events("consume")[-1]["msg_ids"] == ["u0-5", "u0-6", "u0-7"]
     for _ in range(2):
@@ -109,12 +116,7 @@ def test_with_master_and_slave_the_master_then_the_slave_once_the_master_leaves(
 def test_a_refresh_that_shows_the_master_back_commits_to_the_master():
     """The second look of updateConsumeOffsetToBroker sees the refreshed route: the master, if
     the namesrv lists it again (the commit waits for the refresh's answer)."""
-    d = make()
-    serve_routes(d, {"T": route("b1", masters=False)})
-    cid_list(d, [ME])
-    serve_routes(d, {"T": route("b1", masters=False)})
-    for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
-        d.answer(q, response(0, fields={"offset": 2}))
+    d = masterless_consumer(offset=2)
     m = d.mark()
     d.timer("persistOffsets")
     serve_routes(d, {"T": route("b1")})  # the master is back
@@ -154,12 +156,7 @@ def test_no_address_after_the_refresh_the_queue_is_not_added():
 
 def test_consumer_commit_served_by_a_real_slave():
     """The client's oneway commit to ``s-b1`` lands in a slave broker's table."""
-    d = make()
-    serve_routes(d, {"T": route("b1", masters=False)})
-    cid_list(d, [ME])
-    serve_routes(d, {"T": route("b1", masters=False)})
-    for q in d.pending_to(code=RC.QUERY_CONSUMER_OFFSET):
-        d.answer(q, response(0, fields={"offset": 6}))
+    d = masterless_consumer(offset=6)
     consume_queue0(d, 6, 2)
     d.timer("persistOffsets")
     serve_routes(d, {"T": route("b1", masters=False)})
