@@ -39,6 +39,7 @@ class Interrupt:
 
     signum: int = 0
     count: int = 0
+    finishing: bool = False  # set while the caller cleans up after the interrupt: no more raising
 
     @property
     def exit_code(self) -> int:
@@ -56,6 +57,8 @@ def stop_signals() -> Iterator[Interrupt]:
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         seen.count += 1
+        if seen.finishing:
+            return
         if seen.count == 1:
             seen.signum = signum
             raise KeyboardInterrupt

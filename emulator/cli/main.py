@@ -97,6 +97,7 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
         try:
             result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
         except KeyboardInterrupt:  # run_topology healed every fault and stopped every node on the way out
+            interrupt.finishing = True
             where = (run_dir or (root / "latest")).resolve()
             total, killed = finish_interrupted(where)  # ... unless a signal cut that short
             stopped = (f"{total - len(killed)} of {total} nodes stopped gracefully, SIGKILL for "

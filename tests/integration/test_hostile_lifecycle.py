@@ -166,3 +166,55 @@ def test_supervisor_records_are_kept_in_a_private_directory(tmp_path: Path) -> N
         assert records(tmp_path) == []
     finally:
         kill_survivors(procs)
+
+
+def test_sigterm_to_the_up_supervisor_stops_its_cluster_gracefully(tmp_path: Path) -> None:
+    procs: list[tuple[int, float]] = []
+    sup: tuple[int, float] | None = None
+    try:
+        run_dir = up(tmp_path)
+        procs, sup = run_processes(run_dir), sup_identity(run_dir)
+        os.kill(sup[0], signal.SIGTERM)  # what a process manager sends
+        wait_until(lambda: not any(alive(*p) for p in procs + [sup]), 60, "the supervisor and its nodes to exit")
+        assert json.loads((run_dir / "supervisor.json").read_text())["state"] == "down"
+        exits = read_events(run_dir, "node.exit")
+        assert sorted(e["node"] for e in exits) == ["broker-a-0", "broker-a-1", "namesrv-0", "pg-0"]
+        assert all(e.get("code") == 0 for e in exits), exits
+        assert len(read_events(run_dir, "run.stop")) == 1
+        assert records(tmp_path) == []
+    finally:
+        kill_survivors(procs + ([sup] if sup else []))
+
+
+def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> None:
+    """Three Ctrl-C in a row: the second is only acknowledged, the third cuts the shutdown short.
+    Whatever was cut, every node has a node.exit and the message names the nodes that were killed."""
+    (tmp_path / "t.yaml").write_text(TOPO)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=env_for(tmp_path))
+    procs: list[tuple[int, float]] = []
+    try:
+        wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
+                   90, "the cluster to start")
+        procs = run_processes(run_dir)
+        for _ in range(3):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.1)  # spacing, not a timing assertion: three separate signals
+        _out, err = proc.communicate(timeout=90)
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert "already stopping" in err
+        last = {e["node"]: e for e in read_events(run_dir, "node.exit")}
+        assert sorted(last) == ["broker-a-0", "broker-a-1", "namesrv-0", "pg-0"]
+        killed = sorted(n for n, e in last.items() if e.get("signal") == signal.SIGKILL)
+        if killed:
+            assert f"{4 - len(killed)} of 4 nodes stopped gracefully, SIGKILL for {', '.join(killed)}" in err
+        else:
+            assert "nodes stopped;" in err
+        assert not any(alive(*p) for p in procs)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_survivors(procs)
