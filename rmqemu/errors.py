@@ -49,10 +49,17 @@ class RmqemuError(Exception):
 class TopologyError(RmqemuError):
     """A topology file is unreadable or invalid; one "path: message" line per problem."""
 
+    #: A hostile file must not turn into megabytes of messages: each line and their number are capped.
+    MAX_LINE = 300
+    MAX_SHOWN = 50
+
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
-        self.problems = problems
-        lines = "\n".join(f"  {p}" for p in problems)
+        self.problems = [p if len(p) <= self.MAX_LINE else f"{p[:self.MAX_LINE - 30]}... ({len(p)} chars)"
+                         for p in problems]
+        shown = self.problems[:self.MAX_SHOWN]
+        more = len(self.problems) - len(shown)
+        lines = "\n".join(f"  {p}" for p in shown) + (f"\n  ... and {more} more" if more else "")
         super().__init__(f"{source}: {len(problems)} problem(s)\n{lines}")
 
 

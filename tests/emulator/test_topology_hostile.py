@@ -130,3 +130,15 @@ def test_too_many_yaml_values_are_refused(tmp_path: Path) -> None:
     with pytest.raises(TopologyError) as info:
         load_topology(f)
     assert info.value.problems == [f"line 4: more than {MAX_YAML_NODES} YAML values (limit; see docs/design.md §5)"]
+
+
+def test_messages_stay_short_whatever_the_file_holds(tmp_path: Path) -> None:
+    """A 100 KB key and 1,000 bad entries: each line is capped, and so is their number."""
+    f = tmp_path / "t.yaml"
+    f.write_text("name: t\n" + BASE + "? " + "k" * 100_000 + "\n: 1\ntopics:\n"
+                 + "".join(f"  - {{name: 'bad name {i}', brokers: [broker-a]}}\n" for i in range(1000)))
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    text = str(info.value)
+    assert len(info.value.problems) == 1001 and all(len(p) <= TopologyError.MAX_LINE for p in info.value.problems)
+    assert text.splitlines()[-1] == "  ... and 951 more" and len(text) < 20_000
