@@ -25,6 +25,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Iterator
 
+import psutil
+
 from emulator.cli.supervisor_record import attach
 from emulator.launcher.run_dir import append_event
 from emulator.node.clock import host_ms
@@ -130,9 +132,15 @@ def finish(run_dir: Path) -> tuple[int, list[str]]:
         nodes = json.loads((run_dir / "manifest.json").read_text())["nodes"]
     except (OSError, ValueError, KeyError):
         return 0, []
+    # Only this process's own run: nodes created after it started (``latest`` may name an older
+    # run when the interrupt came before the cluster existed), and only its own children are touched.
+    me = psutil.Process()
+    born = me.create_time()
+    nodes = {n: e for n, e in nodes.items() if e.get("pid") and float(e.get("create_time") or 0) >= born}
+    children = {c.pid for c in me.children()}
     recorded = _exit_events(run_dir)
     for name, entry in nodes.items():
-        if not entry.get("pid") or any(e.get("pid") == entry["pid"] for e in recorded.get(name, [])):
+        if entry["pid"] not in children or any(e.get("pid") == entry["pid"] for e in recorded.get(name, [])):
             continue
         _kill(name, entry)
         event: dict[str, Any] = {"ts": host_ms(), "node": name, "kind": "node.exit", "role": entry["role"],

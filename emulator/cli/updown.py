@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.cli.supervisor import STATE_FILE, call, read_state
+from emulator.cli.supervisor import call, read_state
 from emulator.cli.supervisor_record import find_records, is_running, kill_leftovers, remove_record, stop_supervisor
 from emulator.launcher.run_dir import DEFAULT_ROOT, read_json, resolve_run
 from rmqemu.errors import RmqemuError, RunDirError
@@ -50,8 +50,8 @@ def down(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_ROO
     try:
         path = resolve_run(run, root)
     except RunDirError:  # the run directory is gone: is its supervisor still recorded?
-        records = find_records(run, root)
-        if not records:
+        records = [r for r in find_records(run, root) if not (Path(r["run_dir"]) / "manifest.json").exists()]
+        if not records:  # (a run whose directory still exists is stopped through that directory)
             raise
         for rec in records:
             stopped = stop_supervisor(rec)
@@ -78,5 +78,3 @@ def down(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_ROO
         str(state.get("state")), f" (it was {state.get('state')})")
     echo(f"down: {path}{how}{f'; {len(killed)} leftover node(s) killed' if killed else ''}")
 
-
-__all__ = ["status", "down", "STATE_FILE"]

@@ -131,22 +131,25 @@ def test_dead_supervisor_status_and_down_answer_at_once(tmp_path: Path) -> None:
         kill_survivors(procs + ([sup] if sup else []))
 
 
-def test_down_stops_a_live_supervisor_whose_run_directory_was_deleted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("deleted", ["run", "root"])
+def test_down_stops_a_live_supervisor_whose_run_directory_was_deleted(tmp_path: Path, deleted: str) -> None:
     procs: list[tuple[int, float]] = []
     sup: tuple[int, float] | None = None
     try:
         run_dir = up(tmp_path)
         procs, sup = run_processes(run_dir), sup_identity(run_dir)
         assert all(alive(*p) for p in procs + [sup])
-        shutil.rmtree(run_dir, ignore_errors=True)  # nodes may still write into it: what is left is no run
+        # nodes may still write into it: what is left is no run
+        shutil.rmtree(run_dir if deleted == "run" else tmp_path / "runs", ignore_errors=True)
         assert not (run_dir / "manifest.json").exists()
 
-        down = cli(tmp_path, "down", "--run", str(run_dir))
+        by = ["--run", str(run_dir)] if deleted == "run" else ["--root", "runs"]  # `down` alone: the root's runs
+        down = cli(tmp_path, "down", *by)
         assert down.returncode == 0, down.stderr
         assert f"run directory missing; supervisor pid {sup[0]} stopped" in down.stdout
         wait_until(lambda: not any(alive(*p) for p in procs + [sup]), 30, "the supervisor and its nodes to exit")
         assert records(tmp_path) == []
-        nothing = cli(tmp_path, "down", "--run", str(run_dir))  # nothing left to stop: bad input
+        nothing = cli(tmp_path, "down", *by)  # nothing left to stop: bad input
         assert nothing.returncode == 2 and "not a run directory" in nothing.stderr
     finally:
         kill_survivors(procs + ([sup] if sup else []))
