@@ -77,6 +77,9 @@ def find_records(run: Path | None, root: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
         path = str(rec.get("run_dir", ""))
+        if not is_running(rec) and not any(is_running(n) for n in (rec.get("nodes") or {}).values()):
+            f.unlink(missing_ok=True)  # a supervisor that died without removing it (SIGKILL): stale
+            continue
         if (want and path == want) or (not want and os.path.dirname(path) == os.path.abspath(root)):
             found.append(rec)
     return found
@@ -91,6 +94,13 @@ def attach(name: str, entry: dict[str, Any]) -> SpawnedProcess | None:
 
 
 def is_running(entry: dict[str, Any]) -> bool:
+    """Whether the recorded process still runs. A record without create_time (written by an
+    older rmqemu) is judged by its pid alone; such a process is never signalled."""
+    if "create_time" not in entry:
+        try:
+            return psutil.Process(int(entry["pid"])).status() != psutil.STATUS_ZOMBIE
+        except (psutil.Error, KeyError, TypeError, ValueError):
+            return False
     proc = attach("supervisor", entry)
     if proc is None:
         return False

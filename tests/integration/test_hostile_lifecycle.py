@@ -221,3 +221,30 @@ def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> No
             proc.kill()
             proc.wait()
         kill_survivors(procs)
+
+
+def test_sigterm_heals_an_active_fault_before_the_nodes_stop(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(TOPO + "faults:\n  - {at: 1s, pause: broker-a-1, duration: 50000s}\n")
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=env_for(tmp_path))
+    procs: list[tuple[int, float]] = []
+    try:
+        wait_until(lambda: (run_dir / "faults.jsonl").exists() and read_events(run_dir, "fault.start"),
+                   90, "the pause to start")
+        procs = run_processes(run_dir)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=90)
+        assert proc.returncode == 143 and "faults healed, nodes stopped" in err, err
+        (start,) = read_events(run_dir, "fault.start")
+        ends = read_events(run_dir, "fault.end")
+        assert [e["fault_id"] for e in ends] == [start["fault_id"]]
+        assert sorted(e["node"] for e in read_events(run_dir, "node.exit")) == \
+            ["broker-a-0", "broker-a-1", "namesrv-0", "pg-0"]
+        assert not any(alive(*p) for p in procs)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_survivors(procs)
