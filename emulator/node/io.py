@@ -52,22 +52,39 @@ class NodeStore(Protocol):
 
     def append(self, relpath: str, lines: tuple[str, ...]) -> None: ...
 
+    def close(self) -> None: ...
+
 
 class StoreDir:
-    """The node's store directory (a broker's ``store/<node>/``: ``config/topics.json``, queues)."""
+    """The node's store directory (a broker's ``store/<node>/``: ``config/topics.json``, queues).
+
+    A broker appends a line per message stored (and a slave per message replicated), so the hot
+    path keeps what it can: resolved paths by relpath, and the files being appended to open (up
+    to :data:`MAX_OPEN_APPENDS`), each append still written and flushed at once. Measured on the
+    16-node capacity shape at 0.05: opening, writing and closing per append, with a ``pathlib``
+    path built per call, was about a tenth of a master's CPU.
+    """
+
+    MAX_OPEN_APPENDS = 256
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
+        self._paths: dict[str, str] = {}
+        self._appending: dict[str, TextIO] = {}
 
-    def _path(self, relpath: str) -> Path:
+    def _path(self, relpath: str) -> str:
+        path = self._paths.get(relpath)
+        if path is not None:
+            return path
         if self.root is None:
             raise RuntimeError("this node has no store directory")
         rel = Path(relpath)
-        if rel.is_absolute() or ".." in rel.parts:  # a pure check: this runs for every message
+        if rel.is_absolute() or ".." in rel.parts:
             raise ValueError(f"store path {relpath!r} leaves the store directory")
-        return self.root / rel
+        path = self._paths[relpath] = str(self.root / rel)
+        return path
 
     def read(self, relpath: str) -> str | None:
         """The file's text; an empty or unreadable file falls back to ``<file>.bak`` as
@@ -75,9 +92,10 @@ class StoreDir:
         if self.root is None:
             return None
         path = self._path(relpath)
-        for candidate in (path, path.with_name(path.name + ".bak")):
+        for candidate in (path, path + ".bak"):
             try:
-                text = candidate.read_text(encoding="utf-8")
+                with open(candidate, encoding="utf-8") as f:
+                    text = f.read()
             except (OSError, UnicodeDecodeError):
                 continue
             if text.strip():
@@ -87,18 +105,33 @@ class StoreDir:
     def persist(self, relpath: str, text: str) -> None:
         """``MixAll.string2File``: write ``.tmp``, keep the old content as ``.bak``, then rename."""
         path = self._path(relpath)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
+        self._close_append(relpath)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-        if path.exists():
-            os.replace(path, path.with_name(path.name + ".bak"))
+        if os.path.exists(path):
+            os.replace(path, path + ".bak")
         os.replace(tmp, path)
 
     def append(self, relpath: str, lines: tuple[str, ...]) -> None:
-        path = self._path(relpath)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
-            f.flush()
+        f = self._appending.get(relpath)
+        if f is None:
+            if len(self._appending) >= self.MAX_OPEN_APPENDS:
+                self.close()
+            path = self._path(relpath)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f = self._appending[relpath] = open(path, "a", encoding="utf-8")
+        f.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+        f.flush()
+
+    def _close_append(self, relpath: str) -> None:
+        f = self._appending.pop(relpath, None)
+        if f is not None:
+            f.close()
+
+    def close(self) -> None:
+        """Close the files kept open for appending (every line is already flushed)."""
+        for relpath in list(self._appending):
+            self._close_append(relpath)

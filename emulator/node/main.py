@@ -17,6 +17,7 @@ from typing import Any
 
 from emulator.node.clock import ClusterTime, SkewableClock
 from emulator.node.io import EventLog, StoreDir
+from emulator.node.profiling import run_profiled
 from emulator.roles.node_spec import NodeSpec
 from emulator.roles.registry import build_role
 from emulator.node.runtime import Runtime
@@ -78,8 +79,9 @@ def main(argv: list[str]) -> int:
     runtime.watch_wake_fd(rfd)
     runtime.transport.ready({"addr": runtime.transport.address, "pid": os.getpid()})
     try:
-        return runtime.run()
+        return run_profiled(name, runtime.run)
     finally:
         runtime.events.close()
+        runtime.store.close()
         runtime.transport.close()
 
