@@ -71,6 +71,7 @@ class CpuSampler(threading.Thread):
         self.last: dict[int, float] = {}
         self.names: dict[int, str] = {}  # pid -> node name (the last argv word of python -m emulator.node)
         self.at_start: dict[int, float] = {}
+        self.launcher_cpu = 0.0  # the launcher's own CPU seconds (the process it watches)
         self.samples: list[tuple[float, float]] = []  # (host ms, CPU s of all nodes so far)
         self.stop_flag = threading.Event()
 
@@ -87,6 +88,11 @@ class CpuSampler(threading.Thread):
                         pass
             except psutil.Error:
                 return
+            try:
+                t = self.root.cpu_times()
+                self.launcher_cpu = t.user + t.system
+            except psutil.Error:
+                pass
             self.samples.append((time.time() * 1000, sum(self.last.values())))
             self.stop_flag.wait(self.every_s)
 
@@ -150,7 +156,7 @@ def measure(brokers: int, scale: float, wall_s: float, root: Path) -> dict[str, 
     cpu = sampler.cpu_between(start, stop)
     row = {"brokers": brokers, "nodes": nodes, "scale": scale, "measured_s": round((stop - start) / 1000, 1),
            "launch_s": round(time.monotonic() - t0, 1), "cpu_per_node_pct": round(100 * cpu / nodes / ((stop - start) / 1000), 2),
-           "cpu_cores": round(cpu / ((stop - start) / 1000), 2), "lateness_ms": round(lateness, 1), "worst_node": worst,
+           "cpu_cores": round(cpu / ((stop - start) / 1000), 2), "launcher_cpu_s": round(sampler.launcher_cpu, 2), "lateness_ms": round(lateness, 1), "worst_node": worst,
            "threshold_ms": watch.threshold_ms, "sends": len(sends), "failed": failed,
            "failed_pct": round(100 * failed / max(1, len(sends)), 2), "warned": "warning: the host" in output,
            "cpu_pct_by_role": {role: round(100 * cpu / count / ((stop - start) / 1000), 2)
