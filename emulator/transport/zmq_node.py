@@ -24,6 +24,7 @@ import socket
 from typing import Any
 
 import zmq
+from emulator.transport._frames import NOBLOCK, send_parts
 from emulator.transport._monitor import recv_monitor_message
 
 from emulator.node.clock import mono_ms
@@ -38,6 +39,7 @@ from emulator.transport.base import (
     OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
 )
 
+_EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: IntFlag arithmetic is slow (see _frames)
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
 
 
@@ -69,6 +71,7 @@ class ZmqTransport:
         self.outbound_of_sock: dict[zmq.Socket, Outbound] = {}
         self.outbound_of_mon: dict[zmq.Socket, Outbound] = {}
         self.backlogged: set[Outbound] = set()
+        self.peer_labels: dict[bytes, str] = {}  # routing id -> printable peer name (few peers, many frames)
         self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
         self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
                              send_failed=0, bad_frames=0, idle_closed=0)
@@ -131,7 +134,7 @@ class ZmqTransport:
             if conn is None:
                 return False
             try:
-                self.router.send_multipart([conn.identity, *encode(frame)], zmq.NOBLOCK)
+                send_parts(self.router, [conn.identity, *encode(frame)])
                 conn.last_ms = now
                 ok = True
             except zmq.ZMQError:  # EHOSTUNREACH (peer gone) or EAGAIN (its buffer is full)
@@ -217,12 +220,16 @@ class ZmqTransport:
 
     def _recv_router(self, now: float, out: list[TransportEvent]) -> None:
         router = self.router
-        while router.get(zmq.EVENTS) & zmq.POLLIN:  # cheaper than ending on a raised zmq.Again
-            parts = router.recv_multipart(zmq.NOBLOCK, copy=False)
+        while router.getsockopt(_EVENTS) & _POLLIN:  # cheaper than ending on a raised zmq.Again
+            parts = router.recv_multipart(NOBLOCK, copy=False)
             identity = parts[0].bytes
-            peer = peer_label(identity)
+            peer = self.peer_labels.get(identity)
+            if peer is None:
+                if len(self.peer_labels) > 4096:  # random routing ids (a fuzzer) must not grow it forever
+                    self.peer_labels.clear()
+                peer = self.peer_labels[identity] = peer_label(identity)
             blocked = self.links.on_receive(peer, self.name).dropped
-            conn, _new = self.conns.on_frame(parts[-1].get(zmq.SRCFD), identity, peer, now, touch=not blocked)
+            conn, _new = self.conns.on_frame(parts[-1].get(_SRCFD), identity, peer, now, touch=not blocked)
             while self.conns.implicit_closes:
                 old = self.conns.implicit_closes.pop(0)
                 out.append(ChannelEvent(kind=self.closing.pop(old.channel, "closed"), channel=old.channel,  # type: ignore[arg-type]
@@ -235,8 +242,8 @@ class ZmqTransport:
     def _recv_outbound(self, ob: Outbound, now: float, out: list[TransportEvent]) -> None:
         peer = self.names.get(ob.addr, ob.addr)
         sock = ob.sock
-        while sock.get(zmq.EVENTS) & zmq.POLLIN:
-            parts = sock.recv_multipart(zmq.NOBLOCK)
+        while sock.getsockopt(_EVENTS) & _POLLIN:
+            parts = sock.recv_multipart(NOBLOCK)
             if self.links.on_receive(peer, self.name).dropped:
                 self.counters["dropped_in"] += 1
                 continue
