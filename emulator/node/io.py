@@ -73,6 +73,7 @@ class StoreDir:
             root.mkdir(parents=True, exist_ok=True)
         self._paths: dict[str, str] = {}
         self._appending: dict[str, TextIO] = {}
+        self._persisted: dict[str, tuple[str | None, str | None]] = {}  # relpath -> (.bak, file) as we wrote them
 
     def _path(self, relpath: str) -> str:
         path = self._paths.get(relpath)
@@ -102,7 +103,15 @@ class StoreDir:
         return None
 
     def persist(self, relpath: str, text: str) -> None:
-        """``MixAll.string2File``: write ``.tmp``, keep the old content as ``.bak``, then rename."""
+        """``MixAll.string2File``: write ``.tmp``, keep the old content as ``.bak``, then rename.
+
+        A write that would change nothing on disk is skipped: when the file and its ``.bak``
+        both already hold ``text`` (a slave persists the offsets it syncs every 10 s, a master
+        its consumer offsets every 5 s, mostly unchanged)."""
+        previous, last = self._persisted.get(relpath, (None, None))
+        if text == last == previous:
+            return
+        self._persisted[relpath] = (last, text)
         path = self._path(relpath)
         self._close_append(relpath)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -115,6 +124,8 @@ class StoreDir:
         os.replace(tmp, path)
 
     def append(self, relpath: str, lines: tuple[str, ...]) -> None:
+        if self._persisted:
+            self._persisted.pop(relpath, None)  # what persist wrote is no longer the whole content
         f = self._appending.get(relpath)
         if f is None:
             if len(self._appending) >= self.MAX_OPEN_APPENDS:

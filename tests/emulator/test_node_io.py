@@ -76,3 +76,20 @@ def test_wire_json_refuses_what_would_crash_or_mislead() -> None:
     with pytest.raises(BadFrame):
         decode([b'{"code": 1e400, "opaque": 1, "flag": 0}', b""])
     assert wire_json.dumps({"x": math.nan, "y": math.inf}) == b'{"x":null,"y":null}'
+
+
+def test_a_persist_that_changes_nothing_on_disk_is_skipped_and_any_other_is_not(tmp_path: Path) -> None:
+    store = StoreDir(tmp_path / "s")
+    f, bak = tmp_path / "s/c.json", tmp_path / "s/c.json.bak"
+    store.persist("c.json", "A")
+    store.persist("c.json", "A")  # written: the .bak still held nothing
+    assert (f.read_text(), bak.read_text()) == ("A", "A")
+    f.write_text("changed behind our back")  # to see whether the next persist writes
+    store.persist("c.json", "A")
+    assert f.read_text() == "changed behind our back"  # file and .bak already held "A": skipped
+    store.persist("c.json", "B")
+    assert (f.read_text(), bak.read_text()) == ("B", "changed behind our back")
+    store.append("c.json", ("x",))  # an append changes the content: the next persist must write
+    store.persist("c.json", "B")
+    store.persist("c.json", "B")
+    assert f.read_text() == "B"
