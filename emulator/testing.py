@@ -21,29 +21,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import psutil
 import pytest
 
+from emulator.launcher.run_events import read_events  # noqa: F401 - part of the plugin's helpers
 from emulator.launcher.topology_load import load_topology, parse_topology
 
 if TYPE_CHECKING:
     from emulator.chaos import Cluster as ChaosCluster
-
-
-def read_events(run_dir: Path, kind: str | None = None, node: str | None = None,
-                where: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
-    """All events of a run (``faults.jsonl`` included), ordered by ``ts``; a torn last line is skipped."""
-    files = sorted((run_dir / "events").glob("*.jsonl")) + [run_dir / "faults.jsonl"]
-    out = []
-    for f in files:
-        if not f.exists() or (node is not None and f.stem != node and f.name != "faults.jsonl"):
-            continue
-        for line in f.read_text().splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if (kind is None or ev.get("kind") == kind) and (node is None or ev.get("node") == node) \
-                    and (where is None or where(ev)):
-                out.append(ev)
-    return sorted(out, key=lambda e: e.get("ts", 0.0))
 
 
 def run_processes(run_dir: Path) -> list[tuple[int, float]]:
