@@ -6,11 +6,18 @@ opaque ``body``. On the wire it is two ZeroMQ frames: the JSON header and the ra
 this module imports zmq; the transport does.
 
 Numbers are RocketMQ 4.9's (docs/rocketmq-model.md §5).
+
+Everything decoded here comes from a socket anyone on the host can reach, so :func:`decode` and
+:meth:`Frame.json_body` turn *any* input into a :class:`Frame`/value or :class:`BadFrame`, nothing
+else: JSON goes through :func:`loads_checked` (size limit before parsing, nesting bounded, numbers
+finite and within 64-bit range) and the header's numbers are checked for type and range.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Literal
@@ -138,6 +145,66 @@ class BadFrame(ValueError):
     """A frame that cannot be decoded; the runtime logs it as ``wire.bad_frame`` and drops it."""
 
 
+MAX_HEADER_BYTES = 256 * 1024  # a header is a code, ids and a flat field map: kilobytes at most
+MAX_BODY_JSON_BYTES = 64 * 1024 * 1024  # the transport's socket-level MAXMSGSIZE bounds bodies too
+MAX_JSON_DEPTH = 64  # RocketMQ's bodies nest a handful of levels (tables of tables of queue data)
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # Java's long: no RocketMQ number is wider
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # only a digit run this long can be an int beyond int64
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses as inf: int(inf) raises OverflowError downstream
+        raise BadFrame(f"number out of range: {text[:32]}")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise BadFrame(f"{name} is not a JSON number")
+
+
+def _check_shape(value: Any) -> None:
+    """Iteratively (a recursive walk could itself overflow): depth and int ranges."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise BadFrame(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+        elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+            raise BadFrame("integer out of 64-bit range")
+
+
+def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
+    """``json.loads`` for untrusted bytes: :class:`BadFrame` for anything but a sane JSON value.
+
+    The size is checked before parsing; non-finite numbers are refused while parsing; nesting and
+    int ranges are walked only when a cheap byte scan says they could be exceeded (more brackets
+    than the depth limit, or a 19-digit run), so an ordinary small header costs two ``count``
+    calls and a regex search on top of ``json.loads``."""
+    if len(data) > max_bytes:
+        raise BadFrame(f"{what} is {len(data)} bytes, over the {max_bytes}-byte limit")
+    try:
+        value = json.loads(data, parse_float=_finite_float, parse_constant=_no_constant)
+    except BadFrame:
+        raise
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: "[[[[..."
+        raise BadFrame(f"{what} is not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH or _LONG_DIGITS.search(data):
+        _check_shape(value)
+    return value
+
+
+def _int_field(header: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = header.get(key, default)
+    if value is None:
+        raise BadFrame(f"header has no {key!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadFrame(f"header {key!r} is not an integer: {str(value)[:32]}")
+    return value  # int64 range: loads_checked
+
+
 @dataclass(frozen=True)
 class Frame:
     """One remoting command. ``fields`` is RocketMQ's custom header; ``body`` is raw bytes."""
@@ -181,10 +248,7 @@ class Frame:
         """The body decoded as JSON (``None`` when empty); raises :class:`BadFrame` if not JSON."""
         if not self.body:
             return None
-        try:
-            return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadFrame(f"body is not JSON: {exc}") from exc
+        return loads_checked(self.body, "body", MAX_BODY_JSON_BYTES)
 
 
 def request(code: int, fields: dict[str, Any] | None = None, body: Any = None) -> Frame:
@@ -219,18 +283,15 @@ def decode(parts: list[bytes]) -> Frame:
     """Inverse of :func:`encode`; anything malformed raises :class:`BadFrame`."""
     if len(parts) not in (1, 2):
         raise BadFrame(f"expected 2 parts (header, body), got {len(parts)}")
-    try:
-        header = json.loads(parts[0])
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadFrame(f"header is not JSON: {exc}") from exc
+    header = loads_checked(parts[0], "header", MAX_HEADER_BYTES)
     if not isinstance(header, dict):
         raise BadFrame("header is not a JSON object")
+    code = _int_field(header, "code")
+    opaque = _int_field(header, "opaque", 0)
     try:
-        code = int(header["code"])
-        opaque = int(header.get("opaque", 0))
-        flag = Flag(int(header.get("flag", 0)))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadFrame(f"bad header field: {exc!r}") from exc
+        flag = Flag(_int_field(header, "flag", 0))
+    except ValueError as exc:
+        raise BadFrame(f"bad header flag: {exc}") from None
     fields = header.get("fields") or {}
     remark = header.get("remark")
     if not isinstance(fields, dict) or (remark is not None and not isinstance(remark, str)):

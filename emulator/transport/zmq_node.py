@@ -32,6 +32,7 @@ from emulator.protocol import BadFrame, Frame, decode, encode
 from emulator.protocol import ChannelEvent
 from emulator.transport._conns import ConnTracker
 from emulator.transport._control_client import ControlClient
+from emulator.transport._guard import EventGate
 from emulator.transport._outbound import Outbound
 from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
@@ -39,6 +40,7 @@ from emulator.transport.base import (
 )
 
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
+MAX_INBOUND_FRAME_BYTES = 64 * 1024 * 1024  # libzmq drops a connection sending a larger frame
 
 
 class ZmqTransport:
@@ -46,14 +48,15 @@ class ZmqTransport:
 
     def __init__(self, name: str, port: int = 0, *, idle_ms: float = 1200.0, heartbeat_ms: float = 1200.0,
                  connect_timeout_ms: float = 3000.0, seed: int = 0,
-                 control_endpoint: str | None = None, token: str = "") -> None:
+                 control_endpoint: str | None = None, control_key: bytes = b"") -> None:
         self.name = name
         self.idle_ms = idle_ms
         self.heartbeat_ms = max(int(heartbeat_ms), 20)
         self.connect_timeout_ms = connect_timeout_ms
         self.ctx = zmq.Context()
         self.router = self.ctx.socket(zmq.ROUTER)
-        for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1)):
+        for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1),
+                         (zmq.MAXMSGSIZE, MAX_INBOUND_FRAME_BYTES)):
             self.router.setsockopt(opt, val)
         if port:
             self.router.bind(f"tcp://127.0.0.1:{port}")
@@ -75,11 +78,12 @@ class ZmqTransport:
             self.poller.register(sock, zmq.POLLIN)
         self.control: ControlClient | None = None
         if control_endpoint:
-            self.control = ControlClient(self.ctx, control_endpoint, token, name)
+            self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
             self.poller.register(self.control.sock, zmq.POLLIN)
             self.poller.register(self.control.mon, zmq.POLLIN)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
+        self.bad_input_gate = EventGate()
 
     @property
     def address(self) -> str:
@@ -238,9 +242,12 @@ class ZmqTransport:
                 outbound: bool, addr: str | None = None) -> None:
         try:
             frame = decode(parts)
-        except BadFrame as exc:
+        except Exception as exc:  # BadFrame, or anything decode did not foresee: never the loop's end
             self.counters["bad_frames"] += 1
-            out.append(BadInput(peer, str(exc), channel))
+            suppressed = self.bad_input_gate.admit(peer)
+            if suppressed is not None:
+                reason = str(exc) if isinstance(exc, BadFrame) else f"{type(exc).__name__}: {exc}"
+                out.append(BadInput(peer, reason[:500], channel, suppressed))
             return
         self.counters["received"] += 1
         out.append(Received(channel, peer, frame, outbound, addr))
