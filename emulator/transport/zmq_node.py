@@ -2,7 +2,9 @@
 
 - Inbound: one ROUTER bound on 127.0.0.1 (``ROUTER_HANDOVER`` so a restarted peer under the same
   identity is accepted, ``ROUTER_MANDATORY`` so a reply to a vanished peer fails instead of
-  vanishing). Channels come from :mod:`._conns` (monitor + ``SRCFD``). Netty's
+  vanishing, ``MAXMSGSIZE`` so a huge frame drops its connection before it is buffered). Any
+  frame decodes to a :class:`Frame` or a rate-limited :class:`BadInput` (:mod:`._guard`); no
+  exception of one frame leaves :meth:`ZmqTransport._decode`. Channels come from :mod:`._conns` (monitor + ``SRCFD``). Netty's
   ``IdleStateHandler(0, 0, 120 s)`` is modelled at the application level: a channel with no frame
   in or out for ``idle_ms`` is closed for real and reported ``idle`` (docs/rocketmq-model.md §1.5).
 - Outbound: one DEALER per peer address (:mod:`._outbound`), ZMQ heartbeats so a dead or frozen
@@ -12,7 +14,7 @@
   close, and our monitor reports ``DISCONNECTED`` like any other close.
 - Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)`` (:mod:`._shaping`),
   the receiver the block of ``(src, self)`` (:mod:`emulator.node.links`).
-- Control: :mod:`._control_client`, never faulted.
+- Control: :mod:`._control_client`, never faulted, signed per message (:mod:`._auth`).
 """
 
 from __future__ import annotations
