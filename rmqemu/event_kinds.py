@@ -98,12 +98,12 @@ NODES = Section("Nodes", (
          ), ext=True),
     Kind("wire.bad_frame", "any node", "a frame that could not be decoded (`reason`: not JSON, too large, "
          "nested too deep, a number out of range, a bad header field), or a request whose header its handler "
-         "refused (`code`, `error`; answered SYSTEM_ERROR); dropped. Undecodable frames are rate-limited: at "
+         "refused (`code`, `error`; answered SYSTEM_ERROR); dropped. Both are rate-limited (each on its own): at "
          "most one line per peer per second and 20 per second in all", (
              Field("peer", STR, required=True), Field("reason", STR),
              Field("code", INT, "the request code"), Field("error", STR),
-             Field("suppressed", INT, "undecodable frames of this peer dropped without a line since its previous "
-                   "one", ext=True),
+             Field("suppressed", INT, "frames of the same sort from this peer dropped without a line since its "
+                   "previous one", ext=True),
          ), ext=True),
     Kind("control.refused", "any node (`events/<node>.jsonl`), the launcher (`faults.jsonl`), the `rmqemu up` "
          "supervisor (a JSON line in `supervisor.log`)",

@@ -117,3 +117,15 @@ def test_hmac_tags_bind_key_context_and_payload() -> None:
     assert _auth.supervisor_key("tok") == _auth.supervisor_key("tok") != _auth.supervisor_key("tok2")
     assert _auth.fresh_seq(2, 1) and not _auth.fresh_seq(1, 1) and not _auth.fresh_seq(True, 0)
     assert not _auth.fresh_seq("2", 1) and not _auth.fresh_seq(2.5, 1)
+
+
+def test_a_flood_of_refused_requests_is_rate_limited_in_the_event_log(tmp_path) -> None:
+    from emulator.node.io import EventLog
+
+    log = EventLog(tmp_path / "n.jsonl", "namesrv-0", lambda: 0.0)
+    for _ in range(1000):
+        log.write("wire.bad_frame", {"peer": "mallory", "code": 103, "error": "KeyError: 'brokerName'"})
+    log.write("wire.bad_frame", {"peer": "mallory", "reason": "header is not JSON"})  # the transport's: own gate
+    log.close()
+    lines = [json.loads(line) for line in (tmp_path / "n.jsonl").read_text().splitlines()]
+    assert [("code" in e, e.get("suppressed")) for e in lines] == [(True, 0), (False, None)]
