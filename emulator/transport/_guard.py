@@ -1,4 +1,5 @@
-"""Rate limits for the events hostile input causes (``wire.bad_frame``, ``control.refused``).
+"""Rate limits for the events hostile input causes (``wire.bad_frame``, ``control.refused``),
+and :func:`seed_routing_ids`, which keeps libzmq from being aborted by a peer.
 
 Every bad frame is counted, but a flood of them must not become a flood of event lines (the disk
 would fill at the attacker's pace). :class:`EventGate` lets through at most one event per key
@@ -11,6 +12,8 @@ the transport's counters still have it.
 
 from __future__ import annotations
 
+import ctypes
+import secrets
 import time
 from typing import Callable, Hashable
 
@@ -51,3 +54,25 @@ class EventGate:
             del self._last[oldest]
             self._held.pop(oldest, None)
         return self._held.pop(key, 0)
+
+
+_seeded = False
+
+
+def seed_routing_ids() -> None:
+    """Seed the C library's ``rand()`` from the OS, once per process, before any ROUTER exists.
+
+    libzmq 4.3 numbers a ROUTER's anonymous peers ``0x00`` + a 32-bit counter that starts at
+    ``rand()``, which nothing seeds: every process starts at ``0x006b8b4567``. A peer may also
+    claim any routing id it likes, and when the counter later hands out an id a peer already
+    claimed, libzmq fails an assertion and aborts the whole process. So any local user could kill
+    a node, the launcher or a supervisor with two connections. A seeded ``rand()`` makes the
+    next number a 1-in-2^32 guess."""
+    global _seeded
+    if _seeded:
+        return
+    try:
+        ctypes.CDLL(None).srand(secrets.randbits(32))
+    except (OSError, AttributeError):  # no C library symbols to reach: nothing we can do
+        pass
+    _seeded = True

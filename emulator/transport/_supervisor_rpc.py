@@ -21,7 +21,7 @@ import zmq
 
 from rmqemu.errors import ControlError
 from emulator.transport import _auth
-from emulator.transport._guard import EventGate
+from emulator.transport._guard import EventGate, seed_routing_ids
 from emulator.transport._wire import LOOPBACK, MAX_RPC_REQUEST_BYTES, pack, socket_, unpack
 from emulator.transport.base import peer_label
 
@@ -39,6 +39,7 @@ class SupervisorServer:
     def __init__(self, token: str) -> None:
         self.token = token
         self.key = _auth.supervisor_key(token)
+        seed_routing_ids()
         self.ctx = zmq.Context()
         self.sock = socket_(self.ctx, zmq.ROUTER)
         self.sock.setsockopt(zmq.MAXMSGSIZE, MAX_RPC_REQUEST_BYTES)

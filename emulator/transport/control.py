@@ -34,7 +34,7 @@ from emulator.transport._monitor import recv_monitor_message
 from rmqemu.errors import ControlError
 from emulator.transport import _auth
 from emulator.transport._conns import Conn, ConnTracker
-from emulator.transport._guard import EventGate
+from emulator.transport._guard import EventGate, seed_routing_ids
 from emulator.transport._wire import LOOPBACK, MAX_CONTROL_BYTES, pack, socket_, unpack
 from emulator.transport._supervisor_rpc import SupervisorServer, supervisor_call
 from emulator.transport.base import peer_label
@@ -72,6 +72,7 @@ class ControlServer:
 
     def __init__(self, token: str) -> None:
         self.token = token
+        seed_routing_ids()
         self.ctx = zmq.Context()
         self.sock = socket_(self.ctx, zmq.ROUTER)
         self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)

@@ -34,7 +34,7 @@ from emulator.protocol import BadFrame, Frame, decode, encode
 from emulator.protocol import ChannelEvent
 from emulator.transport._conns import ConnTracker
 from emulator.transport._control_client import ControlClient
-from emulator.transport._guard import EventGate
+from emulator.transport._guard import EventGate, seed_routing_ids
 from emulator.transport._outbound import Outbound
 from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
@@ -55,6 +55,7 @@ class ZmqTransport:
         self.idle_ms = idle_ms
         self.heartbeat_ms = max(int(heartbeat_ms), 20)
         self.connect_timeout_ms = connect_timeout_ms
+        seed_routing_ids()
         self.ctx = zmq.Context()
         self.router = self.ctx.socket(zmq.ROUTER)
         for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1),

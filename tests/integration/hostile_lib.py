@@ -78,6 +78,37 @@ def fuzz_frames(seed: int, count: int) -> Iterator[list[bytes]]:
         yield rng.choice((crafted, mutated, malformed))(rng)
 
 
+# glibc's rand() with its default seed starts 1804289383, 846930886: an unseeded libzmq numbers a
+# new ROUTER's anonymous peers from 0x00 + 6b8b4567 upwards, in every process
+UNSEEDED_FIRST_ROUTING_ID = 0x6B8B4567
+
+
+def collide_routing_ids(endpoint: str, claims: int = 8) -> None:
+    """Claim the routing ids libzmq would give the next anonymous peers, then connect anonymous
+    peers: a collision trips an assertion in libzmq (the process aborts) unless the ids are not
+    predictable."""
+    ctx = zmq.Context()
+    socks = []
+    try:
+        for i in range(claims):
+            sock = ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.setsockopt(zmq.IDENTITY, b"\x00" + (UNSEEDED_FIRST_ROUTING_ID + i).to_bytes(4, "big"))
+            sock.connect(endpoint if endpoint.startswith("tcp://") else "tcp://" + endpoint)
+            sock.send_multipart([b"claim", b""])
+            socks.append(sock)
+        for _ in range(claims):
+            sock = ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(endpoint if endpoint.startswith("tcp://") else "tcp://" + endpoint)
+            sock.send_multipart([b"anonymous", b""])
+            socks.append(sock)
+    finally:
+        for sock in socks:
+            sock.close()
+        ctx.term()
+
+
 def deliver(endpoint: str, frames: list[list[bytes]], identity: bytes | None = b"mallory") -> None:
     """Send every frame from one DEALER and close it only once they are all on the wire."""
     ctx = zmq.Context()

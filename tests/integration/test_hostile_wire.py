@@ -18,7 +18,7 @@ from emulator.launcher.cluster import Cluster
 from emulator.testing import read_events
 from emulator.transport import _auth
 from emulator.transport.control import pack
-from tests.integration.hostile_lib import HOSTILE, deliver, fuzz_frames
+from tests.integration.hostile_lib import HOSTILE, collide_routing_ids, deliver, fuzz_frames
 
 TOPO: dict[str, Any] = {
     "name": "hostile",
@@ -67,6 +67,19 @@ def test_the_frames_that_killed_processes_are_logged_and_dropped(start_cluster) 
     c.wait_for(lambda: c.control.refused >= 2, 30, "the launcher to refuse both frames")
     refused = launcher_refusals(c)
     assert refused and refused[0]["reason"].startswith("expected [node, payload, signature]")
+    assert_all_alive_and_routing(c, sent)
+
+
+def test_predicted_routing_ids_cannot_abort_a_node(start_cluster) -> None:
+    """libzmq 4.3 aborts a process whose ROUTER auto-numbers a new peer with an id another peer
+    already claimed; unseeded, those numbers are the same in every process."""
+    c = start_cluster(TOPO)
+    for addr in c.addrs.values():
+        collide_routing_ids(addr)
+    sent = now_ms()
+    for name in ROLES:
+        c.wait_for(lambda name=name: c.state(name)["_runtime"]["transport"]["bad_frames"] >= 16, 30,
+                   f"{name} to have read every frame")
     assert_all_alive_and_routing(c, sent)
 
 
@@ -124,11 +137,9 @@ def test_an_impostor_cannot_take_over_replay_or_repoint_a_node(start_cluster) ->
 
 def test_seeded_fuzz_of_every_role_and_the_control_endpoint(start_cluster) -> None:
     c = start_cluster(TOPO)
-    started = time.monotonic()
     for i, name in enumerate(sorted(ROLES)):
         deliver(c.addrs[name], list(fuzz_frames(seed=1300 + i, count=150)), identity=b"fuzz")
     deliver(c.control.endpoint, list(fuzz_frames(seed=1399, count=150)), identity=None)
-    assert time.monotonic() - started < 120, "the fuzz is meant to be bounded"
     sent = now_ms()
     c.wait_for(lambda: c.control.refused >= 150, 60, "the launcher to refuse every fuzz frame")
     for name in ROLES:
