@@ -8,9 +8,10 @@ direction is signed with the node's key and numbered (:mod:`._auth` says why and
 that does not verify, or replays an old number, is refused, counted, and reported (rate-limited)
 to :attr:`ControlServer.on_refused` -- never obeyed, and never able to crash the loop.
 
-Routing never trusts a claimed identity: the ROUTER assigns each connection a random routing id
-(no ``ROUTER_HANDOVER``, no client-chosen ids), and a node's route is the connection its last
-*verified* message came on. An impostor can connect and send, but cannot take a node's commands;
+Routing never trusts a claimed identity: nodes choose none (the ROUTER numbers their connections,
+from a seeded counter: ``_guard.seed_routing_ids``), a peer that claims an id already in use is
+ignored (no ``ROUTER_HANDOVER``), and a node's route is the connection its last *verified*
+message came on. An impostor can connect and send, but cannot take a node's commands;
 a node that reconnects (or is restarted with a new key) re-announces itself with a signed
 ``hello``. A node's control connection closing (its process died) is reported as
 :class:`NodeGone` within milliseconds, from the same monitor + ``SRCFD`` join the data plane uses.
