@@ -10,16 +10,16 @@ Numbers are RocketMQ 4.9's (docs/rocketmq-model.md §5).
 Everything decoded here comes from a socket anyone on the host can reach, so :func:`decode` and
 :meth:`Frame.json_body` turn *any* input into a :class:`Frame`/value or :class:`BadFrame`, nothing
 else: JSON goes through :func:`loads_checked` (size limit before parsing, nesting bounded, numbers
-finite and within 64-bit range) and the header's numbers are checked for type and range.
+finite and ints 64-bit) and the header's ``code``, ``opaque`` and ``flag`` must be integers.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Literal
+
+from rmqemu import wire_json
 
 FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -147,25 +147,8 @@ class BadFrame(ValueError):
 MAX_HEADER_BYTES = 256 * 1024  # a header is a code, ids and a flat field map: kilobytes at most
 MAX_BODY_JSON_BYTES = 64 * 1024 * 1024  # the transport's socket-level MAXMSGSIZE bounds bodies too
 MAX_JSON_DEPTH = 64  # RocketMQ's bodies nest a handful of levels (tables of tables of queue data)
-INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # Java's long: no RocketMQ number is wider
-# An int token beyond int64 has 19+ digits right after a separator (":", ",", "[", "-" or
-# whitespace). Mask digits to "0" and separators to "S": a digit run inside a string (a hex
-# message id) does not follow a separator, so it rarely costs the walk.
-_INT_MASK = bytes(0x30 if 0x30 <= b <= 0x39 else 0x53 if b in b":,[- \t\n\r" else 0x20 for b in range(256))
-_LONG_INT = b"0" * 19
 _TO_PARENS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400 parses as inf: int(inf) raises OverflowError downstream
-        raise BadFrame(f"number out of range: {text[:32]}")
-    return value
-
-
-def _no_constant(name: str) -> float:
-    raise BadFrame(f"{name} is not a JSON number")
 
 
 def _surely_shallow(data: bytes) -> bool:
@@ -182,13 +165,8 @@ def _surely_shallow(data: bytes) -> bool:
     return not parens
 
 
-def _maybe_wide_int(data: bytes) -> bool:
-    masked = data.translate(_INT_MASK)
-    return b"S" + _LONG_INT in masked or masked.startswith(_LONG_INT)
-
-
-def _check_shape(value: Any) -> None:
-    """Iteratively (a recursive walk could itself overflow): depth and int ranges."""
+def _check_depth(value: Any) -> None:
+    """Iteratively (a recursive walk could itself overflow)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -196,31 +174,28 @@ def _check_shape(value: Any) -> None:
             if depth > MAX_JSON_DEPTH:
                 raise BadFrame(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
             stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-        elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
-            raise BadFrame("integer out of 64-bit range")
 
 
 def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
-    """``json.loads`` for untrusted bytes: :class:`BadFrame` for anything but a sane JSON value.
+    """JSON from untrusted bytes: :class:`BadFrame` for anything but a sane JSON value.
 
-    The size is checked before parsing; non-finite numbers are refused while parsing; nesting and
-    int ranges are walked only when a cheap byte scan says they could be exceeded (more brackets
-    than the depth limit, or a 19-digit run), with C-speed byte operations (``count``,
-    ``translate``, ``replace``): a few microseconds on top of ``json.loads``."""
+    The size is checked before parsing. :mod:`rmqemu.wire_json` (orjson) already refuses what
+    used to kill nodes through the standard library (``1e400`` became ``inf`` and ``int(inf)``
+    an ``OverflowError``; 100,000 ``[`` a ``RecursionError``): numbers beyond a double's range,
+    ``NaN``/``Infinity`` and nesting past 1024 are a ``ValueError``, and ints are 64-bit (wider
+    ones parse as finite floats). Nesting is bounded tighter, to :data:`MAX_JSON_DEPTH`, because
+    what a role does with a 1,000-deep value (an event line: orjson writes at most 254 levels;
+    ``repr``) would raise far from here; the exact walk runs only when a byte scan says the
+    input could nest that deep, so an ordinary header costs two ``count`` calls."""
     if len(data) > max_bytes:
         raise BadFrame(f"{what} is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
-        value = _DECODER.decode(data.decode())
-    except BadFrame:
-        raise
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; RecursionError: "[[[[..."
-        raise BadFrame(f"{what} is not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
-    if not _surely_shallow(data) or _maybe_wide_int(data):
-        _check_shape(value)
+        value = wire_json.loads(data)
+    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError
+        raise BadFrame(f"{what} is not JSON: {str(exc)[:200]}") from None
+    if not _surely_shallow(data):
+        _check_depth(value)
     return value
-
-
-_DECODER = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)  # one, not one per call
 
 
 @dataclass(frozen=True)
@@ -260,7 +235,9 @@ class Frame:
         )
 
     def with_opaque(self, opaque: int) -> "Frame":
-        return replace(self, opaque=opaque)
+        # the constructor, not dataclasses.replace: this runs for every request sent, and
+        # replace() inspects the fields each time (several times slower)
+        return Frame(self.code, opaque, self.flag, self.remark, self.fields, self.body)
 
     def json_body(self) -> Any:
         """The body decoded as JSON (``None`` when empty); raises :class:`BadFrame` if not JSON."""
@@ -284,7 +261,7 @@ def encode_body(body: bytes | dict | list | str | None) -> bytes:
         return body
     if isinstance(body, str):
         return body.encode()
-    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+    return wire_json.dumps(body, sort_keys=True)
 
 
 def encode(frame: Frame) -> list[bytes]:
@@ -294,7 +271,7 @@ def encode(frame: Frame) -> list[bytes]:
         header["remark"] = frame.remark
     if frame.fields:
         header["fields"] = frame.fields
-    return [json.dumps(header, separators=(",", ":")).encode(), frame.body]
+    return [wire_json.dumps(header), frame.body]
 
 
 def decode(parts: list[bytes]) -> Frame:
@@ -308,7 +285,7 @@ def decode(parts: list[bytes]) -> Frame:
     if type(code) is not int or type(opaque) is not int or type(flag_) is not int:  # bool is not int here
         raise BadFrame(f"header code/opaque/flag must be integers: {str(parts[0][:100])}")
     try:
-        flag = Flag(flag_)  # int64 range of code and opaque: loads_checked
+        flag = Flag(flag_)
     except ValueError as exc:
         raise BadFrame(f"bad header flag: {exc}") from None
     fields = header.get("fields") or {}

@@ -6,7 +6,8 @@ exit code (2 for bad input, 1 for anything a run or a cluster refused)::
     RmqemuError                  base: an error with a message meant for a person
     ├── TopologyError            a topology file is unreadable or invalid; ``problems`` lists
     │                            one "path: message" line per problem (exit 2)
-    ├── RunDirError              a run directory is missing, incomplete or not this tool's
+    ├── UsageError               a command's arguments or options are invalid (exit 2)
+    ├── RunDirError              a run directory is missing, incomplete or not this tool's (exit 2)
     ├── RunInputError            a run cannot be analysed: the message names the file at fault (exit 2)
     ├── LaunchError              a node did not start or did not say ready in time
     ├── ClusterError             a running cluster misbehaved: ``died`` names nodes that exited
@@ -48,11 +49,22 @@ class RmqemuError(Exception):
 class TopologyError(RmqemuError):
     """A topology file is unreadable or invalid; one "path: message" line per problem."""
 
+    #: A hostile file must not turn into megabytes of messages: each line and their number are capped.
+    MAX_LINE = 300
+    MAX_SHOWN = 50
+
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
-        self.problems = problems
-        lines = "\n".join(f"  {p}" for p in problems)
+        self.problems = [p if len(p) <= self.MAX_LINE else f"{p[:self.MAX_LINE - 30]}... ({len(p)} chars)"
+                         for p in problems]
+        shown = self.problems[:self.MAX_SHOWN]
+        more = len(self.problems) - len(shown)
+        lines = "\n".join(f"  {p}" for p in shown) + (f"\n  ... and {more} more" if more else "")
         super().__init__(f"{source}: {len(problems)} problem(s)\n{lines}")
+
+
+class UsageError(RmqemuError):
+    """A command's arguments or options are invalid (``--nemesis``, ``--interval``, ...)."""
 
 
 class RunDirError(RmqemuError):

@@ -2,7 +2,7 @@
 
 Everything rmqemu raises on purpose is an :class:`~rmqemu.errors.RmqemuError` (the tree is in
 ``rmqemu/errors.py``): bad input (a topology, a fault verb's arguments, a run that cannot be
-read) exits 2 with one clear line per problem; anything a run or a cluster refused exits 1. No
+read, a run directory that is missing) exits 2 with one clear line per problem; anything a run or a cluster refused exits 1. No
 traceback reaches a user unless ``RMQEMU_DEBUG=1`` is set.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import click
 
-from rmqemu.errors import RmqemuError, RunInputError, SpecError, TopologyError
+from rmqemu.errors import RmqemuError, RunDirError, RunInputError, SpecError, TopologyError, UsageError
 
 
 def _one_line(text: str) -> str:
@@ -34,7 +34,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except TopologyError as exc:  # one line per problem, by design
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
-        except (SpecError, RunInputError) as exc:  # bad arguments, a run that cannot be read
+        except (SpecError, UsageError, RunInputError, RunDirError) as exc:  # bad arguments, no such run
             click.echo(f"error: {_one_line(str(exc))}", err=True)
             sys.exit(2)
         except RmqemuError as exc:

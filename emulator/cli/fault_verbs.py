@@ -18,6 +18,7 @@ from typing import Any, Callable
 import click
 
 from faults.verbs import spec_from_args
+from rmqemu.errors import SpecError
 from emulator.cli.errors import handle_errors
 
 RUN = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
@@ -78,6 +79,9 @@ def describe(fault: dict[str, Any], scale: float) -> str:
 
 
 def _start(run: Path | None, verb: str, args: dict[str, Any]) -> None:
+    if any(not str(t).strip() for t in args.get("targets") or []):  # `kill ''`: say so in the verb's terms
+        raise SpecError(f"{verb}: an empty target; name the node(s), a role or a selector, e.g. "
+                        f"rmqemu {verb} broker-a-0")
     spec_from_args(verb, args)  # usage errors before anything is asked of the cluster
     result, scale = _call(run, verb, args)
     click.echo(describe(result, scale))

@@ -16,9 +16,10 @@ from typing import Any
 import click
 
 from emulator.cli.errors import handle_errors
-from rmqemu.errors import RmqemuError, TopologyError
+from emulator.cli.interrupts import finish as finish_interrupted, stop_signals
+from rmqemu.errors import PlanError, RmqemuError, TopologyError, UsageError
 from emulator.launcher.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
-from emulator.launcher.topology_load import load_topology, parse_topology
+from emulator.launcher.topology_load import load_topology, override, parse_topology
 from faults.launch_glue import check_topology_faults
 
 
@@ -76,30 +77,36 @@ RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), defau
 def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None, duration: str | None,
            nemesis: str | None, interval: str, replay: Path | None, report: bool, progress: bool) -> None:
     """Run a topology to completion (default: topologies/quickstart.yaml)."""
-    from emulator.launcher.fault_spec import parse_duration
-
     if replay is not None and file is None:  # the replayed run's topology, as it resolved it
         topo = check_topology_faults(parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"],
                                                     str(replay)), str(replay))
     else:
         path = file or Path("topologies/quickstart.yaml")
         topo = check_topology_faults(load_topology(path), str(path))
-    if seed is not None or duration is not None:
-        topo = topo.model_copy(update={k: v for k, v in (("seed", seed), ("duration",
-                               parse_duration(duration) if duration else None)) if v is not None})
-    plan = _fault_plan(topo, nemesis, interval, replay)
+    topo = override(topo, "command line", seed=seed, duration=duration)
+    try:
+        plan = _fault_plan(topo, nemesis, interval, replay)
+    except PlanError as exc:  # the topology's own faults were checked above: this is --nemesis/--interval/--replay
+        raise UsageError(str(exc)) from None
     if report and _report_import_error is not None:  # say so before the run, not after it
         raise RmqemuError(f"--report needs PySpark: pip install 'rmqemu[spark]' ({_report_import_error})")
     from emulator.cli.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
-    try:
-        result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
-    except KeyboardInterrupt:  # run_topology healed every fault and stopped every node on the way out
-        where = run_dir or (root / "latest").resolve()
-        click.echo(f"\ninterrupted: faults healed, nodes stopped; the partial run is in {where} "
-                   f"(seed {topo.seed}; `rmqemu launch --replay {where}` runs its plan again)", err=True)
-        sys.exit(130)
+    with stop_signals() as interrupt:  # SIGTERM as Ctrl-C: heal, stop the nodes, say so
+        try:
+            result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
+        except KeyboardInterrupt:  # run_topology healed every fault and stopped every node on the way out
+            interrupt.finishing = True
+            where = (run_dir or (root / "latest")).resolve()
+            total, killed = finish_interrupted(where)  # ... unless a signal cut that short
+            stopped = (f"{total - len(killed)} of {total} nodes stopped gracefully, SIGKILL for "
+                       f"{', '.join(killed)}" if killed else "nodes stopped")
+            healed = "shutdown cut short" if interrupt.count >= 3 else "faults healed"
+            click.echo(f"\ninterrupted ({interrupt.name}): {healed}, {stopped}; the partial run is in "
+                       f"{where} (seed {topo.seed}; `rmqemu launch --replay {where}` runs its plan again)",
+                       err=True)
+            sys.exit(interrupt.exit_code)
     click.echo(str(result.run_dir))
     if report:
         from reports.cli import report_command
@@ -140,33 +147,25 @@ def up(file: Path, root: Path) -> None:
 
 @main.command()
 @RUN_OPTION
+@ROOT_OPTION
 @handle_errors
-def status(run: Path | None) -> None:
-    """Show the nodes of a running cluster."""
-    from emulator.cli.supervisor import call
+def status(run: Path | None, root: Path) -> None:
+    """Show the nodes of a running cluster (exit 1, at once, if its supervisor is dead)."""
+    from emulator.cli import updown
 
-    res = call(resolve_run(run), "status")
-    click.echo(res["run"])
-    for name, n in res["nodes"].items():
-        state = "up" if n["alive"] else f"exited {n.get('code', n.get('signal', '?'))}"
-        click.echo(f"  {name:<16} {n['role']:<9} {state:<10} pid {n['pid']}  {n['addr'] or ''}")
+    updown.status(run, click.echo, root)
 
 
 @main.command()
 @RUN_OPTION
+@ROOT_OPTION
 @handle_errors
-def down(run: Path | None) -> None:
-    """Stop a cluster started with `rmqemu up` (brokers unregister, every process ends)."""
-    import time
+def down(run: Path | None, root: Path) -> None:
+    """Stop a cluster started with `rmqemu up` (brokers unregister, every process ends); also
+    cleans up after a dead supervisor or a deleted run directory."""
+    from emulator.cli import updown
 
-    from emulator.cli.supervisor import STATE_FILE, call
-
-    path = resolve_run(run)
-    call(path, "down")
-    deadline = time.monotonic() + 60
-    while read_json(path / STATE_FILE).get("state") == "up" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    click.echo(f"down: {path}")
+    updown.down(run, click.echo, root)
 
 
 def _report_missing(exc: ImportError) -> click.Command:

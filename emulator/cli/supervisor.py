@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
+
+from emulator.cli.interrupts import finish as finish_interrupted, stop_signals
+from emulator.cli.supervisor_record import is_running, remove_record, write_record
 from emulator.launcher.cluster import Cluster
 from rmqemu.errors import ControlError, LaunchError, RmqemuError
 from emulator.launcher.run_dir import read_json, write_json
@@ -79,27 +82,39 @@ def main(argv: list[str]) -> int:
     topo_path, run_dir = Path(argv[0]), Path(argv[1])
     state_path = run_dir / STATE_FILE
     token = secrets.token_hex(16)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    me = {"pid": os.getpid(), "create_time": psutil.Process().create_time()}
     try:
+        write_record(run_dir)  # before any node exists: `down` can find us even if the run dir goes
         topo = load_topology(topo_path)
         server = SupervisorServer(token)
-        with Cluster(topo, run_dir=run_dir, log=lambda m: print(m, flush=True)) as cluster:
-            sup = Supervisor(cluster)
-            write_json(state_path, {"state": "up", "pid": os.getpid(), "endpoint": server.endpoint,
-                                    "token": token}, private=True)
+        with stop_signals() as interrupt:  # SIGTERM/SIGINT: heal, stop the nodes (a second one is only noted)
             try:
-                sup.serve(server)
-            except KeyboardInterrupt:
-                pass
-            finally:
-                sup.close()
+                with Cluster(topo, run_dir=run_dir, log=lambda m: print(m, flush=True)) as cluster:
+                    sup = Supervisor(cluster)
+                    write_record(run_dir, {n: (p.pid, p.create_time) for n, p in cluster.procs.items()})
+                    write_json(state_path, {"state": "up", **me, "endpoint": server.endpoint, "token": token},
+                               private=True)
+                    try:
+                        sup.serve(server)
+                    except KeyboardInterrupt:
+                        pass
+                    finally:
+                        sup.close()
+            except KeyboardInterrupt:  # a third signal cut the shutdown short: record what it missed
+                interrupt.finishing = True
+                finish_interrupted(run_dir)
         server.close()
-        write_json(state_path, {"state": "down", "pid": os.getpid()}, private=True)
+        write_json(state_path, {"state": "down", **me}, private=True)
         return 0
     except BaseException as exc:  # tell `up` why, then exit
-        write_json(state_path, {"state": "failed", "pid": os.getpid(), "error": str(exc),
-                                "traceback": traceback.format_exc()}, private=True)
+        try:
+            write_json(state_path, {"state": "failed", **me, "error": str(exc),
+                                    "traceback": traceback.format_exc()}, private=True)
+        except OSError:  # the run directory was deleted under us
+            pass
         return 1
+    finally:
+        remove_record(run_dir)
 
 
 def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> dict[str, Any]:
@@ -119,6 +134,8 @@ def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> d
                 return state
             if state["state"] == "failed":
                 raise LaunchError(f"cluster did not come up: {state['error']}")
+            if state["state"] == "down":  # stopped by a signal while it started
+                raise LaunchError(f"the supervisor was stopped before the cluster was up; see {run_dir / 'supervisor.log'}")
         if proc.poll() is not None and not state_path.exists():
             raise LaunchError(f"supervisor exited with {proc.returncode}; see {run_dir / 'supervisor.log'}")
         time.sleep(0.05)
@@ -128,14 +145,25 @@ def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> d
 
 def call(run_dir: Path, name: str, args: dict[str, Any] | None = None,
          timeout_ms: float = CALL_TIMEOUT_MS) -> dict[str, Any]:
-    """Send one command to the supervisor of ``run_dir``."""
+    """Send one command to the supervisor of ``run_dir``; a dead supervisor is noticed at once
+    (pid and create_time), marked ``dead`` and reported, instead of waiting for the RPC timeout."""
+    state = read_state(run_dir)
+    if state.get("state") != "up":
+        raise RmqemuError(f"{run_dir}: the cluster is {state.get('state')}, not up")
+    return supervisor_call(state["endpoint"], state["token"], name, args or {}, timeout_ms)
+
+
+def read_state(run_dir: Path) -> dict[str, Any]:
+    """``supervisor.json``, with a dead supervisor's ``up`` corrected to ``dead`` (and saved)."""
     state_path = run_dir / STATE_FILE
     if not state_path.exists():
         raise RmqemuError(f"{run_dir}: no supervisor (this run was not started with `rmqemu up`)")
     state = read_json(state_path)
-    if state.get("state") != "up":
-        raise RmqemuError(f"{run_dir}: the cluster is {state.get('state')}, not up")
-    return supervisor_call(state["endpoint"], state["token"], name, args or {}, timeout_ms)
+    if state.get("state") == "up" and not is_running(state):
+        state = {**{k: v for k, v in state.items() if k not in ("endpoint", "token")}, "state": "dead",
+                 "error": f"supervisor pid {state.get('pid')} is gone"}
+        write_json(state_path, state, private=True)
+    return state
 
 
 if __name__ == "__main__":

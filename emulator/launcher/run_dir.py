@@ -29,11 +29,20 @@ LATEST = "latest"
 
 
 def new_run_dir(name: str, root: Path = DEFAULT_ROOT) -> Path:
-    """Create ``<root>/<name>-<UTC time>-<4 hex>`` and point ``<root>/latest`` at it."""
+    """Create ``<root>/<name>-<UTC time>-<4 hex>`` and point ``<root>/latest`` at it.
+
+    ``name`` is a topology's name, checked as a slug by the schema; the resolved directory is
+    checked again to be directly inside ``root`` (a name must never place a run elsewhere)."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     run = root / f"{name}-{stamp}-{secrets.token_hex(2)}"
-    for sub in ("specs", "events", "store", "logs"):
-        (run / sub).mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if run.resolve().parent != root.resolve():
+            raise RunDirError(f"{name!r}: a run name must be a plain name, the run would not be directly in {root}")
+        for sub in ("specs", "events", "store", "logs"):
+            (run / sub).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"{run}: cannot create the run directory ({exc.strerror or exc})") from None
     (run / "faults.jsonl").touch()
     link = root / LATEST
     try:
@@ -51,9 +60,12 @@ def prepare_run_dir(run: Path) -> Path:
     empty skeleton of :func:`new_run_dir` and a supervisor's log are fine."""
     if (run / "manifest.json").exists() or any((run / "events").glob("*.jsonl")):
         raise RunDirError(f"{run}: already holds a run (manifest.json or events/); use a new directory")
-    for sub in ("specs", "events", "store", "logs"):
-        (run / sub).mkdir(parents=True, exist_ok=True)
-    (run / "faults.jsonl").touch()
+    try:
+        for sub in ("specs", "events", "store", "logs"):
+            (run / sub).mkdir(parents=True, exist_ok=True)
+        (run / "faults.jsonl").touch()
+    except OSError as exc:
+        raise RunDirError(f"{run}: cannot create the run directory ({exc.strerror or exc})") from None
     return run
 
 

@@ -20,6 +20,19 @@ from emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
 from emulator.launcher.fault_spec import FaultSpec, parse_duration
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)
+#: The topology ``name`` becomes a directory name (``runs/<name>-<time>-<hex>``), so it is a slug,
+#: stricter than RocketMQ's rule: no ``/``, ``.``, ``%`` or ``|``, a letter or digit first, <= 64 chars.
+RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+# Limits of what one host runs (docs/design.md §5, "Limits"): each node is a Python process of
+# ~25-50 MB that wakes every few wall milliseconds at scale 0.01; a 56-node cluster already runs
+# its namesrv 1-3 s late on 2 cores. Past these numbers a run is not an emulation but a stall.
+MAX_NODES = 128
+MAX_PRODUCER_WALL_RATE = 2000.0  # messages per wall second of one producer instance (rate x batch / scale)
+MAX_CLUSTER_WALL_RATE = 10000.0  # messages per wall second of all producers together
+MAX_CLUSTER_WALL_BYTES = 64 * 1024 * 1024  # bytes per wall second of all producers together
+MIN_SCALE = 0.001  # a 10 ms RocketMQ timer fires every 10 us wall below this: no process keeps up
+MAX_ENTRIES = 1024  # entries of any one list (topics, faults, ...)
 
 
 def _valid_group(v: str) -> str:
@@ -33,7 +46,7 @@ class Strict(BaseModel):
 
 
 class Timing(Strict):
-    scale: float = Field(0.01, gt=0, le=10, description="every RocketMQ interval is multiplied by this")
+    scale: float = Field(0.01, ge=MIN_SCALE, le=10, description="every RocketMQ interval is multiplied by this")
     minRequestTimeoutWallMs: float = Field(
         DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS, ge=0, le=60000,
         description="wall-clock floor (ms) of every request timeout of brokers and clients (route queries, "
@@ -87,7 +100,7 @@ class TopicEntry(Strict):
     """A topic created by admin (UPDATE_AND_CREATE_TOPIC) on the named brokers at start."""
 
     name: str
-    brokers: list[str] = Field(min_length=1)
+    brokers: list[str] = Field(min_length=1, max_length=MAX_ENTRIES)
     queues: int = Field(4, ge=1, le=1024, description="read and write queue count")
     read_queues: int | None = Field(None, ge=0, le=1024)
     write_queues: int | None = Field(None, ge=0, le=1024)
@@ -108,7 +121,7 @@ class ProducerEntry(BaseModel):
 
     group: str
     instances: int = Field(1, ge=1, le=64)
-    topics: list[str] = Field(min_length=1)
+    topics: list[str] = Field(min_length=1, max_length=MAX_ENTRIES)
     rate: float = Field(1.0, ge=0, description="messages per cluster second, per instance")
     size: int = Field(128, ge=1, le=4 * 1024 * 1024)
     mode: Literal["sync", "async", "oneway"] = "sync"
@@ -133,7 +146,7 @@ class ConsumerEntry(BaseModel):
 
     group: str
     instances: int = Field(1, ge=1, le=64)
-    subscribe: list[str] = Field(min_length=1, description="topics; 'T' or 'T:tagA||tagB'")
+    subscribe: list[str] = Field(min_length=1, max_length=MAX_ENTRIES, description="topics; 'T' or 'T:tagA||tagB'")
     allocate: Literal["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONFIG", "MACHINE_ROOM"] = "AVG"
     allocate_params: dict[str, Any] = Field(default_factory=dict)
     messageModel: Literal["CLUSTERING", "BROADCASTING"] = "CLUSTERING"
@@ -192,16 +205,24 @@ EXTRA_KEY_CHECKS: dict[str, tuple[type[BaseModel], Callable[[dict[str, Any]], ob
 class Topology(Strict):
     """A whole cluster, its workload, its faults and its duration."""
 
-    name: str = Field(description="shown in reports and run ids")
-    seed: int = 42
+    name: str = Field(description="shown in reports and run ids; a directory name: 1-64 of A-Z a-z 0-9 _ -")
+    seed: int = Field(42, ge=-(2**63), le=2**63 - 1)
     timing: Timing = Field(default_factory=Timing)
     namesrvs: int | NamesrvEntry = 1
-    brokers: list[BrokerEntry] = Field(min_length=1)
-    topics: list[TopicEntry] = Field(default_factory=list)
-    producers: list[ProducerEntry] = Field(default_factory=list)
-    consumers: list[ConsumerEntry] = Field(default_factory=list)
-    faults: list[FaultSpec] = Field(default_factory=list)
+    brokers: list[BrokerEntry] = Field(min_length=1, max_length=MAX_ENTRIES)
+    topics: list[TopicEntry] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    producers: list[ProducerEntry] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    consumers: list[ConsumerEntry] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    faults: list[FaultSpec] = Field(default_factory=list, max_length=MAX_ENTRIES)
     duration: float = Field(60.0, gt=0, description="cluster seconds; '240s', '4m' or a number")
+
+    @field_validator("name")
+    @classmethod
+    def _run_name(cls, v: str) -> str:
+        if not RUN_NAME_RE.fullmatch(v):
+            raise ValueError(f"{v[:80]!r} is not a valid run name: 1-64 chars of A-Z a-z 0-9 _ -, "
+                             "starting with a letter or digit (it names the run directory)")
+        return v
 
     @field_validator("duration", mode="before")
     @classmethod
@@ -233,6 +254,34 @@ class Topology(Strict):
             for j, b in enumerate(topic.brokers):
                 if b not in names:
                     problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: {', '.join(names)})")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _host_limits(self) -> "Topology":
+        """What this host can run (the MAX_* constants above): a topology beyond them would
+        validate and then stall or exhaust the machine at launch."""
+        problems = []
+        nodes = (self.namesrv_count + sum(1 + b.slaves for b in self.brokers)
+                 + sum(p.instances for p in self.producers) + sum(c.instances for c in self.consumers))
+        if nodes > MAX_NODES:
+            problems.append(f"nodes: {nodes} node processes, more than the {MAX_NODES} one host runs (limit)")
+        scale, total, total_bytes = self.timing.scale, 0.0, 0.0
+        for i, p in enumerate(self.producers):
+            wall = p.rate * p.batch / scale
+            if wall > MAX_PRODUCER_WALL_RATE:
+                problems.append(f"producers[{i}].rate: {p.rate:g} x batch {p.batch} at scale {scale:g} is "
+                                f"{wall:.0f} messages per wall second per instance, more than "
+                                f"{MAX_PRODUCER_WALL_RATE:.0f} (limit)")
+            total += wall * p.instances
+            total_bytes += wall * p.instances * p.size
+        if total > MAX_CLUSTER_WALL_RATE:
+            problems.append(f"producers: {total:.0f} messages per wall second in all, more than "
+                            f"{MAX_CLUSTER_WALL_RATE:.0f} (limit)")
+        if total_bytes > MAX_CLUSTER_WALL_BYTES:
+            problems.append(f"producers: {total_bytes / 2**20:.0f} MiB per wall second in all, more than "
+                            f"{MAX_CLUSTER_WALL_BYTES // 2**20} (limit)")
         if problems:
             raise ValueError("; ".join(problems))
         return self

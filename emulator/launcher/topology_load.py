@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.nodes import Node
 
 from rmqemu.errors import TopologyError
 from emulator.roles.broker_config import did_you_mean
 from emulator.launcher import topology as _models
 from emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
+from emulator.launcher.topology_yaml import read_yaml, with_lines
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -62,8 +63,9 @@ def _messages(exc: ValidationError) -> list[str]:
         if err["type"] in _BOUND_WORDS:
             op, key = _BOUND_WORDS[err["type"]]
             bound = ctx[key]
-            msg = f"must be {op} {bound:g}, got {err['input']!r}" if isinstance(bound, float) else \
-                f"must be {op} {bound}, got {err['input']!r}"
+            got = repr(err["input"])
+            got = got if len(got) <= 40 else f"{got[:20]}...({len(got)} chars)"
+            msg = f"must be {op} {bound:g}, got {got}" if isinstance(bound, float) else f"must be {op} {bound}, got {got}"
         elif err["type"] == "extra_forbidden":
             msg = "unknown key" + did_you_mean(str(loc[-1]) if loc else "", _topology_keys())
         elif err["type"] == "missing":
@@ -106,9 +108,10 @@ def _independent_problems(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-def parse_topology(data: Any, source: str = "<topology>") -> Topology:
-    """Validate a topology's data: schema, RocketMQ keys, references between entries.
+def parse_topology(data: Any, source: str = "<topology>", yaml_root: Node | None = None) -> Topology:
+    """Validate a topology's data: schema, RocketMQ keys, references between entries, limits.
 
+    With ``yaml_root`` (the composed YAML of a file) each problem gets its line number.
     The ``faults:`` entries are checked for shape here; whether their targets exist and their
     partitions can be built is the fault layer's question (``faults.launch_glue.check_topology_faults``),
     asked by every command before it spawns anything."""
@@ -118,22 +121,33 @@ def parse_topology(data: Any, source: str = "<topology>") -> Topology:
         topo = Topology.model_validate(data)
     except ValidationError as exc:
         problems = _messages(exc) + _independent_problems(data)
-        raise TopologyError(source, list(dict.fromkeys(problems))) from None
+        raise TopologyError(source, with_lines(list(dict.fromkeys(problems)), yaml_root)) from None
     return topo
 
 
 def load_topology(path: str | Path) -> Topology:
-    """Read and validate a YAML topology file."""
+    """Read and validate a YAML topology file (bounded: see :mod:`emulator.launcher.topology_yaml`)."""
     p = Path(path)
     if not p.is_file():
         raise TopologyError(str(p), ["file not found" if not p.exists() else "not a file"])
     try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise TopologyError(str(p), [f"{where}not valid YAML ({getattr(exc, 'problem', exc)})"]) from None
-    return parse_topology(data, str(p))
+        data, root = read_yaml(p)
+    except OSError as exc:  # unreadable (permissions), a name too long, ...
+        raise TopologyError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
+    return parse_topology(data, str(p), root)
+
+
+def override(topo: Topology, source: str, **updates: Any) -> Topology:
+    """The topology with CLI overrides (``--seed``, ``--duration``) checked by the same rules as
+    the file (``--duration 0`` is refused as ``duration: 0`` is); problems are named by option."""
+    updates = {k: v for k, v in updates.items() if v is not None}
+    if not updates:
+        return topo
+    try:
+        return Topology.model_validate({**topo.model_dump(mode="json", by_alias=True), **updates})
+    except ValidationError as exc:
+        problems = [f"--{p}" if p.split(":")[0] in updates else p for p in _messages(exc)]
+        raise TopologyError(source, problems) from None
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ runtime loop's logic, so both stay testable; only :mod:`emulator.node.runtime` c
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Protocol, TextIO
+from typing import Any, BinaryIO, Callable, Protocol, TextIO
 
 from emulator.node.clock import host_ms
+from rmqemu import wire_json
 from emulator.transport._guard import EventGate
 from rmqemu.events import check as check_event
 
@@ -24,7 +24,7 @@ class EventLog:
         self.node = node
         self.local_ms = local_ms
         self.host = host
-        self.file: TextIO | None = open(path, "a", encoding="utf-8") if path is not None else None
+        self.file: BinaryIO | None = open(path, "ab") if path is not None else None
         self.written = 0
         self.bad_request_gate = EventGate()
 
@@ -42,7 +42,7 @@ class EventLog:
         check_event(kind, fields)
         event = {"ts": self.host(), "node": self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
         if self.file is not None:
-            self.file.write(json.dumps(event, default=str, separators=(",", ":")) + "\n")
+            self.file.write(wire_json.dumps_line(event))
             self.file.flush()
         self.written += 1
         return event
@@ -63,22 +63,39 @@ class NodeStore(Protocol):
 
     def append(self, relpath: str, lines: tuple[str, ...]) -> None: ...
 
+    def close(self) -> None: ...
+
 
 class StoreDir:
-    """The node's store directory (a broker's ``store/<node>/``: ``config/topics.json``, queues)."""
+    """The node's store directory (a broker's ``store/<node>/``: ``config/topics.json``, queues).
+
+    A broker appends a line per message stored (and a slave per message replicated), so the hot
+    path keeps what it can: resolved paths by relpath, and the files being appended to open (up
+    to :data:`MAX_OPEN_APPENDS`), each append still written and flushed at once. Measured on the
+    16-node capacity shape at 0.05: opening, writing and closing per append, with a ``pathlib``
+    path built per call, was about a tenth of a master's CPU.
+    """
+
+    MAX_OPEN_APPENDS = 256
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
+        self._paths: dict[str, str] = {}
+        self._appending: dict[str, TextIO] = {}
+        self._persisted: dict[str, tuple[str | None, str | None]] = {}  # relpath -> (.bak, file) as we wrote them
 
-    def _path(self, relpath: str) -> Path:
+    def _path(self, relpath: str) -> str:
+        path = self._paths.get(relpath)
+        if path is not None:
+            return path
         if self.root is None:
             raise RuntimeError("this node has no store directory")
-        rel = Path(relpath)
-        if rel.is_absolute() or ".." in rel.parts:  # a pure check: this runs for every message
-            raise ValueError(f"store path {relpath!r} leaves the store directory")
-        return self.root / rel
+        if os.path.isabs(relpath) or ".." in relpath.split("/"):  # strings, not pathlib: a broker
+            raise ValueError(f"store path {relpath!r} leaves the store directory")  # probes ~1000 at start
+        path = self._paths[relpath] = os.path.join(self.root, relpath)
+        return path
 
     def read(self, relpath: str) -> str | None:
         """The file's text; an empty or unreadable file falls back to ``<file>.bak`` as
@@ -86,9 +103,10 @@ class StoreDir:
         if self.root is None:
             return None
         path = self._path(relpath)
-        for candidate in (path, path.with_name(path.name + ".bak")):
+        for candidate in (path, path + ".bak"):
             try:
-                text = candidate.read_text(encoding="utf-8")
+                with open(candidate, encoding="utf-8") as f:
+                    text = f.read()
             except (OSError, UnicodeDecodeError):
                 continue
             if text.strip():
@@ -96,20 +114,45 @@ class StoreDir:
         return None
 
     def persist(self, relpath: str, text: str) -> None:
-        """``MixAll.string2File``: write ``.tmp``, keep the old content as ``.bak``, then rename."""
+        """``MixAll.string2File``: write ``.tmp``, keep the old content as ``.bak``, then rename.
+
+        A write that would change nothing on disk is skipped: when the file and its ``.bak``
+        both already hold ``text`` (a slave persists the offsets it syncs every 10 s, a master
+        its consumer offsets every 5 s, mostly unchanged)."""
+        previous, last = self._persisted.get(relpath, (None, None))
+        if text == last == previous:
+            return
+        self._persisted[relpath] = (last, text)
         path = self._path(relpath)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
+        self._close_append(relpath)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-        if path.exists():
-            os.replace(path, path.with_name(path.name + ".bak"))
+        if os.path.exists(path):
+            os.replace(path, path + ".bak")
         os.replace(tmp, path)
 
     def append(self, relpath: str, lines: tuple[str, ...]) -> None:
-        path = self._path(relpath)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
-            f.flush()
+        if self._persisted:
+            self._persisted.pop(relpath, None)  # what persist wrote is no longer the whole content
+        f = self._appending.get(relpath)
+        if f is None:
+            if len(self._appending) >= self.MAX_OPEN_APPENDS:
+                self.close()
+            path = self._path(relpath)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f = self._appending[relpath] = open(path, "a", encoding="utf-8")
+        f.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+        f.flush()
+
+    def _close_append(self, relpath: str) -> None:
+        f = self._appending.pop(relpath, None)
+        if f is not None:
+            f.close()
+
+    def close(self) -> None:
+        """Close the files kept open for appending (every line is already flushed)."""
+        for relpath in list(self._appending):
+            self._close_append(relpath)

@@ -36,6 +36,7 @@ class TimerTable:
     def __init__(self) -> None:
         self.entries: dict[str, Timer] = {}
         self.last_due: float = 0.0  # when the timer :meth:`pop_due` last returned was due (lateness)
+        self._earliest: float | None = None  # cached min due; None: recompute (asked every loop step)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.entries)
@@ -48,27 +49,35 @@ class TimerTable:
 
     def every(self, name: str, first_due: float, period: float) -> None:
         self.entries[name] = Timer(first_due, max(period, MIN_PERIOD_MS))
+        self._earliest = None
 
     def after(self, name: str, due: float) -> None:
         self.entries[name] = Timer(due, None)
+        self._earliest = None
 
     def cancel(self, name: str) -> None:
         self.entries.pop(name, None)
+        self._earliest = None
 
     def clear(self) -> None:
         self.entries.clear()
+        self._earliest = None
 
     def next_due(self) -> float | None:
-        return min((t.due for t in self.entries.values()), default=None)
+        if self._earliest is None and self.entries:
+            self._earliest = min(t.due for t in self.entries.values())
+        return self._earliest
 
     def pop_due(self, now_ms: float) -> str | None:
         """The name of the earliest timer due at ``now_ms`` (ties by name), already rescheduled
         (periodic) or removed (one-shot); None when nothing is due. Its due time is left in
         ``last_due`` for the lateness accounting (:mod:`emulator.node.lag`)."""
-        due = [(t.due, name) for name, t in self.entries.items() if t.due <= now_ms]
-        if not due:
+        earliest = self.next_due()
+        if earliest is None or earliest > now_ms:
             return None
+        due = [(t.due, name) for name, t in self.entries.items() if t.due <= now_ms]
         self.last_due, name = min(due)
+        self._earliest = None
         timer = self.entries[name]
         if timer.period is None:
             del self.entries[name]

@@ -20,7 +20,7 @@ every offset after restarts too.
 
 from __future__ import annotations
 
-import json
+from rmqemu import wire_json
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import Enum
@@ -66,7 +66,7 @@ def queue_file(topic: str, queue_id: int) -> str:
 
 def record_line(record: dict[str, Any]) -> str:
     """The stored line of a record: its JSON without ``storeSize`` (which is this line's length)."""
-    return json.dumps({k: v for k, v in record.items() if k != "storeSize"}, separators=(",", ":"))
+    return wire_json.dumps({k: v for k, v in record.items() if k != "storeSize"}).decode()
 
 
 @dataclass
@@ -107,7 +107,7 @@ class MessageStore:
         }
         record["offsetMsgId"] = offset_msg_id(self.store_host, self.next_commit_offset)
         record["msgId"] = properties.get("UNIQ_KEY") or record["offsetMsgId"]
-        line = json.dumps(record, separators=(",", ":"))
+        line = wire_json.dumps(record).decode()
         record["storeSize"] = len(line)
         self._index(record)
         return record, Append(queue_file(topic, queue_id), (line,))
@@ -141,7 +141,7 @@ class MessageStore:
             text = read_store(queue_file(topic, qid))
             for line in (text or "").splitlines():
                 try:
-                    record = json.loads(line)
+                    record = wire_json.loads(line)
                 except ValueError:
                     continue  # a torn last line from a killed broker
                 if not isinstance(record, dict):
@@ -188,7 +188,7 @@ class MessageStore:
         by_file: dict[str, list[str]] = {}
         for line in lines:
             try:
-                record = json.loads(line)
+                record = wire_json.loads(line)
                 offset, topic, qid = int(record["commitLogOffset"]), str(record["topic"]), int(record["queueId"])
             except (ValueError, TypeError, KeyError):
                 batch.rejected += 1

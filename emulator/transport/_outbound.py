@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import zmq
+from emulator.transport._frames import send_parts
 from emulator.transport._monitor import recv_monitor_message
 
 from emulator.protocol import Frame, encode
@@ -53,7 +54,7 @@ class Outbound:
         """Send now if connected, else queue until connected. False = cannot connect."""
         if self.up and not self.queue:
             try:
-                self.sock.send_multipart(encode(frame), flags=zmq.NOBLOCK)
+                send_parts(self.sock, encode(frame))
                 return True
             except zmq.Again:  # pipe not attached yet, or the peer's buffer is full
                 pass
@@ -85,7 +86,7 @@ class Outbound:
         """Send queued frames if connected; fail the ones past their deadline."""
         while self.queue and self.up:
             try:
-                self.sock.send_multipart(encode(self.queue[0].frame), flags=zmq.NOBLOCK)
+                send_parts(self.sock, encode(self.queue[0].frame))
             except zmq.Again:
                 break
             self.queue.popleft()

@@ -26,6 +26,7 @@ import socket
 from typing import Any
 
 import zmq
+from emulator.transport._frames import NOBLOCK, send_parts
 from emulator.transport._monitor import recv_monitor_message
 
 from emulator.node.clock import mono_ms
@@ -41,6 +42,7 @@ from emulator.transport.base import (
     OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
 )
 
+_EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: IntFlag arithmetic is slow (see _frames)
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
 MAX_INBOUND_FRAME_BYTES = 64 * 1024 * 1024  # libzmq drops a connection sending a larger frame
 
@@ -70,6 +72,12 @@ class ZmqTransport:
         self.conns = ConnTracker()
         self.closing: dict[str, str] = {}  # channel -> event kind to report when its close shows up
         self.outbound: dict[str, Outbound] = {}
+        # What a poll needs without walking every peer (a client of a 56-node cluster has ~30):
+        # which Outbound a ready socket belongs to, and which ones hold frames waiting to be sent.
+        self.outbound_of_sock: dict[zmq.Socket, Outbound] = {}
+        self.outbound_of_mon: dict[zmq.Socket, Outbound] = {}
+        self.backlogged: set[Outbound] = set()
+        self.peer_labels: dict[bytes, str] = {}  # routing id -> printable peer name (few peers, many frames)
         self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
         self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
                              send_failed=0, bad_frames=0, idle_closed=0)
@@ -123,13 +131,17 @@ class ZmqTransport:
                                                      self.heartbeat_ms)
                 self.poller.register(out.sock, zmq.POLLIN)
                 self.poller.register(out.mon, zmq.POLLIN)
+                self.outbound_of_sock[out.sock] = out
+                self.outbound_of_mon[out.mon] = out
             ok = out.send(frame, now, self.connect_timeout_ms)
+            if out.queue:
+                self.backlogged.add(out)
         else:
             conn = self.conns.live(channel)
             if conn is None:
                 return False
             try:
-                self.router.send_multipart([conn.identity, *encode(frame)], zmq.NOBLOCK)
+                send_parts(self.router, [conn.identity, *encode(frame)])
                 conn.last_ms = now
                 ok = True
             except zmq.ZMQError:  # EHOSTUNREACH (peer gone) or EAGAIN (its buffer is full)
@@ -159,13 +171,16 @@ class ZmqTransport:
             self._drain_router_monitor(now, out)  # reads the frames queued before each close first
         if self.router in ready:
             self._recv_router(now, out)
-        for ob in list(self.outbound.values()):
-            if ob.mon in ready:
+        for sock in ready:
+            if (ob := self.outbound_of_mon.get(sock)) is not None:
                 ob.on_monitor(out)
-            if ob.sock in ready:
+        for sock in ready:
+            if (ob := self.outbound_of_sock.get(sock)) is not None:
                 self._recv_outbound(ob, now, out)
-            if ob.queue:
-                ob.flush(now, out)
+        for ob in list(self.backlogged):
+            ob.flush(now, out)
+            if not ob.queue:
+                self.backlogged.discard(ob)
         self.shaper.flush(now)
         self._check_idle(now)
         if self.control is not None:
@@ -183,7 +198,7 @@ class ZmqTransport:
     def _next_due(self, now: float) -> float | None:
         delayed_due = self.shaper.next_due()
         dues = [delayed_due] if delayed_due is not None else []
-        dues += [d for ob in self.outbound.values() if (d := ob.next_due_ms(now)) is not None]
+        dues += [d for ob in self.backlogged if (d := ob.next_due_ms(now)) is not None]
         if self.conns.conns():
             dues.append(self.next_idle_check)
         if self.control is not None:
@@ -211,15 +226,17 @@ class ZmqTransport:
                     out.append(ChannelEvent(kind=kind_, channel=conn.channel, peer=conn.peer))  # type: ignore[arg-type]
 
     def _recv_router(self, now: float, out: list[TransportEvent]) -> None:
-        while True:
-            try:
-                parts = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
+        router = self.router
+        while router.getsockopt(_EVENTS) & _POLLIN:  # cheaper than ending on a raised zmq.Again
+            parts = router.recv_multipart(NOBLOCK, copy=False)
             identity = parts[0].bytes
-            peer = peer_label(identity)
+            peer = self.peer_labels.get(identity)
+            if peer is None:
+                if len(self.peer_labels) > 4096:  # random routing ids (a fuzzer) must not grow it forever
+                    self.peer_labels.clear()
+                peer = self.peer_labels[identity] = peer_label(identity)
             blocked = self.links.on_receive(peer, self.name).dropped
-            conn, _new = self.conns.on_frame(parts[-1].get(zmq.SRCFD), identity, peer, now, touch=not blocked)
+            conn, _new = self.conns.on_frame(parts[-1].get(_SRCFD), identity, peer, now, touch=not blocked)
             while self.conns.implicit_closes:
                 old = self.conns.implicit_closes.pop(0)
                 out.append(ChannelEvent(kind=self.closing.pop(old.channel, "closed"), channel=old.channel,  # type: ignore[arg-type]
@@ -231,11 +248,9 @@ class ZmqTransport:
 
     def _recv_outbound(self, ob: Outbound, now: float, out: list[TransportEvent]) -> None:
         peer = self.names.get(ob.addr, ob.addr)
-        while True:
-            try:
-                parts = ob.sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
+        sock = ob.sock
+        while sock.getsockopt(_EVENTS) & _POLLIN:
+            parts = sock.recv_multipart(NOBLOCK)
             if self.links.on_receive(peer, self.name).dropped:
                 self.counters["dropped_in"] += 1
                 continue

@@ -41,7 +41,7 @@ def test_hostile_headers_are_bad_frames(header: bytes) -> None:
 
 
 @pytest.mark.parametrize("body", [b"[" * 100_000, b"1e400", b'{"a": NaN}', b"[" * 65 + b"]" * 65,
-                                  b'{"a": 123456789012345678901234567890}', b"\xff"])
+                                  b'{"a": [' + b'{"b": [' * 40 + b"]}" * 40 + b"]}", b"\xff"])
 def test_hostile_json_bodies_are_bad_frames(body: bytes) -> None:
     with pytest.raises(BadFrame):
         Frame(code=10, body=body).json_body()
@@ -56,6 +56,8 @@ def test_sane_frames_still_round_trip() -> None:
     nested = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH  # exactly the limit is fine
     assert loads_checked(nested.encode(), "body", 1000) == json.loads(nested)
     assert decode([b'{"code": 11, "flag": 1}']).flag == Flag.RESPONSE  # one part: empty body
+    wide = loads_checked(b'{"a": 123456789012345678901234567890, "b": -9223372036854775808}', "body", 1000)
+    assert wide["b"] == -(2 ** 63) and isinstance(wide["a"], float)  # ints are 64-bit; wider ones finite floats
 
 
 def test_seeded_fuzz_of_decode_yields_frames_or_bad_frames_only() -> None:

@@ -97,5 +97,5 @@ def test_overlap_is_refused_naming_the_holder(env):
 def test_no_run_directory_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(main, ["pause", "broker-a-0"])
-    assert res.exit_code == 1
+    assert res.exit_code == 2  # bad input (README: exit codes)
     assert "not a run directory" in res.output and len(res.output.strip().splitlines()) == 1

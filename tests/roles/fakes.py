@@ -94,6 +94,9 @@ class FakeStore:
         self.files[relpath] = self.files.get(relpath, "") + "".join(
             line if line.endswith("\n") else line + "\n" for line in lines)
 
+    def close(self) -> None:
+        pass
+
 
 class RoleFailed(AssertionError):
     """The role raised while the runtime ran it (the traceback is in the captured stdout)."""

@@ -1,0 +1,80 @@
+"""``rmqemu status`` and ``rmqemu down``, including when the supervisor is dead or the run
+directory is gone (docs/design.md §8, "A supervisor that died").
+
+- Supervisor alive: ``status`` asks it; ``down`` asks it to stop and waits until it has.
+- Supervisor dead (``supervisor.json`` says up, but its pid/create_time is gone): the state is
+  corrected to ``dead`` at once, no RPC timeout is waited for. ``down`` kills whatever node of the
+  manifest is still running as recorded (normally none: nodes die with their parent) and exits 0;
+  ``status`` says so and exits 1.
+- Run directory gone: ``down`` finds the supervisor by its record outside the run
+  (:mod:`emulator.cli.supervisor_record`), SIGTERMs it (it stops its nodes as on Ctrl-C), then
+  SIGKILLs what is left; every signal checks pid and create_time first.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from emulator.cli.supervisor import call, read_state
+from emulator.cli.supervisor_record import find_records, is_running, kill_leftovers, remove_record, stop_supervisor
+from emulator.launcher.run_dir import DEFAULT_ROOT, read_json, resolve_run
+from rmqemu.errors import RmqemuError, RunDirError
+
+DOWN_TIMEOUT_S = 60.0
+
+
+def _manifest_nodes(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        return {n: v for n, v in read_json(path / "manifest.json").get("nodes", {}).items() if v.get("pid")}
+    except RunDirError:
+        return {}
+
+
+def status(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_ROOT) -> None:
+    path = resolve_run(run, root)
+    state = read_state(path)
+    if state.get("state") == "dead":
+        left = [n for n, e in _manifest_nodes(path).items() if is_running(e)]
+        still = f"{len(left)} node(s) still running: {', '.join(left)}; " if left else "no node is running; "
+        raise RmqemuError(f"{path}: the cluster is dead: {state.get('error')} ({still}`rmqemu down` clears it)")
+    res = call(path, "status")
+    echo(res["run"])
+    for name, n in res["nodes"].items():
+        node_state = "up" if n["alive"] else f"exited {n.get('code', n.get('signal', '?'))}"
+        echo(f"  {name:<16} {n['role']:<9} {node_state:<10} pid {n['pid']}  {n['addr'] or ''}")
+
+
+def down(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_ROOT) -> None:
+    try:
+        path = resolve_run(run, root)
+    except RunDirError:  # the run directory is gone: is its supervisor still recorded?
+        records = [r for r in find_records(run, root) if not (Path(r["run_dir"]) / "manifest.json").exists()]
+        if not records:  # (a run whose directory still exists is stopped through that directory)
+            raise
+        for rec in records:
+            stopped = stop_supervisor(rec)
+            killed = kill_leftovers(rec.get("nodes") or {})
+            remove_record(Path(rec["run_dir"]))
+            echo(f"down: {rec['run_dir']} (run directory missing; supervisor pid {rec['pid']} "
+                 f"{'stopped' if stopped else 'was not running'}"
+                 f"{f', {len(killed)} node(s) killed' if killed else ''})")
+        return
+    state = read_state(path)
+    if state.get("state") == "up":
+        call(path, "down")
+        deadline = time.monotonic() + DOWN_TIMEOUT_S
+        while time.monotonic() < deadline:
+            state = read_state(path)
+            if state.get("state") != "up":
+                break
+            time.sleep(0.05)
+        else:
+            stop_supervisor(state)  # did not stop in time: SIGTERM, then SIGKILL (pid checked)
+    killed = kill_leftovers(_manifest_nodes(path))
+    remove_record(path)
+    how = {"down": "", "dead": f" (cleaned up after a dead supervisor: {state.get('error')})"}.get(
+        str(state.get("state")), f" (it was {state.get('state')})")
+    echo(f"down: {path}{how}{f'; {len(killed)} leftover node(s) killed' if killed else ''}")
+
