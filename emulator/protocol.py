@@ -155,9 +155,9 @@ def _surely_shallow(data: bytes) -> bool:
     """True when the brackets in ``data`` nest at most :data:`MAX_JSON_DEPTH` deep, by C-speed
     byte operations: keep the brackets only, then strip innermost pairs once per level. Brackets
     inside strings can only make this say False (then the exact walk decides)."""
-    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
-        return True
     parens = data.translate(_TO_PARENS, _NOT_BRACKETS)
+    if len(parens) <= 2 * MAX_JSON_DEPTH + 1:  # nesting d takes d openers and d closers
+        return True
     for _ in range(MAX_JSON_DEPTH):
         if not parens:
             return True
@@ -186,7 +186,7 @@ def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
     ones parse as finite floats). Nesting is bounded tighter, to :data:`MAX_JSON_DEPTH`, because
     what a role does with a 1,000-deep value (an event line: orjson writes at most 254 levels;
     ``repr``) would raise far from here; the exact walk runs only when a byte scan says the
-    input could nest that deep, so an ordinary header costs two ``count`` calls."""
+    input could nest that deep, so an ordinary header costs one ``translate``."""
     if len(data) > max_bytes:
         raise BadFrame(f"{what} is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
