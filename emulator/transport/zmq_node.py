@@ -4,9 +4,10 @@
   identity is accepted, ``ROUTER_MANDATORY`` so a reply to a vanished peer fails instead of
   vanishing, ``MAXMSGSIZE`` so a huge frame drops its connection before it is buffered). Any
   frame decodes to a :class:`Frame` or a rate-limited :class:`BadInput` (:mod:`._guard`); no
-  exception of one frame leaves :meth:`ZmqTransport._decode`. Channels come from :mod:`._conns` (monitor + ``SRCFD``). Netty's
-  ``IdleStateHandler(0, 0, 120 s)`` is modelled at the application level: a channel with no frame
-  in or out for ``idle_ms`` is closed for real and reported ``idle`` (docs/rocketmq-model.md §1.5).
+  exception of one frame leaves :meth:`ZmqTransport._decode`. Channels come from
+  :mod:`._conns` (monitor + ``SRCFD``). Netty's ``IdleStateHandler(0, 0, 120 s)`` is modelled
+  at the application level: a channel with no frame in or out for ``idle_ms`` is closed for real
+  and reported ``idle`` (docs/rocketmq-model.md §1.5).
 - Outbound: one DEALER per peer address (:mod:`._outbound`), ZMQ heartbeats so a dead or frozen
   peer's connection is noticed, ``disconnected`` reported to the role.
 - Closing a channel for real: libzmq cannot close one peer of a ROUTER, so we ``shutdown(2)``
