@@ -108,6 +108,13 @@ class Cluster:
         """Node name -> its current address (a restarted node gets a new one)."""
         return self.core.addrs
 
+    def __getattr__(self, name: str) -> Any:
+        """The launcher cluster's own attributes (``procs``, ``signal``, ``pump``, ``node_infos``,
+        ...) for tests that work below the verbs; everything above is this class's."""
+        if name == "core":  # not set yet: __init__ failed before it
+            raise AttributeError(name)
+        return getattr(self.core, name)
+
     def nodes(self, role: str | None = None) -> list[str]:
         """The topology's node names, of one role (``namesrv``, ``broker``, ``producer``, ``consumer``) if given."""
         return [n for n, p in self.core.plans.items() if role is None or p.role == role]

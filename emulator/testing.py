@@ -24,7 +24,7 @@ import pytest
 from emulator.launcher.topology_load import load_topology, parse_topology
 
 if TYPE_CHECKING:
-    from emulator.launcher.cluster import Cluster
+    from emulator.chaos import Cluster as ChaosCluster
 
 
 def read_events(run_dir: Path, kind: str | None = None, node: str | None = None,
@@ -90,10 +90,12 @@ def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
 
 
 @pytest.fixture
-def start_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
-    """``start_cluster(topology, **overrides)``: a started :class:`Cluster`; ``topology`` is a
-    path or a dict; overrides replace top-level keys (``duration="60s"``, ``faults=[]``)."""
-    from emulator.launcher.cluster import Cluster  # imported here: the plugin loads in every pytest run
+def start_cluster(tmp_path: Path) -> Iterator[Callable[..., "ChaosCluster"]]:
+    """``start_cluster(topology, **overrides)``: a started :class:`emulator.Cluster` (the fault
+    verbs as methods, docs/testing.md); ``topology`` is a path or a dict; overrides replace
+    top-level keys (``duration="60s"``, ``faults=[]``). Every cluster is finished at teardown,
+    whatever the test did: faults healed, every process stopped."""
+    from emulator.chaos import Cluster  # imported here: the plugin loads in every pytest run
 
     clusters: list[Cluster] = []
 
@@ -103,10 +105,7 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
         else:
             data = load_topology(topology).model_dump(mode="json", exclude_unset=True)
         data.update(overrides)
-        from faults.launch_glue import check_topology_faults  # the plugin loads in every pytest run
-
-        topo = check_topology_faults(parse_topology(data, "start_cluster"), "start_cluster")
-        cluster = Cluster(topo, run_dir=tmp_path / f"run-{len(clusters)}")
+        cluster = Cluster(parse_topology(data, "start_cluster"), run_dir=tmp_path / f"run-{len(clusters)}")
         clusters.append(cluster)
         cluster.start()
         return cluster
@@ -114,5 +113,50 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
     try:
         yield start
     finally:
+        errors = []
         for cluster in clusters:
-            cluster.stop()
+            try:
+                cluster.finish()
+            except Exception as exc:  # noqa: BLE001 - finish the others, then report
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture(scope="session")
+def rmqemu_spark() -> Iterator[Any]:
+    """One local SparkSession per pytest worker (xdist runs each worker in its own process, so
+    session scope is one JVM per worker), started by the first test that asks: pass it to
+    ``cluster.metrics(rmqemu_spark)`` so a small run's metrics cost seconds, not a JVM start."""
+    from reports.cli import build_session, stop_session  # Spark loads only when a test asks
+
+    session = build_session("local[2]", small_input=True, conf=TEST_SPARK_CONF)
+    try:
+        yield session
+    finally:
+        stop_session(session)
+
+
+#: Sized for a test worker on a small host: two cores, few shuffle partitions, a small driver.
+TEST_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "1g",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def expect_metrics(metrics: dict[str, Any], expect: dict[str, Any], run_dir: Path | None = None) -> list[Any]:
+    """Assert a run's metrics meet ``expect`` (the rules of a topology's ``expect:``,
+    docs/design.md §9); the verdicts when they do. An AssertionError names every metric that
+    missed, its value and by how much, and the run directory to look in."""
+    from rmqemu.verdicts import judge, parse_expect
+
+    verdicts = judge(parse_expect(expect, "expect"), metrics, "expect")
+    failed = [v for v in verdicts if not v.passed]
+    if failed:
+        where = f"\nrun directory: {run_dir}" if run_dir is not None else ""
+        raise AssertionError(f"{len(failed)} of {len(verdicts)} expectation(s) failed:\n"
+                             + "\n".join(v.line() for v in failed) + where)
+    return verdicts

@@ -9,6 +9,8 @@ exit code (2 for bad input, 1 for anything a run or a cluster refused)::
     ├── UsageError               a command's arguments or options are invalid (exit 2)
     ├── RunDirError              a run directory is missing, incomplete or not this tool's (exit 2)
     ├── RunInputError            a run cannot be analysed: the message names the file at fault (exit 2)
+    ├── ExpectationError         an ``expect:`` rule is malformed or names a path metrics.json does not
+    │                            have (exit 2; a rule that a value breaks is a failed verdict, exit 1)
     ├── LaunchError              a node did not start or did not say ready in time
     ├── ClusterError             a running cluster misbehaved: ``died`` names nodes that exited
     │                            without a fault killing them (``rmqemu launch`` exits 1)
@@ -73,6 +75,10 @@ class RunDirError(RmqemuError):
 
 class RunInputError(RmqemuError):
     """The run directory cannot be analysed; the message names the file at fault."""
+
+
+class ExpectationError(RmqemuError, ValueError):
+    """An ``expect:`` rule is malformed or names a metric path that does not exist (rmqemu.verdicts)."""
 
 
 class LaunchError(RmqemuError):

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import click
 
-from rmqemu.errors import RmqemuError, RunDirError, RunInputError, SpecError, TopologyError, UsageError
+from rmqemu.errors import ExpectationError, RmqemuError, RunDirError, RunInputError, SpecError, TopologyError, UsageError
 
 
 def _one_line(text: str) -> str:
@@ -34,7 +34,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except TopologyError as exc:  # one line per problem, by design
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
-        except (SpecError, UsageError, RunInputError, RunDirError) as exc:  # bad arguments, no such run
+        except (SpecError, UsageError, RunInputError, RunDirError, ExpectationError) as exc:  # bad arguments, no such run
             click.echo(f"error: {_one_line(str(exc))}", err=True)
             sys.exit(2)
         except RmqemuError as exc:

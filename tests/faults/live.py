@@ -1,40 +1,28 @@
-"""Helpers for the multiprocess fault tests (tests/integration/test_faults_*.py).
+"""Reading helpers for the multiprocess fault tests (tests/integration/test_faults_*.py).
 
-Faults are started the way a topology's ``faults:`` list starts them (a :class:`FaultSpec`
-resolved into a plan step, built, started by an :class:`Injector` on the real :class:`Cluster`),
-and their effects are read back from the nodes' own events or state, never from the injector.
+The tests start faults through the public API (``emulator.Cluster``'s verbs, docs/testing.md);
+these helpers only read effects back, from the nodes' own events or state, never from the
+injector.
 """
 
 from __future__ import annotations
 
-import random
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable
 
 import pytest
 
-from emulator.launcher.cluster import Cluster
+from emulator.chaos import Cluster
 from emulator.node.clock import ClusterTime
 from emulator.testing import kill_survivors, process_alive, process_stopped, read_events, run_processes  # noqa: F401
-from faults.injector import Injector
-from faults.kinds import Fault, build_fault
-from emulator.launcher.fault_spec import FaultSpec
-from faults.verbs import one_fault_plan
 
 SCALE = 0.01
 EXPIRY_MS = 120_000 * SCALE  # BROKER_CHANNEL_EXPIRED_TIME, scaled
 IDLE_SLACK_MS = 25.0  # a frame is received a few ms before the namesrv stamps it (handler time)
-
-
-def start_fault(inj: Injector, c: Cluster, fault_id: str, **entry: Any) -> Fault:
-    """Start one fault written as a topology entry (``pause="broker-a-0"``), now."""
-    spec = FaultSpec.model_validate({"at": 0, **entry})
-    step = one_fault_plan(spec, fault_id, c.node_infos(), random.Random(0), c.scale).steps[0]
-    return inj.start(build_fault(step.kind, fault_id, step.targets, step.params))
 
 
 def fault_events(c: Cluster, fault_id: str, kind: str = "fault.start") -> list[dict[str, Any]]:
@@ -98,23 +86,3 @@ def wait_until(cond: Any, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.05)
-
-
-@pytest.fixture
-def live(start_cluster: Any) -> Iterator[Callable[[dict[str, Any]], tuple[Cluster, Injector]]]:
-    """``live(topology) -> (cluster, injector)``; every fault is healed before the cluster stops,
-    even when the test failed (a healing error there must not hide the test's own failure)."""
-    made: list[Injector] = []
-
-    def make(topo: dict[str, Any]) -> tuple[Cluster, Injector]:
-        c = start_cluster(topo)
-        made.append(Injector(c))
-        return c, made[-1]
-
-    yield make
-    for inj in made:
-        if inj.active():
-            try:
-                inj.heal_all()
-            except Exception as err:  # noqa: BLE001 - Cluster.stop still resumes and stops every node
-                print(f"healing at teardown failed: {err}")

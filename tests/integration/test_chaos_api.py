@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 import emulator
-from emulator.testing import read_events
+from emulator.testing import expect_metrics, read_events
 from rmqemu.errors import FaultError, SpecError
 
 TOPOLOGY: dict[str, Any] = {
@@ -103,3 +103,17 @@ def test_a_failing_test_body_still_stops_every_process(tmp_path: Path) -> None:
     assert pids and not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                             for pid in pids)
     assert len(read_events(tmp_path / "run", "fault.end")) == 1  # the pause was healed on the way out
+
+
+def test_metrics_in_a_test_on_the_workers_spark_and_an_expectation(start_cluster: Any, rmqemu_spark: Any) -> None:
+    c = start_cluster(TOPOLOGY, duration="60s")
+    c.wait_routed("T")
+    c.wait_for(lambda: len(c.events("consume")) >= 20, 60, "twenty messages consumed")
+    metrics = c.metrics(rmqemu_spark)  # finishes the run: producers stop with the rest
+    assert c.finished and metrics["sends"]["ok"] >= 20
+    verdicts = expect_metrics(metrics, {"consumption.lost": 0, "sends.ok": {"min": 20}}, c.run_dir)
+    assert [v.passed for v in verdicts] == [True, True]
+    with pytest.raises(AssertionError) as failed:
+        expect_metrics(metrics, {"sends.ok": {"max": 3}}, c.run_dir)
+    assert "FAIL sends.ok = " in str(failed.value) and "over the max of 3" in str(failed.value)
+    assert str(c.run_dir) in str(failed.value)

@@ -8,9 +8,7 @@ the namesrv's own liveness stamp of the broker, frozen once the cut took effect;
 
 from __future__ import annotations
 
-from tests.faults.live import (  # noqa: F401 - live is a fixture
-    EXPIRY_MS, IDLE_SLACK_MS, SCALE, dropped, fault_events, live, live_stamp, ns_broker, start_fault,
-)
+from tests.faults.live import EXPIRY_MS, IDLE_SLACK_MS, SCALE, dropped, fault_events, live_stamp, ns_broker
 
 
 def topology(namesrvs: int) -> dict:
@@ -18,12 +16,12 @@ def topology(namesrvs: int) -> dict:
             "brokers": [{"name": "broker-a"}, {"name": "broker-b"}], "duration": "100000s"}
 
 
-def test_oneway_namesrv_to_broker_cut_keeps_the_broker_registered(live) -> None:
+def test_oneway_namesrv_to_broker_cut_keeps_the_broker_registered(start_cluster) -> None:
     """The namesrv cannot reach the broker, the broker still reaches the namesrv: its
     registrations keep arriving (their replies are lost), so it is never dropped."""
-    c, inj = live(topology(1))
-    start_fault(inj, c, "p1", partition="groups", groups=[["namesrv-0"], ["broker-a-0"]], oneway=True)
-    started = fault_events(c, "p1")[0]
+    c = start_cluster(topology(1))
+    p1 = c.partition("namesrv-0", from_="broker-a-0", oneway=True)
+    started = fault_events(c, p1.fault_id)[0]
     assert started["params"]["links"] == [["namesrv-0", "broker-a-0"]]
     dropped_before = c.state("namesrv-0")["_runtime"]["transport"]["dropped_out"]
     # registrations keep refreshing the stamp well past two expiry periods after the cut
@@ -34,10 +32,10 @@ def test_oneway_namesrv_to_broker_cut_keeps_the_broker_registered(live) -> None:
     assert c.state("namesrv-0")["_runtime"]["transport"]["blocked_links"] == [["namesrv-0", "broker-a-0"]]
 
 
-def test_oneway_broker_to_namesrv_cut_drops_the_broker_after_the_scaled_120s(live) -> None:
-    c, inj = live(topology(1))
-    start_fault(inj, c, "p1", partition="groups", groups=[["broker-a-0"], ["namesrv-0"]], oneway=True)
-    started = fault_events(c, "p1")[0]
+def test_oneway_broker_to_namesrv_cut_drops_the_broker_after_the_scaled_120s(start_cluster) -> None:
+    c = start_cluster(topology(1))
+    p1 = c.partition("broker-a-0", from_="namesrv-0", oneway=True)
+    started = fault_events(c, p1.fault_id)[0]
     assert started["params"]["links"] == [["broker-a-0", "namesrv-0"]]
     last_heard = live_stamp(c, "namesrv-0", "broker-a-0")
     assert last_heard is not None, "broker-a-0 dropped before the test could read the namesrv's table"
@@ -45,15 +43,15 @@ def test_oneway_broker_to_namesrv_cut_drops_the_broker_after_the_scaled_120s(liv
     first = dropped(c, "broker-a-0", after=started["ts"])[0]
     assert first["ts"] - last_heard >= EXPIRY_MS - IDLE_SLACK_MS, (first, last_heard)
     assert not dropped(c, "broker-b-0")  # the other broker was not cut
-    inj.stop("p1")
-    healed = fault_events(c, "p1", "fault.end")[0]["ts"]
+    p1.heal()
+    healed = fault_events(c, p1.fault_id, "fault.end")[0]["ts"]
     c.wait_for(lambda: ns_broker(c, "broker-a-0", "register", after=healed), 60, "broker-a-0 to register again")
 
 
-def test_broker_partitioned_from_every_namesrv_is_dropped_by_each_after_the_scaled_120s(live) -> None:
-    c, inj = live(topology(2))
-    start_fault(inj, c, "p1", partition="groups", groups=[["broker-a-0"], ["namesrv"]])
-    started = fault_events(c, "p1")[0]
+def test_broker_partitioned_from_every_namesrv_is_dropped_by_each_after_the_scaled_120s(start_cluster) -> None:
+    c = start_cluster(topology(2))
+    p1 = c.partition("broker-a-0", from_="namesrv")
+    started = fault_events(c, p1.fault_id)[0]
     assert sorted(map(tuple, started["params"]["links"])) == sorted(
         [("broker-a-0", "namesrv-0"), ("broker-a-0", "namesrv-1"), ("namesrv-0", "broker-a-0"),
          ("namesrv-1", "broker-a-0")])
@@ -65,8 +63,8 @@ def test_broker_partitioned_from_every_namesrv_is_dropped_by_each_after_the_scal
         first = dropped(c, "broker-a-0", ns, after=started["ts"])[0]
         assert first["ts"] - last_heard[ns] >= EXPIRY_MS - IDLE_SLACK_MS, (ns, first, last_heard[ns])
     assert not dropped(c, "broker-b-0")
-    inj.stop("p1")
-    healed = fault_events(c, "p1", "fault.end")[0]["ts"]
+    p1.heal()
+    healed = fault_events(c, p1.fault_id, "fault.end")[0]["ts"]
     for ns in namesrvs:
         c.wait_for(lambda ns=ns: ns_broker(c, "broker-a-0", "register", ns, after=healed), 60,
                    f"broker-a-0 back on {ns}")

@@ -17,13 +17,12 @@ from emulator.node.clock import mono_ms
 from emulator.testing import read_events
 from rmqemu.errors import ProcessGone, UnsafeSignal
 from faults.interpreter import run_plan
-from faults.kinds import PauseFault
+from faults.kinds import KillFault, PauseFault
 from faults.schedule import plan_from_specs
 from emulator.launcher.signals import SpawnedProcess
 from emulator.launcher.fault_spec import FaultSpec
-from tests.faults.live import (  # noqa: F401 - live is a fixture
-    SCALE, alive, fault_events, live, manifest_procs, ns_broker, sends, start_fault,
-)
+from faults.injector import Injector
+from tests.faults.live import SCALE, alive, fault_events, manifest_procs, ns_broker, sends
 
 BASE = {"name": "faults-process", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
         "brokers": [{"name": "broker-a"}, {"name": "broker-b"}]}
@@ -32,41 +31,42 @@ WITH_PRODUCER = {**BASE, "brokers": [{"name": "broker-a"}],
                  "producers": [{"group": "pg-1", "topics": ["T"], "rate": 0.5, "mode": "sync"}]}
 
 
-def test_paused_broker_makes_sends_time_out_and_resume_brings_them_back(live) -> None:
-    c, inj = live(WITH_PRODUCER)
+def test_paused_broker_makes_sends_time_out_and_resume_brings_them_back(start_cluster) -> None:
+    c = start_cluster(WITH_PRODUCER)
     c.wait_for(lambda: sends(c, "pg-1-0", "ok"), 60, "a first ok send")
-    start_fault(inj, c, "z1", pause="broker-a-0")
-    paused = fault_events(c, "z1")[0]["ts"]
+    z1 = c.pause("broker-a-0")
+    paused = fault_events(c, z1.fault_id)[0]["ts"]
     assert psutil.Process(c.procs["broker-a-0"].pid).status() == psutil.STATUS_STOPPED
     c.wait_for(lambda: sends(c, "pg-1-0", "timeout", after=paused), 60, "a send to the paused broker to time out")
     timeouts = sends(c, "pg-1-0", "timeout", after=paused)
     assert {e["broker"] for e in timeouts} == {"broker-a"}
     assert not sends(c, "pg-1-0", "ok", after=paused)  # a frozen broker answers nothing
-    inj.stop("z1")
-    resumed = fault_events(c, "z1", "fault.end")[0]["ts"]
+    z1.heal()
+    resumed = fault_events(c, z1.fault_id, "fault.end")[0]["ts"]
     c.wait_for(lambda: sends(c, "pg-1-0", "ok", after=resumed), 60, "ok sends after the resume")
 
 
-def test_stop_makes_the_broker_unregister_and_restart_after_brings_it_back(live) -> None:
+def test_stop_makes_the_broker_unregister_and_restart_after_brings_it_back(start_cluster) -> None:
     # scale 0.1: the broker waits for the namesrv's answer to UNREGISTER_BROKER for 3000 ms
     # scaled before it exits; 30 ms (scale 0.01) is short on a loaded machine
-    c, inj = live({**BASE, "timing": {"scale": 0.1}})
-    start_fault(inj, c, "s1", stop="broker-b-0", restart_after="1s")
-    stopped_at = fault_events(c, "s1")[0]["ts"]
+    c = start_cluster({**BASE, "timing": {"scale": 0.1}})
+    s1 = c.stop("broker-b-0")  # healing it restarts the node, as restart_after would
+    stopped_at = fault_events(c, s1.fault_id)[0]["ts"]
     c.wait_for(lambda: ns_broker(c, "broker-b-0", "unregister"), 30, "UNREGISTER_BROKER on the namesrv")
     assert ns_broker(c, "broker-b-0", "unregister")[0]["ts"] <= stopped_at  # during the graceful stop
     assert not ns_broker(c, "broker-b-0", ("expired", "channel_destroy"))
     c.wait_for(lambda: read_events(c.run_dir, "node.exit", node="broker-b-0"), 30, "broker-b-0's node.exit")
     assert read_events(c.run_dir, "node.exit", node="broker-b-0")[0].get("code") == 0  # graceful
-    inj.stop("s1")
-    restarted = fault_events(c, "s1", "fault.end")[0]
+    s1.heal()
+    restarted = fault_events(c, s1.fault_id, "fault.end")[0]
     assert restarted["restarted"] is True
     c.wait_for(lambda: ns_broker(c, "broker-b-0", "register", after=stopped_at), 30, "broker-b-0 registered again")
     assert not c.died
 
 
-def test_scheduled_kill_with_restart_after_restores_topics_from_the_store(live) -> None:
-    c, inj = live({**BASE, "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 3}]})
+def test_scheduled_kill_with_restart_after_restores_topics_from_the_store(start_cluster) -> None:
+    c = start_cluster({**BASE, "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 3}]})
+    inj = Injector(c)  # the plan interpreter under test drives its own injector
     old_pid = c.procs["broker-a-0"].pid
     plan = plan_from_specs([FaultSpec.model_validate({"at": 0, "kill": "broker-a-0", "restart_after": "50s"})],
                            c.node_infos(), seed=1, scale=SCALE)
@@ -87,14 +87,15 @@ def test_scheduled_kill_with_restart_after_restores_topics_from_the_store(live) 
     assert [e["fault_id"] for e in read_events(c.run_dir, "fault.end")] == ["f1", "f1.restart"]
 
 
-def test_a_pid_the_run_did_not_spawn_is_never_signalled(live) -> None:
-    c, inj = live(BASE)
+def test_a_pid_the_run_did_not_spawn_is_never_signalled(start_cluster) -> None:
+    c = start_cluster(BASE)
+    inj = Injector(c)  # the injector's own signal safety is under test
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         with pytest.raises(UnsafeSignal, match="not a process this run spawned"):
             c.signal("pg-9-0", signal.SIGSTOP)
         # broker-b-0 dies; then its pid is "reused" by a stranger: only the pid matches the record
-        start_fault(inj, c, "k1", kill="broker-b-0")
+        inj.start(KillFault("k1", ("broker-b-0",)))
         record = c.procs["broker-b-0"].ident
         with pytest.raises(ProcessGone):  # the pidfd of a reaped process reaches nobody
             record.send(signal.SIGSTOP)
