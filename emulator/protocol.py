@@ -6,6 +6,11 @@ opaque ``body``. On the wire it is two ZeroMQ frames: the JSON header and the ra
 this module imports zmq; the transport does.
 
 Numbers are RocketMQ 4.9's (docs/rocketmq-model.md §5).
+
+Everything decoded here comes from a socket anyone on the host can reach, so :func:`decode` and
+:meth:`Frame.json_body` turn *any* input into a :class:`Frame`/value or :class:`BadFrame`, nothing
+else: JSON goes through :func:`loads_checked` (size limit before parsing, nesting bounded, numbers
+finite and ints 64-bit) and the header's ``code``, ``opaque`` and ``flag`` must be integers.
 """
 
 from __future__ import annotations
@@ -139,6 +144,60 @@ class BadFrame(ValueError):
     """A frame that cannot be decoded; the runtime logs it as ``wire.bad_frame`` and drops it."""
 
 
+MAX_HEADER_BYTES = 256 * 1024  # a header is a code, ids and a flat field map: kilobytes at most
+MAX_BODY_JSON_BYTES = 64 * 1024 * 1024  # the transport's socket-level MAXMSGSIZE bounds bodies too
+MAX_JSON_DEPTH = 64  # RocketMQ's bodies nest a handful of levels (tables of tables of queue data)
+_TO_PARENS = bytes.maketrans(b"[{]}", b"(())")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+
+
+def _surely_shallow(data: bytes) -> bool:
+    """True when the brackets in ``data`` nest at most :data:`MAX_JSON_DEPTH` deep, by C-speed
+    byte operations: keep the brackets only, then strip innermost pairs once per level. Brackets
+    inside strings can only make this say False (then the exact walk decides)."""
+    parens = data.translate(_TO_PARENS, _NOT_BRACKETS)
+    if len(parens) <= 2 * MAX_JSON_DEPTH + 1:  # nesting d takes d openers and d closers
+        return True
+    for _ in range(MAX_JSON_DEPTH):
+        if not parens:
+            return True
+        parens = parens.replace(b"()", b"")
+    return not parens
+
+
+def _check_depth(value: Any) -> None:
+    """Iteratively (a recursive walk could itself overflow)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise BadFrame(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+
+
+def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
+    """JSON from untrusted bytes: :class:`BadFrame` for anything but a sane JSON value.
+
+    The size is checked before parsing. :mod:`rmqemu.wire_json` (orjson) already refuses what
+    used to kill nodes through the standard library (``1e400`` became ``inf`` and ``int(inf)``
+    an ``OverflowError``; 100,000 ``[`` a ``RecursionError``): numbers beyond a double's range,
+    ``NaN``/``Infinity`` and nesting past 1024 are a ``ValueError``, and ints are 64-bit (wider
+    ones parse as finite floats). Nesting is bounded tighter, to :data:`MAX_JSON_DEPTH`, because
+    what a role does with a 1,000-deep value (an event line: orjson writes at most 254 levels;
+    ``repr``) would raise far from here; the exact walk runs only when a byte scan says the
+    input could nest that deep, so an ordinary header costs one ``translate``."""
+    if len(data) > max_bytes:
+        raise BadFrame(f"{what} is {len(data)} bytes, over the {max_bytes}-byte limit")
+    try:
+        value = wire_json.loads(data)
+    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError
+        raise BadFrame(f"{what} is not JSON: {str(exc)[:200]}") from None
+    if not _surely_shallow(data):
+        _check_depth(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Frame:
     """One remoting command. ``fields`` is RocketMQ's custom header; ``body`` is raw bytes."""
@@ -184,10 +243,7 @@ class Frame:
         """The body decoded as JSON (``None`` when empty); raises :class:`BadFrame` if not JSON."""
         if not self.body:
             return None
-        try:
-            return wire_json.loads(self.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadFrame(f"body is not JSON: {exc}") from exc
+        return loads_checked(self.body, "body", MAX_BODY_JSON_BYTES)
 
 
 def request(code: int, fields: dict[str, Any] | None = None, body: Any = None) -> Frame:
@@ -222,18 +278,16 @@ def decode(parts: list[bytes]) -> Frame:
     """Inverse of :func:`encode`; anything malformed raises :class:`BadFrame`."""
     if len(parts) not in (1, 2):
         raise BadFrame(f"expected 2 parts (header, body), got {len(parts)}")
-    try:
-        header = wire_json.loads(parts[0])
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadFrame(f"header is not JSON: {exc}") from exc
+    header = loads_checked(parts[0], "header", MAX_HEADER_BYTES)
     if not isinstance(header, dict):
         raise BadFrame("header is not a JSON object")
+    code, opaque, flag_ = header.get("code"), header.get("opaque", 0), header.get("flag", 0)
+    if type(code) is not int or type(opaque) is not int or type(flag_) is not int:  # bool is not int here
+        raise BadFrame(f"header code/opaque/flag must be integers: {str(parts[0][:100])}")
     try:
-        code = int(header["code"])
-        opaque = int(header.get("opaque", 0))
-        flag = Flag(int(header.get("flag", 0)))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadFrame(f"bad header field: {exc!r}") from exc
+        flag = Flag(flag_)
+    except ValueError as exc:
+        raise BadFrame(f"bad header flag: {exc}") from None
     fields = header.get("fields") or {}
     remark = header.get("remark")
     if not isinstance(fields, dict) or (remark is not None and not isinstance(remark, str)):

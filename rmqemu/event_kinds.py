@@ -96,14 +96,24 @@ NODES = Section("Nodes", (
          "exit with code 4", (
              Field("error", STR, "`Type: message`", required=True),
          ), ext=True),
-    Kind("wire.bad_frame", "any node", "a frame that could not be decoded (`reason`), or a request whose header "
-         "its handler refused (`code`, `error`; answered SYSTEM_ERROR); dropped", (
+    Kind("wire.bad_frame", "any node", "a frame that could not be decoded (`reason`: not JSON, too large, "
+         "nested too deep, a number out of range, a bad header field), or a request whose header its handler "
+         "refused (`code`, `error`; answered SYSTEM_ERROR); dropped. Both are rate-limited (each on its own): at "
+         "most one line per peer per second and 20 per second in all", (
              Field("peer", STR, required=True), Field("reason", STR),
              Field("code", INT, "the request code"), Field("error", STR),
+             Field("suppressed", INT, "frames of the same sort from this peer dropped without a line since its "
+                   "previous one", ext=True),
          ), ext=True),
-    Kind("control.refused", "any node", "a control command with a bad token or shape, ignored", (
-        Field("reason", STR, required=True),
-    ), ext=True),
+    Kind("control.refused", "any node (`events/<node>.jsonl`), the launcher (`faults.jsonl`), the `rmqemu up` "
+         "supervisor (a JSON line in `supervisor.log`)",
+         "a control message or supervisor request that failed its check (signature, sequence number or nonce "
+         "replayed, shape; docs/design.md §2), ignored. Rate-limited like `wire.bad_frame`", (
+             Field("reason", STR, required=True),
+             Field("peer", STR, "launcher and supervisor: the connection's routing id (`?<hex>`)", ext=True),
+             Field("suppressed", INT, "refusals of this peer dropped without a line since its previous one",
+                   ext=True),
+         ), ext=True),
 ))
 
 NAMESRV = Section("NameServer", (

@@ -42,6 +42,8 @@ class Cluster:
         self.plans: dict[str, NodePlan] = {p.name: p for p in plan_nodes(topo)}
         self.token = secrets.token_hex(16)
         self.control = ControlServer(self.token)
+        self.control.on_refused = lambda fields: self.record(
+            {"node": "launcher", "kind": "control.refused", **fields})
         self.procs: dict[str, NodeProcess] = {}
         self.addrs: dict[str, str] = {}
         self.ports: dict[str, int] = {}
@@ -84,7 +86,7 @@ class Cluster:
         namesrv_names = [n for n, p in self.plans.items() if p.role == "namesrv"]
         for name in names:
             _manifest.write_spec(self, name, namesrv_names)
-            self.procs[name] = spawn_node(self.run_dir, name)
+            self.procs[name] = spawn_node(self.run_dir, name, self.control.enroll(name))
         pending = set(names)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while pending:

@@ -54,7 +54,8 @@ def write(cluster: "Cluster") -> None:
 
 
 def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
-    """What ``python -m emulator.node`` reads; holds the control token, so mode 0600."""
+    """What ``python -m emulator.node`` reads (mode 0600). No secret: the node's control key is
+    handed over on its stdin by ``spawn_node``."""
     plan = cluster.plans[name]
     names = [n for n in namesrv_names if n in cluster.addrs]
     spec = NodeSpec(
@@ -66,7 +67,6 @@ def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
         min_request_timeout_wall_ms=cluster.topo.timing.minRequestTimeoutWallMs,
         port=cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
         control=cluster.control.endpoint,
-        token=cluster.token,
         store_dir=str(cluster.run_dir / "store" / name),
         events=str(cluster.run_dir / "events" / f"{name}.jsonl"),
         namesrv_addrs=tuple(cluster.addrs[n] for n in names),

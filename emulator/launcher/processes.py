@@ -78,15 +78,17 @@ class NodeProcess:
         self.ident.close()
 
 
-def spawn_node(run_dir: Path, name: str) -> NodeProcess:
-    """Start ``python -m emulator.node <run_dir> <name>`` (the argv names the node)."""
+def spawn_node(run_dir: Path, name: str, control_key: bytes | None = None) -> NodeProcess:
+    """Start ``python -m emulator.node <run_dir> <name>`` (the argv names the node). Its control
+    key, when given, is written as one hex line to the child's stdin pipe: readable by that
+    process only, and in no file (emulator.transport._auth)."""
     log_path = run_dir / "logs" / f"{name}.log"
     log = open(log_path, "ab")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
         popen = subprocess.Popen(
             [sys.executable, "-m", "emulator.node", str(run_dir), name],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if control_key is not None else subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -95,6 +97,12 @@ def spawn_node(run_dir: Path, name: str) -> NodeProcess:
         )
     finally:
         log.close()
+    if popen.stdin is not None:
+        try:
+            popen.stdin.write(control_key.hex().encode() + b"\n")  # type: ignore[union-attr]
+            popen.stdin.close()
+        except OSError:
+            pass  # it died at once: the launcher sees it exit during start-up
     return NodeProcess(name, popen, SpawnedProcess.capture(popen.pid, name), log_path=log_path)
 
 

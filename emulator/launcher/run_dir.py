@@ -2,7 +2,7 @@
 
     runs/<run-id>/
       manifest.json            topology as resolved, seed, scale, versions, node -> pid/addr/create_time
-      specs/<node>.json        what each node process reads at start (includes the control token)
+      specs/<node>.json        what each node process reads at start (no secret: its control key goes to its stdin)
       events/<node>.jsonl      one JSON object per line, flushed per line
       faults.jsonl             fault.start / fault.end, and run.stop when the shutdown begins
       plan.json                the fault plan, written before it starts

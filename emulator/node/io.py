@@ -12,6 +12,7 @@ from typing import Any, BinaryIO, Callable, Protocol, TextIO
 
 from emulator.node.clock import host_ms
 from rmqemu import wire_json
+from emulator.transport._guard import EventGate
 from rmqemu.events import check as check_event
 
 
@@ -25,9 +26,19 @@ class EventLog:
         self.host = host
         self.file: BinaryIO | None = open(path, "ab") if path is not None else None
         self.written = 0
+        self.bad_request_gate = EventGate()
 
     def write(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """Append one line; an unregistered kind or field raises ``ValueError`` (:mod:`rmqemu.events`)."""
+        """Append one line; an unregistered kind or field raises ``ValueError`` (:mod:`rmqemu.events`).
+
+        A ``wire.bad_frame`` a role emits (a request whose header its handler refused: it has a
+        ``code``) is rate-limited per peer like the transport's undecodable frames, so a flood of
+        well-formed but bad requests cannot fill the disk either."""
+        if kind == "wire.bad_frame" and "code" in fields:
+            suppressed = self.bad_request_gate.admit(fields.get("peer"))
+            if suppressed is None:
+                return {"kind": kind, **fields}  # held back, not written
+            fields = {**fields, "suppressed": suppressed}
         check_event(kind, fields)
         event = {"ts": self.host(), "node": self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
         if self.file is not None:

@@ -1,7 +1,9 @@
 """One node process: ``python -m emulator.node RUN_DIR NODE`` (the argv names the node in ``ps``).
 
-Reads ``specs/<node>.json`` (written by the launcher), binds its transport, builds its role,
-says ready on the control plane and runs the :class:`~emulator.node.runtime.Runtime` loop. SIGTERM and
+Reads ``specs/<node>.json`` (written by the launcher) and, when the spec names a control endpoint,
+its control key from stdin (one hex line the launcher writes into the pipe at spawn: the key is in
+no file, see :mod:`emulator.transport._auth`), binds its transport, builds its role, says ready on
+the control plane and runs the :class:`~emulator.node.runtime.Runtime` loop. SIGTERM and
 SIGINT ask for a graceful stop (a broker unregisters from every namesrv, as ``shutdown()`` does);
 the launcher's ``shutdown`` command does the same. Exit codes: 0 after a graceful stop, 2 for a
 bad spec, 3 when the launcher is gone, 4 when the role could not start.
@@ -14,7 +16,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from emulator.node.clock import ClusterTime, SkewableClock
 from emulator.node.io import EventLog, StoreDir
@@ -32,7 +34,16 @@ MIN_STOP_GRACE_MS = 500.0  # ... but at least this many wall ms
 GC_YOUNG_THRESHOLD = 20000  # allocations between young collections (CPython's default: 700)
 
 
-def build(spec: NodeSpec) -> Runtime:
+def read_control_key(stream: BinaryIO) -> bytes:
+    """The key line the launcher wrote to our stdin; ``ValueError`` if there is none."""
+    line = stream.readline(256).strip()
+    key = bytes.fromhex(line.decode("ascii"))
+    if len(key) < 16:
+        raise ValueError("no control key on stdin (the launcher writes one at spawn)")
+    return key
+
+
+def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
     """Transport, role and runtime for a node spec (written by ``emulator.launcher.manifest.write_spec``).
 
     Every cluster duration the transport and the runtime need becomes host ms through the
@@ -43,7 +54,7 @@ def build(spec: NodeSpec) -> Runtime:
         spec.name, spec.port, idle_ms=cluster_time.host_ms(idle_s * 1000),
         heartbeat_ms=cluster_time.host_ms(NETTY_IDLE_S * 1000),
         connect_timeout_ms=cluster_time.host_ms(CONNECT_TIMEOUT_MS, MIN_CONNECT_TIMEOUT_MS), seed=spec.seed,
-        control_endpoint=spec.control, token=spec.token,
+        control_endpoint=spec.control, control_key=control_key,
     )
     clock = SkewableClock()
     store = StoreDir(Path(spec.store_dir) if spec.store_dir else None)
@@ -64,10 +75,11 @@ def main(argv: list[str]) -> int:
     run_dir, name = Path(argv[0]), argv[1]
     try:
         spec = NodeSpec.read(run_dir / "specs" / f"{name}.json")
+        key = read_control_key(sys.stdin.buffer) if spec.control else b""
     except (OSError, ValueError) as exc:
-        print(f"{name}: cannot read its spec: {exc}", file=sys.stderr)
+        print(f"{name}: cannot read its spec or control key: {exc}", file=sys.stderr)
         return 2
-    runtime = build(spec)
+    runtime = build(spec, key)
     # The modules and the role's tables built so far live as long as the process: move them out
     # of the cyclic collector's sight, and collect young objects less often (a node allocates a
     # few dicts per message, almost none of them in cycles).

@@ -151,11 +151,11 @@ class Runtime:
             if p is not None:
                 self._perform(self._call(lambda now: p.request.on_reply(None, now)))
         elif isinstance(ev, BadInput):
-            self.events.write("wire.bad_frame", {"peer": ev.peer, "reason": ev.reason})
+            self.events.write("wire.bad_frame", {"peer": ev.peer, "reason": ev.reason, "suppressed": ev.suppressed})
         elif isinstance(ev, ControlCommand):
             self._on_command(ev)
         elif isinstance(ev, ControlRefused):
-            self.events.write("control.refused", {"reason": ev.reason})
+            self.events.write("control.refused", {"reason": ev.reason, "suppressed": ev.suppressed})
         elif isinstance(ev, ControlLost):
             self.events.write("node.exit", {"role": self.role.role, "code": EXIT_LAUNCHER_LOST,
                                             "reason": ev.reason, **self.start_fields})

@@ -1,6 +1,7 @@
 """The node spec: everything one node process needs, written by the launcher, read by the node.
 
-The launcher writes ``specs/<node>.json`` (mode 0600: it holds the control token) and starts
+The launcher writes ``specs/<node>.json`` (mode 0600; it holds no secret: the control key goes
+to the node's stdin, see ``emulator.transport._auth``) and starts
 ``python -m emulator.node RUN_DIR NODE``; the node reads the file back into a :class:`NodeSpec`
 and hands it to its role's ``from_spec``. One frozen, typed record instead of a dict means a
 missing or mistyped key fails once, when the node starts, with the key's name, rather than as a
@@ -52,7 +53,6 @@ class NodeSpec:
     min_request_timeout_wall_ms: float = DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
     port: int = 0  # 0: any free port; a restarted node gets its old one so routes stay valid
     control: str | None = None  # the launcher's control endpoint; None in unit tests
-    token: str = ""
     store_dir: str | None = None
     events: str | None = None
     namesrv_addrs: tuple[str, ...] = ()

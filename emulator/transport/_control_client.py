@@ -5,6 +5,12 @@ kernel re-parents an orphan), or the control connection dropped and did not come
 :data:`RECONNECT_GRACE_MS` (a SIGSTOPped node's own heartbeat may time out when it resumes; the
 DEALER then reconnects at once, which is not a loss). ZMQ heartbeats on the connection catch a
 launcher that hangs without dying.
+
+Messages are signed with the key the launcher handed this process at spawn and numbered
+(:mod:`._auth`); a command that does not verify or replays an old number is refused
+(:class:`ControlRefused`, rate-limited) and never obeyed. The DEALER has no chosen identity: the
+launcher routes to the connection our last signed message came on, so after every (re)connect we
+send a signed ``hello``.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from typing import Any
 import zmq
 from emulator.transport._monitor import recv_monitor_message
 
+from emulator.transport import _auth
+from emulator.transport._guard import EventGate
+from emulator.transport._wire import MAX_CONTROL_BYTES, pack, unpack
 from emulator.transport.base import ControlCommand, ControlLost, ControlRefused, TransportEvent
-from emulator.transport.control import pack, unpack
 
 RECONNECT_GRACE_MS = 2000.0
 HEARTBEAT_IVL_MS = 1000
@@ -25,11 +33,15 @@ PPID_CHECK_MS = 200.0
 
 
 class ControlClient:
-    def __init__(self, ctx: zmq.Context, endpoint: str, token: str, name: str) -> None:
-        self.token = token
+    def __init__(self, ctx: zmq.Context, endpoint: str, key: bytes, name: str) -> None:
+        self.key = key
+        self.name = name.encode()
+        self.seq_out = 0
+        self.seq_in = 0  # the last command sequence number accepted
+        self.gate = EventGate()
         self.sock = ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.IDENTITY, name.encode())
+        self.sock.setsockopt(zmq.MAXMSGSIZE, MAX_CONTROL_BYTES)
         self.sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
         self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
         self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
@@ -42,7 +54,10 @@ class ControlClient:
 
     def send(self, msg: dict[str, Any]) -> None:
         # Never blocks: before the handshake, zmq queues the message on the pipe (no IMMEDIATE).
-        self.sock.send(pack({**msg, "token": self.token}), zmq.NOBLOCK)
+        self.seq_out += 1
+        payload = pack({**msg, "seq": self.seq_out})
+        self.sock.send_multipart([self.name, payload, _auth.tag(self.key, _auth.FROM_NODE + self.name, payload)],
+                                 zmq.NOBLOCK)
 
     def ready(self, info: dict[str, Any]) -> None:
         self.send({"t": "ready", "info": info})
@@ -56,14 +71,33 @@ class ControlClient:
     def on_readable(self, out: list[TransportEvent]) -> None:
         while True:
             try:
-                data = self.sock.recv(zmq.NOBLOCK)
+                parts = self.sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            msg = unpack(data)
-            if msg is None or msg.get("token") != self.token:
-                out.append(ControlRefused("control message without the run's token"))
-            elif msg.get("t") == "cmd":
-                out.append(ControlCommand(str(msg.get("cmd_id")), str(msg.get("name")), dict(msg.get("args") or {})))
+            try:
+                refusal = self._on_message(parts, out)
+            except Exception as exc:  # nothing one frame holds may end the node's loop
+                refusal = f"{type(exc).__name__}: {exc}"
+            if refusal is not None:
+                suppressed = self.gate.admit("launcher")
+                if suppressed is not None:
+                    out.append(ControlRefused(refusal[:500], suppressed))
+
+    def _on_message(self, parts: list[bytes], out: list[TransportEvent]) -> str | None:
+        if len(parts) != 2:
+            return f"expected [payload, signature], got {len(parts)} part(s)"
+        payload, got = parts
+        if not _auth.verify(self.key, _auth.TO_NODE + self.name, payload, got):
+            return "bad signature (not this spawn's key)"
+        msg = unpack(payload)
+        if msg is None:
+            return "signed payload is not a JSON object"
+        if not _auth.fresh_seq(msg.get("seq"), self.seq_in):
+            return f"replayed or out-of-order command (seq {msg.get('seq')!r} <= {self.seq_in})"
+        self.seq_in = msg["seq"]
+        if msg.get("t") == "cmd":
+            out.append(ControlCommand(str(msg.get("cmd_id")), str(msg.get("name")), dict(msg.get("args") or {})))
+        return None
 
     def on_monitor(self, now_ms: float) -> None:
         while self.mon.poll(0):
@@ -72,6 +106,10 @@ class ControlClient:
                 self.down_since = self.down_since if self.down_since is not None else now_ms
             elif ev["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.down_since = None
+                try:  # a new connection has a new routing id at the launcher: tell it who we are
+                    self.send({"t": "hello"})
+                except zmq.ZMQError:
+                    pass
 
     def check(self, now_ms: float, out: list[TransportEvent]) -> None:
         """Report the launcher's loss once."""

@@ -43,11 +43,13 @@ class Received:
 
 @dataclass(frozen=True)
 class BadInput:
-    """Undecodable input from ``peer``; logged as ``wire.bad_frame`` and dropped."""
+    """Undecodable input from ``peer``; logged as ``wire.bad_frame`` and dropped. Rate-limited
+    (:mod:`._guard`): ``suppressed`` more of the same were dropped unreported before this one."""
 
     peer: str
     reason: str
     channel: str | None = None
+    suppressed: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class SendFailed:
 
 @dataclass(frozen=True)
 class ControlCommand:
-    """A command from the launcher (token already checked); answer it with ``Transport.ack``."""
+    """A command from the launcher (signature and sequence checked); answer it with ``Transport.ack``."""
 
     cmd_id: str
     name: str
@@ -72,9 +74,11 @@ class ControlCommand:
 
 @dataclass(frozen=True)
 class ControlRefused:
-    """A control message with a wrong or missing token: logged, not obeyed."""
+    """A control message that failed its check (signature, sequence, shape): logged, not obeyed.
+    Rate-limited like :class:`BadInput`."""
 
     reason: str
+    suppressed: int = 0
 
 
 @dataclass(frozen=True)

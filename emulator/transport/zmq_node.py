@@ -2,9 +2,12 @@
 
 - Inbound: one ROUTER bound on 127.0.0.1 (``ROUTER_HANDOVER`` so a restarted peer under the same
   identity is accepted, ``ROUTER_MANDATORY`` so a reply to a vanished peer fails instead of
-  vanishing). Channels come from :mod:`._conns` (monitor + ``SRCFD``). Netty's
-  ``IdleStateHandler(0, 0, 120 s)`` is modelled at the application level: a channel with no frame
-  in or out for ``idle_ms`` is closed for real and reported ``idle`` (docs/rocketmq-model.md §1.5).
+  vanishing, ``MAXMSGSIZE`` so a huge frame drops its connection before it is buffered). Any
+  frame decodes to a :class:`Frame` or a rate-limited :class:`BadInput` (:mod:`._guard`); no
+  exception of one frame leaves :meth:`ZmqTransport._decode`. Channels come from
+  :mod:`._conns` (monitor + ``SRCFD``). Netty's ``IdleStateHandler(0, 0, 120 s)`` is modelled
+  at the application level: a channel with no frame in or out for ``idle_ms`` is closed for real
+  and reported ``idle`` (docs/rocketmq-model.md §1.5).
 - Outbound: one DEALER per peer address (:mod:`._outbound`), ZMQ heartbeats so a dead or frozen
   peer's connection is noticed, ``disconnected`` reported to the role.
 - Closing a channel for real: libzmq cannot close one peer of a ROUTER, so we ``shutdown(2)``
@@ -12,7 +15,7 @@
   close, and our monitor reports ``DISCONNECTED`` like any other close.
 - Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)`` (:mod:`._shaping`),
   the receiver the block of ``(src, self)`` (:mod:`emulator.node.links`).
-- Control: :mod:`._control_client`, never faulted.
+- Control: :mod:`._control_client`, never faulted, signed per message (:mod:`._auth`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from emulator.protocol import BadFrame, Frame, decode, encode
 from emulator.protocol import ChannelEvent
 from emulator.transport._conns import ConnTracker
 from emulator.transport._control_client import ControlClient
+from emulator.transport._guard import EventGate, seed_routing_ids
 from emulator.transport._outbound import Outbound
 from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
@@ -41,6 +45,7 @@ from emulator.transport.base import (
 
 _EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: IntFlag arithmetic is slow (see _frames)
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
+MAX_INBOUND_FRAME_BYTES = 64 * 1024 * 1024  # libzmq drops a connection sending a larger frame
 
 
 class ZmqTransport:
@@ -48,14 +53,16 @@ class ZmqTransport:
 
     def __init__(self, name: str, port: int = 0, *, idle_ms: float = 1200.0, heartbeat_ms: float = 1200.0,
                  connect_timeout_ms: float = 3000.0, seed: int = 0,
-                 control_endpoint: str | None = None, token: str = "") -> None:
+                 control_endpoint: str | None = None, control_key: bytes = b"") -> None:
         self.name = name
         self.idle_ms = idle_ms
         self.heartbeat_ms = max(int(heartbeat_ms), 20)
         self.connect_timeout_ms = connect_timeout_ms
+        seed_routing_ids()
         self.ctx = zmq.Context()
         self.router = self.ctx.socket(zmq.ROUTER)
-        for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1)):
+        for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1),
+                         (zmq.MAXMSGSIZE, MAX_INBOUND_FRAME_BYTES)):
             self.router.setsockopt(opt, val)
         if port:
             self.router.bind(f"tcp://127.0.0.1:{port}")
@@ -83,11 +90,12 @@ class ZmqTransport:
             self.poller.register(sock, zmq.POLLIN)
         self.control: ControlClient | None = None
         if control_endpoint:
-            self.control = ControlClient(self.ctx, control_endpoint, token, name)
+            self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
             self.poller.register(self.control.sock, zmq.POLLIN)
             self.poller.register(self.control.mon, zmq.POLLIN)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
+        self.bad_input_gate = EventGate()
 
     @property
     def address(self) -> str:
@@ -253,9 +261,12 @@ class ZmqTransport:
                 outbound: bool, addr: str | None = None) -> None:
         try:
             frame = decode(parts)
-        except BadFrame as exc:
+        except Exception as exc:  # BadFrame, or anything decode did not foresee: never the loop's end
             self.counters["bad_frames"] += 1
-            out.append(BadInput(peer, str(exc), channel))
+            suppressed = self.bad_input_gate.admit(peer)
+            if suppressed is not None:
+                reason = str(exc) if isinstance(exc, BadFrame) else f"{type(exc).__name__}: {exc}"
+                out.append(BadInput(peer, reason[:500], channel, suppressed))
             return
         self.counters["received"] += 1
         out.append(Received(channel, peer, frame, outbound, addr))
