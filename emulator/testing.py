@@ -119,13 +119,12 @@ def rmqemu_spark() -> Iterator[Any]:
         stop_session(session)
 
 
-#: Sized for a test worker on a small host: two cores, few shuffle partitions, a small driver.
+#: Sized for a test worker on a small host: two cores, few shuffle partitions, a small driver
+#: (on top of ``build_session``'s small-input settings: no code generation, the C1 compiler).
 TEST_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "1g",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
 }
 
 

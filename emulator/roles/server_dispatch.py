@@ -67,7 +67,9 @@ def dispatch(handlers: dict[int, Handler], msg: Inbound, now: Now) -> list[Actio
         return [] if frame.is_oneway else [Reply(msg.channel, not_supported(frame))]
     try:
         return handler(msg, now)
-    except (HeaderError, BadFrame, KeyError, TypeError, ValueError) as exc:
+    except (HeaderError, BadFrame, KeyError, TypeError, ValueError, AttributeError) as exc:
+        # AttributeError: a body of the wrong JSON type (a list where an object belongs) from
+        # any peer; RocketMQ's decode fails there too and the request gets SYSTEM_ERROR
         bad = Emit("wire.bad_frame", {"peer": msg.peer, "code": frame.code, "error": f"{type(exc).__name__}: {exc}"})
         if frame.is_oneway:
             return [bad]

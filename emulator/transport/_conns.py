@@ -21,6 +21,8 @@ the late ``ACCEPTED`` is absorbed.
 from __future__ import annotations
 
 import itertools
+import os
+import socket
 from dataclasses import dataclass
 
 
@@ -98,3 +100,18 @@ class ConnTracker:
 
     def channels(self) -> list[str]:
         return sorted(self._by_channel)
+
+
+def shutdown_fd(fd: int) -> None:
+    """Shut a TCP connection down through a duplicate of libzmq's fd (the fd stays libzmq's):
+    libzmq cannot close one peer of a ROUTER, but it sees the EOF and reports the close."""
+    try:
+        dup = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        dup.close()

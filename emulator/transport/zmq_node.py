@@ -21,9 +21,7 @@
 from __future__ import annotations
 
 import math
-import os
 import random
-import socket
 from typing import Any
 
 import zmq
@@ -34,10 +32,10 @@ from emulator.node.clock import mono_ms
 from emulator.node.links import LinkRule, LinkTable
 from emulator.protocol import BadFrame, Frame, decode, encode
 from emulator.protocol import ChannelEvent
-from emulator.transport._conns import ConnTracker
+from emulator.transport._conns import ConnTracker, shutdown_fd
 from emulator.transport._control_client import ControlClient
 from emulator.transport._guard import EventGate, seed_routing_ids
-from emulator.transport._outbound import Outbound
+from emulator.transport._outbound import Outbound, OutboundSet
 from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
     OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
@@ -72,12 +70,6 @@ class ZmqTransport:
         self.router_mon = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
         self.conns = ConnTracker()
         self.closing: dict[str, str] = {}  # channel -> event kind to report when its close shows up
-        self.outbound: dict[str, Outbound] = {}
-        # What a poll needs without walking every peer (a client of a 56-node cluster has ~30):
-        # which Outbound a ready socket belongs to, and which ones hold frames waiting to be sent.
-        self.outbound_of_sock: dict[zmq.Socket, Outbound] = {}
-        self.outbound_of_mon: dict[zmq.Socket, Outbound] = {}
-        self.backlogged: set[Outbound] = set()
         self.peer_labels: dict[bytes, str] = {}  # routing id -> printable peer name (few peers, many frames)
         self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
         self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
@@ -88,6 +80,7 @@ class ZmqTransport:
         self.poller = zmq.Poller()
         for sock in (self.router, self.router_mon):
             self.poller.register(sock, zmq.POLLIN)
+        self.outbound = OutboundSet(self.ctx, name.encode(), self.heartbeat_ms, self.poller)
         self.control: ControlClient | None = None
         if control_endpoint:
             self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
@@ -125,18 +118,7 @@ class ZmqTransport:
     def _deliver(self, channel: str, frame: Frame) -> bool:
         now = mono_ms()
         if channel.startswith(OUT_PREFIX):
-            addr = channel[len(OUT_PREFIX):]
-            out = self.outbound.get(addr)
-            if out is None:
-                out = self.outbound[addr] = Outbound(self.ctx, addr, self.name.encode(), self.heartbeat_ms // 4,
-                                                     self.heartbeat_ms)
-                self.poller.register(out.sock, zmq.POLLIN)
-                self.poller.register(out.mon, zmq.POLLIN)
-                self.outbound_of_sock[out.sock] = out
-                self.outbound_of_mon[out.mon] = out
-            ok = out.send(frame, now, self.connect_timeout_ms)
-            if out.queue:
-                self.backlogged.add(out)
+            ok = self.outbound.send(channel[len(OUT_PREFIX):], frame, now, self.connect_timeout_ms)
         else:
             conn = self.conns.live(channel)
             if conn is None:
@@ -155,7 +137,7 @@ class ZmqTransport:
         if conn is None or channel in self.closing:
             return
         self.closing[channel] = kind
-        _shutdown_fd(conn.fd)
+        shutdown_fd(conn.fd)
 
     # ------------------------------------------------------------------ receiving
 
@@ -173,15 +155,12 @@ class ZmqTransport:
         if self.router in ready:
             self._recv_router(now, out)
         for sock in ready:
-            if (ob := self.outbound_of_mon.get(sock)) is not None:
+            if (ob := self.outbound.by_mon.get(sock)) is not None:
                 ob.on_monitor(out)
         for sock in ready:
-            if (ob := self.outbound_of_sock.get(sock)) is not None:
+            if (ob := self.outbound.by_sock.get(sock)) is not None:
                 self._recv_outbound(ob, now, out)
-        for ob in list(self.backlogged):
-            ob.flush(now, out)
-            if not ob.queue:
-                self.backlogged.discard(ob)
+        self.outbound.flush(now, out)
         self.shaper.flush(now)
         self._check_idle(now)
         if self.control is not None:
@@ -199,7 +178,7 @@ class ZmqTransport:
     def _next_due(self, now: float) -> float | None:
         delayed_due = self.shaper.next_due()
         dues = [delayed_due] if delayed_due is not None else []
-        dues += [d for ob in self.backlogged if (d := ob.next_due_ms(now)) is not None]
+        dues += self.outbound.next_due_ms(now)
         if self.conns.conns():
             dues.append(self.next_idle_check)
         if self.control is not None:
@@ -304,28 +283,13 @@ class ZmqTransport:
             self.control.ack(cmd_id, ok, result)
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counters, "channels": self.conns.channels(), "outbound": sorted(self.outbound),
+        return {**self.counters, "channels": self.conns.channels(), "outbound": self.outbound.addrs(),
                 "delayed_now": len(self.shaper.delayed), "blocked_links": self.links.blocked_links()}
 
     def close(self) -> None:
-        for ob in self.outbound.values():
-            ob.close()
+        self.outbound.close()
         if self.control is not None:
             self.control.close()
         self.router_mon.close()
         self.router.close()
         self.ctx.term()
-
-
-def _shutdown_fd(fd: int) -> None:
-    """Shut a TCP connection down through a duplicate of libzmq's fd (the fd stays libzmq's)."""
-    try:
-        dup = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        return
-    try:
-        dup.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        dup.close()

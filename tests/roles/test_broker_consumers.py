@@ -239,3 +239,10 @@ def test_send_back_to_retry_then_dlq():
     assert d.role.store.queues[("%DLQ%cg", 0)][0]["properties"]["ORIGIN_MESSAGE_ID"] == "u1"
     resp = d.call(RC.CONSUMER_SEND_MSG_BACK, {**hdr, "offset": 999999})
     assert (resp.code, resp.remark) == (1, "look message by offset failed, 999999")
+
+
+def test_a_heartbeat_body_of_the_wrong_json_type_is_a_bad_frame_not_a_node_error():
+    d = broker()
+    resp = d.call(RC.HEART_BEAT, {}, [1, 2, 3])  # a list where HeartbeatData's object belongs
+    assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark.startswith("AttributeError")
+    assert d.events("wire.bad_frame") and not d.events("node.error")
