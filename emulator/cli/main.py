@@ -121,6 +121,30 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
         sys.exit(1)
 
 
+@main.command("plan")
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option("--seed", type=int, help="override the topology's seed")
+@click.option("--duration", help="override the duration (cluster seconds: 60, 90s, 2m)")
+@click.option("--nemesis", help="random faults of these kinds: kill,pause,partition,clock,...")
+@click.option("--interval", default="30s", show_default=True, help="as for launch")
+@handle_errors
+def plan_command(file: Path | None, seed: int | None, duration: str | None, nemesis: str | None,
+                 interval: str) -> None:
+    """Print the fault plan a launch would run (its plan.json), without running anything."""
+    path = file or Path("topologies/quickstart.yaml")
+    topo = override(check_topology_faults(load_topology(path), str(path)), "command line", seed=seed,
+                    duration=duration)
+    try:
+        plan = _fault_plan(topo, nemesis, interval, None)
+    except PlanError as exc:
+        raise UsageError(str(exc)) from None
+    if plan is None:
+        click.echo(f"{path}: no faults (the topology has no faults: list and no --nemesis was given)", err=True)
+        return
+    click.echo(plan.to_json(), nl=False)
+    click.echo(f"{len(plan.steps)} step(s), seed {plan.seed}, scale {plan.scale:g}", err=True)
+
+
 def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | None) -> Any:
     """The run's fault plan: replayed, random (nemesis) or from the topology's faults list."""
     if replay is None and nemesis is None and not topo.faults:
