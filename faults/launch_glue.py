@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = "30s",
-               replay: Path | None = None) -> Plan:
+               replay: Path | None = None, concurrency: int = 1) -> Plan:
     """The run's fault plan, checked against the topology's nodes before anything is spawned."""
 
     nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
@@ -35,7 +35,7 @@ def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = 
         if replay is not None:
             plan = read_plan(replay)
         elif nemesis:
-            plan = random_plan(nemesis, interval, topo.duration, nodes, topo.seed, scale)
+            plan = random_plan(nemesis, interval, topo.duration, nodes, topo.seed, scale, concurrency)
         else:
             plan = plan_from_specs(topo.faults, nodes, topo.seed, scale, topo.duration)
         check_plan(plan, nodes)

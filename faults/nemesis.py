@@ -4,8 +4,9 @@
 nemesis generators, a quiet interval, one fault held for an interval, a quiet interval, the next
 fault, ... Each fault's kind, targets and magnitudes are drawn from ``random.Random(
 f"rmqemu-nemesis-{seed}")``; the specs are then resolved exactly as a topology's ``faults:``
-list, so the plan is checked the same way and written to ``plan.json`` the same way. Faults
-never overlap, so every fault's effect (and the convergence after it) can be measured alone.
+list, so the plan is checked the same way and written to ``plan.json`` the same way. By default
+faults never overlap, so every fault's effect (and the convergence after it) can be measured
+alone; ``--concurrency N`` starts up to N at once, never two on one node.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ STROBE_PERIODS_S = (1, 5, 10)
 DRIFT_PPM = (5_000, 50_000, 200_000)
 LINK_DELAYS_S = (0.05, 0.5, 2.0, 5.0)  # 5 s crosses the 3 s send timeout
 LINK_LOSSES = (0.0, 0.05, 0.3)
+MAX_CONCURRENCY = 16
+PLACE_ATTEMPTS = 8  # --concurrency: draws per place before it stays empty (few nodes, wide faults)
 
 
 def parse_nemesis_kinds(text: str | Iterable[str]) -> list[str]:
@@ -91,11 +94,15 @@ def random_spec(kind: str, at_s: float, hold_s: float, nodes: Mapping[str, NodeI
 
 
 def random_plan(kinds: str | Iterable[str], interval: Any, duration: Any, nodes: Mapping[str, NodeInfo],
-                seed: int, scale: float) -> Plan:
+                seed: int, scale: float, concurrency: int = 1) -> Plan:
     """The whole nemesis plan for a run of ``duration`` (cluster time, e.g. ``"240s"``).
 
     Fault ``k`` starts at ``(2k + 1) * interval`` and is healed one interval later; the last one
     ends at least one interval before the end of the run, so the cluster is seen recovering.
+    ``concurrency`` > 1: up to that many faults start together in each fault interval, on
+    disjoint nodes (a partition touches every node of its links); a draw that would share a node
+    with one already placed is drawn again, a few times, then that place stays empty. With 1
+    the draws, and so the plan, are exactly those of a plan without the option.
     """
     kind_list = parse_nemesis_kinds(kinds)
     try:
@@ -104,6 +111,8 @@ def random_plan(kinds: str | Iterable[str], interval: Any, duration: Any, nodes:
         raise PlanError(f"nemesis: {err}") from None
     if interval_s <= 0:
         raise PlanError("nemesis: the interval must be > 0")
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise PlanError(f"nemesis: --concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
     if 3 * interval_s > duration_s:
         raise PlanError(f"nemesis: a run of {duration_s:g}s has no room for a fault with a {interval_s:g}s "
                         f"interval (quiet, fault, quiet needs {3 * interval_s:g}s)")
@@ -112,11 +121,26 @@ def random_plan(kinds: str | Iterable[str], interval: Any, duration: Any, nodes:
     steps = []
     at, k = interval_s, 0
     while at + 2 * interval_s <= duration_s:
-        k += 1
-        spec = random_spec(pick.choice(kind_list), at, interval_s, nodes, pick)
-        steps += resolve_spec(spec, f"n{k}", nodes, resolve, scale, f"nemesis #{k}")
+        used: set[str] = set()
+        for place in range(concurrency):
+            for _attempt in range(1 if concurrency == 1 else PLACE_ATTEMPTS):
+                spec = random_spec(pick.choice(kind_list), at, interval_s, nodes, pick)
+                drawn = resolve_spec(spec, f"n{k + 1}", nodes, resolve, scale, f"nemesis #{k + 1}")
+                touched = _touched(drawn)
+                if concurrency == 1 or not touched & used:
+                    k += 1
+                    used |= touched
+                    steps += drawn
+                    break
         at += 2 * interval_s
-    plan = Plan(seed, scale, sort_steps(steps), duration_s * 1000.0 * scale,
-                {"source": "nemesis", "kinds": kind_list, "interval_s": interval_s})
+    origin: dict[str, Any] = {"source": "nemesis", "kinds": kind_list, "interval_s": interval_s}
+    if concurrency > 1:
+        origin["concurrency"] = concurrency
+    plan = Plan(seed, scale, sort_steps(steps), duration_s * 1000.0 * scale, origin)
     check_plan(plan, nodes)
     return plan
+
+
+def _touched(steps: Iterable[Any]) -> set[str]:
+    """The nodes a fault's steps act on: its targets and both ends of every link it cuts or shapes."""
+    return {n for s in steps for n in (*s.targets, *(x for link in s.params.get("links") or [] for x in link))}

@@ -58,6 +58,8 @@ def schema() -> None:
 
 ROOT_OPTION = click.option("--root", type=click.Path(path_type=Path), default=DEFAULT_ROOT,
                            show_default=True, help="where run directories are created")
+CONCURRENCY_OPTION = click.option("--concurrency", type=int, default=1, show_default=True,
+                                  help="nemesis: up to N faults at once, never two on one node")
 RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
                           help="run directory (default: the latest under runs/)")
 
@@ -71,11 +73,13 @@ RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), defau
 @click.option("--nemesis", help="random faults of these kinds: kill,pause,partition,clock,...")
 @click.option("--interval", default="30s", show_default=True, help="each nemesis fault lasts one interval, then one interval of calm (cluster s)")
 @click.option("--replay", type=click.Path(path_type=Path), help="run the plan of an earlier run again")
+@CONCURRENCY_OPTION
 @click.option("--report/--no-report", default=False, help="run `rmqemu report` on the run afterwards")
 @click.option("--progress/--no-progress", default=True)
 @handle_errors
 def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None, duration: str | None,
-           nemesis: str | None, interval: str, replay: Path | None, report: bool, progress: bool) -> None:
+           nemesis: str | None, interval: str, replay: Path | None, concurrency: int, report: bool,
+           progress: bool) -> None:
     """Run a topology to completion (default: topologies/quickstart.yaml)."""
     if replay is not None and file is None:  # the replayed run's topology, as it resolved it
         topo = check_topology_faults(parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"],
@@ -85,7 +89,7 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
         topo = check_topology_faults(load_topology(path), str(path))
     topo = override(topo, "command line", seed=seed, duration=duration)
     try:
-        plan = _fault_plan(topo, nemesis, interval, replay)
+        plan = _fault_plan(topo, nemesis, interval, replay, concurrency)
     except PlanError as exc:  # the topology's own faults were checked above: this is --nemesis/--interval/--replay
         raise UsageError(str(exc)) from None
     if report and _report_import_error is not None:  # say so before the run, not after it
@@ -127,15 +131,16 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
 @click.option("--duration", help="override the duration (cluster seconds: 60, 90s, 2m)")
 @click.option("--nemesis", help="random faults of these kinds: kill,pause,partition,clock,...")
 @click.option("--interval", default="30s", show_default=True, help="as for launch")
+@CONCURRENCY_OPTION
 @handle_errors
 def plan_command(file: Path | None, seed: int | None, duration: str | None, nemesis: str | None,
-                 interval: str) -> None:
+                 interval: str, concurrency: int) -> None:
     """Print the fault plan a launch would run (its plan.json), without running anything."""
     path = file or Path("topologies/quickstart.yaml")
     topo = override(check_topology_faults(load_topology(path), str(path)), "command line", seed=seed,
                     duration=duration)
     try:
-        plan = _fault_plan(topo, nemesis, interval, None)
+        plan = _fault_plan(topo, nemesis, interval, None, concurrency)
     except PlanError as exc:
         raise UsageError(str(exc)) from None
     if plan is None:
@@ -145,14 +150,16 @@ def plan_command(file: Path | None, seed: int | None, duration: str | None, neme
     click.echo(f"{len(plan.steps)} step(s), seed {plan.seed}, scale {plan.scale:g}", err=True)
 
 
-def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | None) -> Any:
+def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | None, concurrency: int = 1) -> Any:
     """The run's fault plan: replayed, random (nemesis) or from the topology's faults list."""
+    if concurrency != 1 and not nemesis:
+        raise PlanError("--concurrency is for --nemesis plans (a topology's faults: list says its own times)")
     if replay is None and nemesis is None and not topo.faults:
         return None
     from faults.launch_glue import build_plan
 
     return build_plan(topo, nemesis=nemesis, interval=interval,
-                      replay=resolve_run(replay) if replay else None)
+                      replay=resolve_run(replay) if replay else None, concurrency=concurrency)
 
 
 @main.command()
