@@ -1,0 +1,163 @@
+"""Running a sweep's runs: in parallel as far as the host keeps up, resumable, with progress.
+
+Each run is an ordinary ``rmqemu launch`` in its own process and run directory
+(``<sweep dir>/<run id>/``), from a topology file the runner writes (``topologies/<run id>.json``:
+the base with the cell's values and the seed), so every run can be replayed or reported alone.
+A run is complete once ``<run>/done.json`` exists (written when its launch returned); a
+re-invoked sweep whose grid is unchanged reuses the newest directory of that sweep and skips
+complete runs, and starts over an incomplete one (its directory is cleared first).
+
+How many at once (``parallel: auto``): a compressed run is only faithful while the host keeps
+every node's timers on time (docs/design.md §9, "Timing health"), and a node's CPU grows as the
+scale shrinks. ``auto`` runs as many as fit in :data:`CPU_BUDGET` of the host's cores at the cost
+per node measured by ``bench/capacity.py``, at least one; and when a run's launcher warns that
+the host fell behind while others ran beside it, the limit drops by one for the runs still to
+start (the warning stays in that run's log and its metrics say ``timing.healthy: false``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from emulator.launcher.topology_load import load_topology, plan_nodes
+from emulator.sweep.spec import SweepRun, SweepSpec, cell_topology
+from rmqemu.errors import RunDirError
+
+CPU_BUDGET = 0.6  # of the host's cores: headroom for the launcher, the OS and timer jitter
+#: CPU of one node (fraction of a core) x timing.scale, from bench/capacity.py: a node of the
+#: 16-node capacity shape at scale 0.05 used about 3.5 % of a core (0.035 x 0.05).
+NODE_CPU_X_SCALE = 0.00175
+FELL_BEHIND = "warning: the host is falling behind"
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    fell_behind: bool
+    skipped: bool = False  # complete from an earlier invocation
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "exit_code": self.exit_code, "fell_behind": self.fell_behind}
+
+
+def auto_parallel(nodes: int, scale: float, cores: int | None = None) -> int:
+    """Runs at once that the host keeps healthy, by the measured cost per node (module docstring)."""
+    cores = cores or os.cpu_count() or 1
+    per_run = nodes * NODE_CPU_X_SCALE / max(scale, 1e-6)
+    return max(1, int(cores * CPU_BUDGET / per_run))
+
+
+def auto_limit(spec: SweepSpec, base: Any) -> int:
+    """``parallel: auto`` for a grid: what its most demanding cell allows."""
+    limits = []
+    for cell in spec.cells():
+        topo = cell_topology(base, cell, spec.seeds[0], spec.source)
+        limits.append(auto_parallel(len(plan_nodes(topo)), topo.timing.scale))
+    return min(limits)
+
+
+def sweep_dir(spec: SweepSpec, root: Path, fresh: bool = False) -> Path:
+    """The newest directory of this sweep with the same grid (resume), else a new one."""
+    grid = spec.to_dict()
+    if not fresh and root.is_dir():
+        for old in sorted(root.glob(f"{spec.name}-*"), reverse=True):
+            try:
+                if json.loads((old / "sweep.json").read_text())["grid"] == grid:
+                    return old
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = root / f"{spec.name}-{stamp}"
+    try:
+        out.mkdir(parents=True, exist_ok=False)
+    except OSError as exc:
+        raise RunDirError(f"{out}: cannot create the sweep directory ({exc.strerror or exc})") from None
+    (out / "sweep.json").write_text(json.dumps({"grid": grid, "source": spec.source}, indent=2), encoding="utf-8")
+    return out
+
+
+def run_sweep(spec: SweepSpec, out: Path, parallel: int | None = None,
+              on_done: Callable[[RunResult], None] = lambda r: None) -> list[RunResult]:
+    """Run every run of the grid that is not complete yet; every run's result, in grid order."""
+    base = load_topology(spec.topology_path)
+    runs = spec.runs()
+    limit = parallel or (spec.parallel if isinstance(spec.parallel, int) else auto_limit(spec, base))
+    results: dict[str, RunResult] = {}
+    todo: list[SweepRun] = []
+    for run in runs:
+        done = out / run.run_id / "done.json"
+        if done.is_file():
+            data = json.loads(done.read_text())
+            results[run.run_id] = RunResult(run.run_id, out / run.run_id, int(data["exit_code"]),
+                                            bool(data["fell_behind"]), skipped=True)
+            on_done(results[run.run_id])
+        else:
+            todo.append(run)
+    state = _Limit(limit)
+    with ThreadPoolExecutor(max_workers=max(1, limit)) as pool:
+        active: dict[Future[RunResult], SweepRun] = {}
+        while todo or active:
+            while todo and len(active) < state.limit:
+                run = todo.pop(0)
+                active[pool.submit(_launch, spec, base, run, out, len(active) + 1)] = run
+            finished, _ = wait(list(active), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                active.pop(fut)
+                result = fut.result()
+                results[result.run_id] = result
+                if result.fell_behind and state.shared:
+                    state.lower()
+                on_done(result)
+            state.shared = len(active) > 0
+    return [results[r.run_id] for r in runs]
+
+
+class _Limit:
+    """The number of runs at once, lowered (never below 1) when the host fell behind."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.shared = limit > 1
+        self.lock = threading.Lock()
+
+    def lower(self) -> None:
+        with self.lock:
+            self.limit = max(1, self.limit - 1)
+
+
+def _launch(spec: SweepSpec, base: Any, run: SweepRun, out: Path, running: int) -> RunResult:
+    topo = cell_topology(base, run.cell, run.seed, f"{spec.source} ({run.run_id})")
+    topo_file = out / "topologies" / f"{run.run_id}.json"
+    topo_file.parent.mkdir(parents=True, exist_ok=True)
+    topo_file.write_text(json.dumps(topo.model_dump(mode="json", by_alias=True, exclude_unset=True), indent=1),
+                         encoding="utf-8")
+    run_dir = out / run.run_id
+    if run_dir.exists():  # an incomplete run of an earlier invocation: start it over
+        shutil.rmtree(run_dir)
+    args = [sys.executable, "-c", "from emulator.cli.main import main; main()", "launch", str(topo_file),
+            "--run-dir", str(run_dir), "--no-progress"]
+    if spec.nemesis:
+        kinds = spec.nemesis["kinds"]
+        args += ["--nemesis", ",".join(kinds) if isinstance(kinds, list) else str(kinds),
+                 "--interval", str(spec.nemesis.get("interval", "30s")),
+                 "--concurrency", str(spec.nemesis.get("concurrency", 1))]
+    run_dir.mkdir(parents=True)
+    with open(run_dir / "launch.log", "w", encoding="utf-8") as log:
+        code = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT).returncode
+    fell_behind = FELL_BEHIND in (run_dir / "launch.log").read_text(encoding="utf-8", errors="replace")
+    result = RunResult(run.run_id, run_dir, code, fell_behind and running > 1)
+    (run_dir / "done.json").write_text(json.dumps({**result.to_dict(), "seed": run.seed, "cell": run.cell.values}),
+                                       encoding="utf-8")
+    return result
