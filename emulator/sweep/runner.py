@@ -75,11 +75,11 @@ def sweep_dir(spec: SweepSpec, root: Path, fresh: bool = False) -> Path:
         for old in sorted(root.glob(f"{spec.name}-*"), reverse=True):
             try:
                 if json.loads((old / "sweep.json").read_text())["grid"] == grid:
-                    return old
+                    return old.resolve()
             except (OSError, ValueError, KeyError, TypeError):
                 continue
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    out = root / f"{spec.name}-{stamp}"
+    out = (root / f"{spec.name}-{stamp}").resolve()
     try:
         out.mkdir(parents=True, exist_ok=False)
     except OSError as exc:
