@@ -216,10 +216,12 @@ def _register_commands() -> None:
     """Commands that live in other packages: admin verbs, fault verbs, the Spark report."""
     from emulator.cli.admin import admin
     from emulator.cli.fault_verbs import register as register_fault_verbs
+    from emulator.cli.runs import runs_command
     from emulator.cli.sweep import sweep_command
 
     main.add_command(admin)
     main.add_command(sweep_command)
+    main.add_command(runs_command)
     register_fault_verbs(main)
     global _report_import_error
     try:
