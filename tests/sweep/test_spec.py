@@ -81,3 +81,11 @@ def test_auto_parallel_follows_nodes_and_scale() -> None:
     assert auto_parallel(4, 0.01, cores=2) == 1  # 4 nodes at 0.01: 0.7 of a core each run
     assert auto_parallel(4, 0.1, cores=2) == 17
     assert auto_parallel(56, 0.01, cores=2) == 1  # never below one
+
+
+def test_the_sweep_files_in_the_repository_are_valid() -> None:
+    files = sorted((Path(__file__).resolve().parents[2] / "sweeps").glob("*.yaml"))
+    assert files
+    for f in files:
+        spec = load_sweep(f)
+        assert spec.runs() and spec.expect, f
