@@ -116,26 +116,31 @@ class Cluster:
         live = [p for p in self.procs.values() if p.alive()]
         if self.started_ms and live:  # the end of the measured run: what follows is the shutdown
             self.record({"node": "launcher", "kind": "run.stop"})
-        for roles in (("producer", "consumer"), ("broker",), ("namesrv",)):
-            group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
-            for p in group:
-                p.expected_exit = True
-                try:
-                    p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
-                    self.control.command(p.name, "shutdown", {})
-                except (ControlError, FaultError, OSError):
-                    pass
-            deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
-            while any(p.alive() for p in group) and time.monotonic() < deadline:
-                self.pump(20)
-        kill_all(live)
-        self.pump(0)
-        for p in self.procs.values():
-            self._note_exit(p)
-            p.close()
-        self.control.close()
-        if self.started_ms:
-            _manifest.write(self)
+        try:
+            for roles in (("producer", "consumer"), ("broker",), ("namesrv",)):
+                group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
+                for p in group:
+                    p.expected_exit = True
+                    try:
+                        p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
+                        self.control.command(p.name, "shutdown", {})
+                    except (ControlError, FaultError, OSError):
+                        pass
+                deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
+                while any(p.alive() for p in group) and time.monotonic() < deadline:
+                    self.pump(20)
+            kill_all(live)
+            self.pump(0)
+        finally:
+            # even when a signal cut the shutdown short (rmqemu launch, a third Ctrl-C): a node
+            # reaped by then gets its node.exit here, or nobody could write it (no longer our
+            # child); one still running is left to the caller (emulator.cli.interrupts.finish)
+            for p in self.procs.values():
+                self._note_exit(p)
+                p.close()
+            self.control.close()
+            if self.started_ms:
+                _manifest.write(self)
 
     # ------------------------------------------------------------------ observing
 

@@ -14,13 +14,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from emulator.testing import kill_survivors, process_alive as alive, read_events, run_processes
+from tests.faults.live import rmqemu, wait_until
 
 TOPO = """
 name: hostile
@@ -34,22 +34,20 @@ duration: 100000s
 """
 
 
-def wait_until(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def rmqemu(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from emulator.cli.main import main; main()", *args]
-
-
 def env_for(tmp_path: Path) -> dict[str, str]:
     xdg = tmp_path / "xdg"
     xdg.mkdir(mode=0o700, exist_ok=True)
     return dict(os.environ, XDG_RUNTIME_DIR=str(xdg))
+
+
+def start_launch(tmp_path: Path, topo: str = TOPO) -> tuple[subprocess.Popen, Path]:
+    """``rmqemu launch`` of ``topo`` in the background, in its own run directory."""
+    (tmp_path / "t.yaml").write_text(topo)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=env_for(tmp_path))
+    return proc, run_dir
 
 
 def cli(tmp_path: Path, *args: str, timeout: float = 25) -> subprocess.CompletedProcess:
@@ -76,11 +74,7 @@ def records(tmp_path: Path) -> list[Path]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_stops_launch_like_ctrl_c(tmp_path: Path, sig: int) -> None:
-    (tmp_path / "t.yaml").write_text(TOPO)
-    run_dir = tmp_path / "run"
-    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env=env_for(tmp_path))
+    proc, run_dir = start_launch(tmp_path)
     procs: list[tuple[int, float]] = []
     try:
         wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
@@ -192,11 +186,7 @@ def test_sigterm_to_the_up_supervisor_stops_its_cluster_gracefully(tmp_path: Pat
 def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> None:
     """Three Ctrl-C in a row: the second is only acknowledged, the third cuts the shutdown short.
     Whatever was cut, every node has a node.exit and the message names the nodes that were killed."""
-    (tmp_path / "t.yaml").write_text(TOPO)
-    run_dir = tmp_path / "run"
-    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env=env_for(tmp_path))
+    proc, run_dir = start_launch(tmp_path)
     procs: list[tuple[int, float]] = []
     try:
         wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
@@ -224,11 +214,7 @@ def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> No
 
 
 def test_sigterm_heals_an_active_fault_before_the_nodes_stop(tmp_path: Path) -> None:
-    (tmp_path / "t.yaml").write_text(TOPO + "faults:\n  - {at: 1s, pause: broker-a-1, duration: 50000s}\n")
-    run_dir = tmp_path / "run"
-    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env=env_for(tmp_path))
+    proc, run_dir = start_launch(tmp_path, TOPO + "faults:\n  - {at: 1s, pause: broker-a-1, duration: 50000s}\n")
     procs: list[tuple[int, float]] = []
     try:
         wait_until(lambda: (run_dir / "faults.jsonl").exists() and read_events(run_dir, "fault.start"),

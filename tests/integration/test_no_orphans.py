@@ -11,8 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -20,6 +18,7 @@ import pytest
 
 from emulator.testing import kill_survivors, run_processes as node_procs
 from emulator.testing import process_alive as alive
+from tests.faults.live import rmqemu, wait_until
 
 TOPO = """
 name: orphans
@@ -29,18 +28,6 @@ brokers:
   - {name: broker-a, slaves: 1}
 duration: 100000s
 """
-
-
-def wait_until(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def rmqemu(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from emulator.cli.main import main; main()", *args]
 
 
 def start_launch(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
