@@ -15,6 +15,8 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,21 @@ def start_launch(tmp_path: Path, topo: str = TOPO) -> tuple[subprocess.Popen, Pa
     return proc, run_dir
 
 
+@contextmanager
+def launched(tmp_path: Path, topo: str = TOPO) -> Iterator[tuple[subprocess.Popen, Path, list[tuple[int, float]]]]:
+    """:func:`start_launch`, then whatever the test did: the launcher and every node of the run
+    it recorded (fill the list once the run started) are gone afterwards."""
+    proc, run_dir = start_launch(tmp_path, topo)
+    procs: list[tuple[int, float]] = []
+    try:
+        yield proc, run_dir, procs
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_survivors(procs)
+
+
 def cli(tmp_path: Path, *args: str, timeout: float = 25) -> subprocess.CompletedProcess:
     """Run one command; ``timeout`` (under the old 30 s RPC wait) makes a hang fail the test."""
     return subprocess.run(rmqemu(*args), capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
@@ -74,12 +91,10 @@ def records(tmp_path: Path) -> list[Path]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_stops_launch_like_ctrl_c(tmp_path: Path, sig: int) -> None:
-    proc, run_dir = start_launch(tmp_path)
-    procs: list[tuple[int, float]] = []
-    try:
+    with launched(tmp_path) as (proc, run_dir, procs):
         wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
                    90, "the cluster to start")
-        procs = run_processes(run_dir)
+        procs[:] = run_processes(run_dir)
         assert len(procs) == 4 and all(alive(*p) for p in procs)
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=90)
@@ -91,11 +106,6 @@ def test_sigterm_stops_launch_like_ctrl_c(tmp_path: Path, sig: int) -> None:
         assert all(e.get("code") == 0 for e in exits), exits  # every node shut down gracefully
         assert len(read_events(run_dir, "run.stop")) == 1
         assert not any(alive(*p) for p in procs)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        kill_survivors(procs)
 
 
 def test_dead_supervisor_status_and_down_answer_at_once(tmp_path: Path) -> None:
@@ -186,12 +196,10 @@ def test_sigterm_to_the_up_supervisor_stops_its_cluster_gracefully(tmp_path: Pat
 def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> None:
     """Three Ctrl-C in a row: the second is only acknowledged, the third cuts the shutdown short.
     Whatever was cut, every node has a node.exit and the message names the nodes that were killed."""
-    proc, run_dir = start_launch(tmp_path)
-    procs: list[tuple[int, float]] = []
-    try:
+    with launched(tmp_path) as (proc, run_dir, procs):
         wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
                    90, "the cluster to start")
-        procs = run_processes(run_dir)
+        procs[:] = run_processes(run_dir)
         for _ in range(3):
             proc.send_signal(signal.SIGINT)
             time.sleep(0.1)  # spacing, not a timing assertion: three separate signals
@@ -206,20 +214,14 @@ def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> No
         else:
             assert "nodes stopped;" in err
         assert not any(alive(*p) for p in procs)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        kill_survivors(procs)
 
 
 def test_sigterm_heals_an_active_fault_before_the_nodes_stop(tmp_path: Path) -> None:
-    proc, run_dir = start_launch(tmp_path, TOPO + "faults:\n  - {at: 1s, pause: broker-a-1, duration: 50000s}\n")
-    procs: list[tuple[int, float]] = []
-    try:
+    paused = TOPO + "faults:\n  - {at: 1s, pause: broker-a-1, duration: 50000s}\n"
+    with launched(tmp_path, paused) as (proc, run_dir, procs):
         wait_until(lambda: (run_dir / "faults.jsonl").exists() and read_events(run_dir, "fault.start"),
                    90, "the pause to start")
-        procs = run_processes(run_dir)
+        procs[:] = run_processes(run_dir)
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=90)
         assert proc.returncode == 143 and "faults healed, nodes stopped" in err, err
@@ -229,8 +231,3 @@ def test_sigterm_heals_an_active_fault_before_the_nodes_stop(tmp_path: Path) -> 
         assert sorted(e["node"] for e in read_events(run_dir, "node.exit")) == \
             ["broker-a-0", "broker-a-1", "namesrv-0", "pg-0"]
         assert not any(alive(*p) for p in procs)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        kill_survivors(procs)
