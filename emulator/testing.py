@@ -71,8 +71,18 @@ def kill_survivors(procs: Iterable[tuple[int, float]]) -> None:
                 pass
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that started clusters says where their run directories are (events, logs)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    dirs = getattr(item, "rmqemu_run_dirs", None)
+    if report.failed and dirs:
+        report.sections.append(("rmqemu run directories", "\n".join(str(d) for d in dirs)))
+
+
 @pytest.fixture
-def start_cluster(tmp_path: Path) -> Iterator[Callable[..., "ChaosCluster"]]:
+def start_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., "ChaosCluster"]]:
     """``start_cluster(topology, **overrides)``: a started :class:`emulator.Cluster` (the fault
     verbs as methods, docs/testing.md); ``topology`` is a path or a dict; overrides replace
     top-level keys (``duration="60s"``, ``faults=[]``). Every cluster is finished at teardown,
@@ -89,6 +99,7 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., "ChaosCluster"]]:
         data.update(overrides)
         cluster = Cluster(parse_topology(data, "start_cluster"), run_dir=tmp_path / f"run-{len(clusters)}")
         clusters.append(cluster)
+        request.node.rmqemu_run_dirs = [c.run_dir for c in clusters]  # for the failure report above
         cluster.start()
         return cluster
 

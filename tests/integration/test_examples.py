@@ -41,6 +41,7 @@ def test_a_failing_user_test_leaves_no_process_behind(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "the test fails with a paused node" in proc.stdout, proc.stdout[-3000:]
+    assert "rmqemu run directories" in proc.stdout and out.read_text() in proc.stdout  # where to look
     procs = run_processes(Path(out.read_text()))
     assert len(procs) == 2  # the namesrv and the broker were spawned ...
     assert not [p for p in procs if process_alive(*p)]  # ... and none outlived the failed test
