@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from typing import Any
+
 import zmq
 from emulator.transport._frames import send_parts
 from emulator.transport._monitor import recv_monitor_message
@@ -116,7 +118,7 @@ class OutboundSet:
     belongs to, and which hold frames waiting to be sent. A client of a 56-node cluster has ~30
     peers; walking all of them on every loop step was a visible share of its CPU."""
 
-    def __init__(self, ctx: zmq.Context, identity: bytes, heartbeat_ms: int, poller: zmq.Poller) -> None:
+    def __init__(self, ctx: zmq.Context, identity: bytes, heartbeat_ms: int, poller: Any) -> None:
         self.ctx = ctx
         self.identity = identity
         self.heartbeat_ms = heartbeat_ms
@@ -134,11 +136,12 @@ class OutboundSet:
         out = self.by_addr.get(addr)
         if out is None:
             out = self.by_addr[addr] = Outbound(self.ctx, addr, self.identity, self.heartbeat_ms // 4, self.heartbeat_ms)
-            self.poller.register(out.sock, zmq.POLLIN)
-            self.poller.register(out.mon, zmq.POLLIN)
+            self.poller.register(out.sock)
+            self.poller.register(out.mon)
             self.by_sock[out.sock] = out
             self.by_mon[out.mon] = out
         ok = out.send(frame, now_ms, connect_timeout_ms)
+        self.poller.touched(out.sock)  # a send may take the socket's input signal (see _readiness)
         if out.queue:
             self.backlogged.add(out)
         return ok
@@ -147,6 +150,7 @@ class OutboundSet:
         """Send what waits for a connection, fail what waited too long."""
         for ob in list(self.backlogged):
             ob.flush(now_ms, out)
+            self.poller.touched(ob.sock)
             if not ob.queue:
                 self.backlogged.discard(ob)
 
@@ -158,4 +162,6 @@ class OutboundSet:
 
     def close(self) -> None:
         for ob in self.by_addr.values():
+            self.poller.unregister(ob.sock)
+            self.poller.unregister(ob.mon)
             ob.close()

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
@@ -36,6 +35,7 @@ from emulator.transport._conns import ConnTracker, shutdown_fd
 from emulator.transport._control_client import ControlClient
 from emulator.transport._guard import EventGate, seed_routing_ids
 from emulator.transport._outbound import Outbound, OutboundSet
+from emulator.transport._readiness import EpollPoller
 from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
     OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
@@ -77,15 +77,15 @@ class ZmqTransport:
         self.peers: dict[str, str] = {}  # node name -> addr
         self.names: dict[str, str] = {}  # addr -> node name
         self.shaper = ShapedSender(name, self.links, self._deliver, self._peer_of, self._reachable, self.counters)
-        self.poller = zmq.Poller()
-        for sock in (self.router, self.router_mon):
-            self.poller.register(sock, zmq.POLLIN)
+        self.poller = EpollPoller()
+        self.poller.register(self.router, always=True)  # replies are sent on it every step
+        self.poller.register(self.router_mon)
         self.outbound = OutboundSet(self.ctx, name.encode(), self.heartbeat_ms, self.poller)
         self.control: ControlClient | None = None
         if control_endpoint:
             self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
-            self.poller.register(self.control.sock, zmq.POLLIN)
-            self.poller.register(self.control.mon, zmq.POLLIN)
+            self.poller.register(self.control.sock, always=True)
+            self.poller.register(self.control.mon)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
         self.bad_input_gate = EventGate()
@@ -145,7 +145,7 @@ class ZmqTransport:
         now = mono_ms()
         due = self._next_due(now)
         wait = max(0.0, min(timeout_ms, due - now)) if due is not None else max(0.0, timeout_ms)
-        ready = dict(self.poller.poll(math.ceil(wait)))
+        ready = dict(self.poller.poll(wait))
         out: list[TransportEvent] = []
         now = mono_ms()
         # zmq_poll is level-triggered for zmq sockets: a socket not in `ready` has nothing to
@@ -272,7 +272,7 @@ class ZmqTransport:
 
     def watch_fd(self, fd: int) -> None:
         self.watched.add(fd)
-        self.poller.register(fd, zmq.POLLIN)
+        self.poller.register(fd)
 
     def ready(self, info: dict[str, Any]) -> None:
         if self.control is not None:
@@ -288,6 +288,7 @@ class ZmqTransport:
 
     def close(self) -> None:
         self.outbound.close()
+        self.poller.close()
         if self.control is not None:
             self.control.close()
         self.router_mon.close()
