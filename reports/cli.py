@@ -1,6 +1,6 @@
 """``rmqemu report``: the entry point, and the only place a SparkSession is built.
 
-    rmqemu report RUN_DIR [--master URL] [--out DIR]
+    rmqemu report RUN_DIR [RUN_DIR ...] [--master URL] [--out DIR]
     rmqemu report --compare RUN_A RUN_B ... [--out FILE.csv|FILE.html] [--recompute]
 
 Bad input (missing run dir or manifest, unreadable or empty logs) prints one line naming
@@ -26,6 +26,29 @@ from rmqemu.errors import RunInputError
 #: Below this many bytes of logs a run counts as small (about 100k events).
 SMALL_INPUT_BYTES = 20 * 1024 * 1024
 
+#: Settings every report session needs. Adaptive execution off: the report cuts the
+#: lineage of its shared tables lazily (``reports.pipeline.reuse``), and with adaptive
+#: execution Spark would run each such table's stages when it is cut, a job apiece, before
+#: the one action that collects everything. Shuffles are sized by the input instead
+#: (``spark.sql.shuffle.partitions``: 1 for a small input, 2 per core otherwise).
+REPORT_CONF: dict[str, str] = {"spark.sql.adaptive.enabled": "false"}
+
+#: Settings for a small input (hand-made logs, a quickstart run, many of them): its time is
+#: per-job and per-task overhead, not data. One partition per shuffle and one scan split;
+#: interpreted execution (compiling generated code costs more than it saves); and no
+#: broadcast joins: each broadcast is a Spark job of its own, while a sort-merge join of a
+#: few thousand rows is one more stage of the report's single job. (Hints are disabled
+#: too: the interval lookups ask for broadcasts, right for a million sends.) The tests'
+#: session uses the same settings (tests/reports/conftest.py).
+SMALL_INPUT_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.files.minPartitionNum": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.optimizer.disableHints": "true",
+}
+
 #: Python threads driving independent Spark steps at once (``reports.tasks``): a small
 #: run's time is the driver's per-step work, which threads spread over the cores.
 THREADS = 4
@@ -38,9 +61,10 @@ def build_session(master: str | None = None, small_input: bool = False,
     and a laptop's firewall or VPN then cannot get in the way). With a real cluster
     (``--master spark://...``) the driver must be reachable, so no loopback binding.
 
-    ``small_input``: a hand-sized run spends its time compiling generated code and
-    warming up the JIT, not computing; interpreted execution and the C1 compiler make
-    such a report several times faster (and would slow a million-event run down).
+    ``small_input``: a hand-sized run spends its time compiling generated code, warming up
+    the JIT and scheduling jobs, not computing: :data:`SMALL_INPUT_CONF` and the C1
+    compiler make such a report several times faster (and would slow a million-event run
+    down). :data:`REPORT_CONF` applies to every session.
 
     PySpark 4's DataFrame call-site tracking is off: with it, every ``F.col`` costs a
     dozen py4j round trips (about 3 ms here) to record where it was called, for error
@@ -65,15 +89,13 @@ def build_session(master: str | None = None, small_input: bool = False,
              .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.memory", "2g"))
-        if small_input:  # one partition per shuffle: each stage is one task, not 2 x cores
-            b = (b.config("spark.sql.shuffle.partitions", "1")
-                 # and one for the scan: all the small files in one split, read in order
-                 .config("spark.sql.files.minPartitionNum", "1")
-                 .config("spark.sql.codegen.wholeStage", "false")
-                 .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-                 .config("spark.sql.adaptive.enabled", "false")
-                 # a young generation big enough that a small report rarely collects
-                 .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m"))
+        if small_input:
+            for key, value in SMALL_INPUT_CONF.items():
+                b = b.config(key, value)
+            # a young generation big enough that a small report rarely collects
+            b = b.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m")
+    for key, value in REPORT_CONF.items():
+        b = b.config(key, value)
     for key, value in (conf or {}).items():
         b = b.config(key, value)
     spark = b.getOrCreate()
@@ -157,14 +179,15 @@ def _fail(message: str, code: int) -> None:
 @click.option("--parquet/--no-parquet", default=True, show_default=True,
               help="Write the derived tables as Parquet under OUT/parquet.")
 @click.option("--threads", default=THREADS, show_default=True, type=click.IntRange(1, 64),
-              help="Independent Spark steps run at once (1: one after another).")
+              help="Threads for the drawing and the Parquet writes (1: one after another).")
 @click.pass_context
 def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | None, out: str | None,
                    compare: bool, recompute: bool, parquet: bool, threads: int) -> None:
-    """Analyse a run with Spark: metrics.json, report.html, PNG plots, Parquet tables.
+    """Analyse runs with Spark: metrics.json, report.html, PNG plots, Parquet tables.
 
     Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
-    path Spark reads; a remote one needs --out).
+    path Spark reads; a remote one needs --out). Several RUN_DIRs are analysed in one
+    Spark job, each run's report written to its RUN_DIR/report.
 
     With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,
     from each run's report/metrics.json (computed where missing).
@@ -174,11 +197,9 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
     sessions = _Sessions(given, master, progress)
     try:
         if compare:
-            _compare(list(run_dirs), out, recompute, sessions, progress, threads)
+            _compare(list(run_dirs), out, recompute, sessions, progress)
         else:
-            if len(run_dirs) != 1:
-                raise click.UsageError("give one RUN_DIR (or --compare with several)")
-            _report(run_dirs[0], out, parquet, sessions, progress, threads)
+            _report(list(run_dirs), out, parquet, sessions, progress, threads)
     except RunInputError as exc:
         _fail(str(exc), 2)
     except (click.exceptions.Exit, click.ClickException):
@@ -196,38 +217,44 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
         sessions.close()
 
 
-def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
+def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
             threads: int) -> None:
-    from reports.job import default_out, run_report
+    from reports.job import default_out, run_reports
     from reports.load import event_paths, read_manifest
     from reports.summary import one_line
 
-    out_dir = Path(out) if out else default_out(run_dir)
-    small = False
-    if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
-        read_manifest(None, run_dir)
-        small = sum(os.path.getsize(p) for p in event_paths(run_dir)) < SMALL_INPUT_BYTES
-    res = run_report(sessions.get(small), run_dir, out_dir, progress=progress, parquet=parquet, workers=threads)
-    progress(f"done: {one_line(res.metrics)}")
-    click.echo(str(res.out_dir / "report.html"))
+    if out and len(run_dirs) > 1:
+        raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
+                               "goes to RUN_DIR/report otherwise)")
+    out_dirs = [Path(out)] if out else [default_out(rd) for rd in run_dirs]
+    size, local = 0, True
+    for run_dir in run_dirs:
+        if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
+            read_manifest(None, run_dir)
+            size += sum(os.path.getsize(p) for p in event_paths(run_dir))
+        else:
+            local = False
+    small = local and size < SMALL_INPUT_BYTES
+    results = run_reports(sessions.get(small), run_dirs, out_dirs, progress=progress, parquet=parquet,
+                          workers=threads)
+    for run_dir, res in zip(run_dirs, results):
+        progress(f"done: {run_dir if len(run_dirs) > 1 else ''}{': ' if len(run_dirs) > 1 else ''}"
+                 f"{one_line(res.metrics)}")
+        click.echo(str(res.out_dir / "report.html"))
 
 
 def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _Sessions,
-             progress: _Progress, threads: int) -> None:
+             progress: _Progress) -> None:
     from reports import compare
+    from reports.job import compute_many
 
     if len(run_dirs) < 2:
         raise click.UsageError("--compare needs at least two run directories")
-
-    def compute(run_dir: str) -> dict[str, Any]:
-        from reports.job import compute as compute_metrics
-
-        return compute_metrics(sessions.get(), run_dir, progress, workers=threads)[1]
-
-    runs = compare.gather(run_dirs, compute, recompute)
+    missing = [rd for rd in run_dirs if recompute or compare.read_metrics(rd) is None]
+    computed = compute_many(sessions.get(), missing, progress) if missing else {}
+    runs = compare.gather(run_dirs, computed.__getitem__, recompute)
     headers, rows = compare.compare_table(runs)
     click.echo(compare.as_text(headers, rows))
     if out:
         compare.write(Path(out), headers, rows)
         progress(f"wrote {out}")
-

@@ -23,6 +23,10 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821
                # Tiny inputs: compiling generated code costs more than it saves.
                .config("spark.sql.codegen.wholeStage", "false")
                .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+               # As the CLI's small-input session (reports.cli.SMALL_INPUT_CONF): no
+               # broadcast joins, each would be a Spark job of its own.
+               .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+               .config("spark.sql.optimizer.disableHints", "true")
                .config("spark.ui.showConsoleProgress", "false")
                # Short-lived test JVMs: the C1 compiler warms up far sooner than C2.
                .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
