@@ -8,12 +8,14 @@ the file and exits 2; a failure of the job itself exits 1 (``RMQEMU_DEBUG=1`` sh
 traceback). Stages are announced on stderr because Spark start-up alone takes seconds.
 
 Callers that already hold a session (tests, notebooks) pass it as ``obj={"spark": s}``
-to click: it is used as is and not stopped.
+to click: it is used as is and not stopped. ``rmqemu launch --report`` passes a
+:class:`BackgroundSession` (``obj={"background": b}``), started while the cluster ran.
 """
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -144,21 +146,86 @@ class _Progress:
         click.echo(f"[report {time.perf_counter() - self.t0:5.1f}s] {message}", err=True)
 
 
-class _Sessions:
-    """The session given by the caller, or one built on first use and stopped at the end."""
+class BackgroundSession:
+    """A report session built on a thread, so the JVM starts while something else runs
+    (``rmqemu launch --report``: while the cluster runs). Hand it to ``report_command`` as
+    ``obj={"background": session}``; the report then owns it and stops it at the end.
 
-    def __init__(self, given: Any, master: str | None, progress: _Progress) -> None:
+    Built with the small-input settings by default (a launched run is mostly small, and
+    the JVM's options are fixed at start); :func:`tune_session` sets the SQL settings for
+    the real input size once it is known."""
+
+    def __init__(self, master: str | None = None, small_input: bool = True) -> None:
+        self.master, self.small_input = master, small_input
+        self._session: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._build, name="report-session", daemon=True)
+        self._thread.start()
+
+    def _build(self) -> None:
+        try:
+            self._session = build_session(self.master, self.small_input)
+        except BaseException as exc:  # noqa: BLE001 - raised again by get()
+            self._error = exc
+
+    def get(self) -> Any:
+        """The session, once built (waits); raises what building it raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._session
+
+    def close(self) -> None:
+        """Stop the session and its JVM (waits for a build under way)."""
+        self._thread.join()
+        if self._session is not None:
+            session, self._session = self._session, None
+            try:
+                stop_session(session)
+            except Exception:  # noqa: BLE001 - a JVM killed with the run (Ctrl-C) is stopped already
+                pass
+
+
+def tune_session(spark: Any, small_input: bool) -> None:
+    """Set the SQL settings of :func:`build_session` for an input of this size on a running
+    session (:data:`REPORT_CONF`, and :data:`SMALL_INPUT_CONF` or Spark's defaults for
+    them); JVM options are fixed at start."""
+    for key, value in REPORT_CONF.items():
+        spark.conf.set(key, value)
+    for key, value in SMALL_INPUT_CONF.items():
+        if small_input:
+            spark.conf.set(key, value)
+        elif key == "spark.sql.shuffle.partitions":
+            spark.conf.set(key, str(2 * (os.cpu_count() or 2)))
+        else:
+            spark.conf.unset(key)
+
+
+class _Sessions:
+    """The session given by the caller, one started in the background (owned: stopped at
+    the end), or one built on first use and stopped at the end."""
+
+    def __init__(self, given: Any, master: str | None, progress: _Progress,
+                 background: BackgroundSession | None = None) -> None:
         self.given, self.master, self.progress, self.built = given, master, progress, None
+        self.background = background
 
     def get(self, small_input: bool = False) -> Any:
         if self.given is not None:
             return self.given
+        if self.background is not None:
+            self.progress("waiting for the Spark session started during the run")
+            spark = self.background.get()
+            tune_session(spark, small_input)
+            return spark
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
             self.built = build_session(self.master, small_input)
         return self.built
 
     def close(self) -> None:
+        if self.background is not None:
+            self.background.close()
         if self.built is not None:
             stop_session(self.built)
 
@@ -192,9 +259,9 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
     With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,
     from each run's report/metrics.json (computed where missing).
     """
-    given = (ctx.obj or {}).get("spark") if isinstance(ctx.obj, dict) else None
+    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
     progress = _Progress()
-    sessions = _Sessions(given, master, progress)
+    sessions = _Sessions(obj.get("spark"), master, progress, obj.get("background"))
     try:
         if compare:
             _compare(list(run_dirs), out, recompute, sessions, progress)

@@ -97,8 +97,8 @@ def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too
         p = f"{i}:"
         steps += analysis_steps(run, p)
         names = [p + f.name for f in fields(Analysis) if f.name != "run"]
-        steps.append(step(p + "analysis", lambda *t, run=run, p=p: analysis_of(run, dict(zip(names, t)), p),
-                          *names))
+        steps.append(step(p + "analysis", lambda *t, run=run, p=p, names=names: analysis_of(
+            run, dict(zip(names, t)), p), *names))
         steps.append(step(p + "mq", metric_queries, p + "analysis"))
         if plots_too:
             steps.append(step(p + "pq", plotdata.plot_queries, p + "analysis"))
