@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import emulator  # noqa: E402
 from emulator.testing import TEST_SPARK_CONF  # noqa: E402
-from reports.cli import build_session, stop_session  # noqa: E402
+from reports.session import build_session, stop_session  # noqa: E402
 
 TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "quickstart.yaml"
 

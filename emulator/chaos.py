@@ -240,17 +240,17 @@ class Cluster:
         return self.run_dir
 
     def metrics(self, spark: Any = None) -> dict[str, Any]:
-        """The run's metrics.json document (finishing the run first), computed by Spark: on
-        ``spark`` when given (the pytest plugin's warm session), else on a local session built
-        and stopped here (a JVM start: tens of seconds)."""
+        """The run's metrics.json document (finishing the run first), computed by Spark
+        (``reports.job.metrics``: nothing written): on ``spark`` when given (the pytest
+        plugin's warm ``rmqemu_spark``), else on a local session built and stopped here."""
         if self._metrics is None:
             self.finish()
-            from reports.cli import build_session, stop_session  # Spark loads only when asked for
-            from reports.job import compute
+            from reports.job import metrics as run_metrics  # Spark loads only when asked for
+            from reports.session import build_session, stop_session
 
             session = spark if spark is not None else build_session(small_input=True)
             try:
-                _, self._metrics = compute(session, str(self.run_dir))
+                self._metrics = run_metrics(session, str(self.run_dir))
             finally:
                 if spark is None:
                     stop_session(session)

@@ -121,7 +121,7 @@ def rmqemu_spark() -> Iterator[Any]:
     """One local SparkSession per pytest worker (xdist runs each worker in its own process, so
     session scope is one JVM per worker), started by the first test that asks: pass it to
     ``cluster.metrics(rmqemu_spark)`` so a small run's metrics cost seconds, not a JVM start."""
-    from reports.cli import build_session, stop_session  # Spark loads only when a test asks
+    from reports.session import build_session, stop_session  # Spark loads only when a test asks
 
     session = build_session("local[2]", small_input=True, conf=TEST_SPARK_CONF)
     try:

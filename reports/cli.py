@@ -1,6 +1,6 @@
 """``rmqemu report``: the entry point, and the only place a SparkSession is built.
 
-    rmqemu report RUN_DIR [--master URL] [--out DIR]
+    rmqemu report RUN_DIR [RUN_DIR ...] [--master URL] [--out DIR]
     rmqemu report --compare RUN_A RUN_B ... [--out FILE.csv|FILE.html] [--recompute]
 
 Bad input (missing run dir or manifest, unreadable or empty logs) prints one line naming
@@ -8,108 +8,23 @@ the file and exits 2; a failure of the job itself exits 1 (``RMQEMU_DEBUG=1`` sh
 traceback). Stages are announced on stderr because Spark start-up alone takes seconds.
 
 Callers that already hold a session (tests, notebooks) pass it as ``obj={"spark": s}``
-to click: it is used as is and not stopped.
+to click: it is used as is and not stopped. ``rmqemu launch --report`` passes a
+:class:`BackgroundSession` (``obj={"background": b}``), started while the cluster ran.
 """
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
+from reports.session import (  # noqa: F401  (re-exported: the CLI's session helpers)
+    REPORT_CONF, SMALL_INPUT_BYTES, SMALL_INPUT_CONF, THREADS, BackgroundSession, build_session, stop_session,
+    tune_session,
+)
 from rmqemu.errors import RunInputError
-
-
-#: Below this many bytes of logs a run counts as small (about 100k events).
-SMALL_INPUT_BYTES = 20 * 1024 * 1024
-
-#: Python threads driving independent Spark steps at once (``reports.tasks``): a small
-#: run's time is the driver's per-step work, which threads spread over the cores.
-THREADS = 4
-
-
-def build_session(master: str | None = None, small_input: bool = False,
-                  conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession for the report: ``local[*]`` by default, UI off, few shuffle
-    partitions, driver on the loopback interface (a local job needs no other address,
-    and a laptop's firewall or VPN then cannot get in the way). With a real cluster
-    (``--master spark://...``) the driver must be reachable, so no loopback binding.
-
-    ``small_input``: a hand-sized run spends its time compiling generated code and
-    warming up the JIT, not computing; interpreted execution and the C1 compiler make
-    such a report several times faster (and would slow a million-event run down).
-
-    PySpark 4's DataFrame call-site tracking is off: with it, every ``F.col`` costs a
-    dozen py4j round trips (about 3 ms here) to record where it was called, for error
-    messages only; a report makes thousands of such calls.
-
-    ``conf``: extra settings applied last (the benchmark scripts use it to try some)."""
-    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
-    master = master or "local[*]"
-    local = master.startswith("local")
-    if local:
-        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # read when the JVM starts
-    from pyspark.sql import SparkSession
-
-    b = (SparkSession.builder.master(master).appName("rmqemu-report")
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.log.level", "ERROR")
-         .config("spark.sql.session.timeZone", "UTC")
-         .config("spark.python.sql.dataFrameDebugging.enabled", "false"))
-    if local:
-        b = (b.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.memory", "2g"))
-        if small_input:  # one partition per shuffle: each stage is one task, not 2 x cores
-            b = (b.config("spark.sql.shuffle.partitions", "1")
-                 # and one for the scan: all the small files in one split, read in order
-                 .config("spark.sql.files.minPartitionNum", "1")
-                 .config("spark.sql.codegen.wholeStage", "false")
-                 .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-                 .config("spark.sql.adaptive.enabled", "false")
-                 # a young generation big enough that a small report rarely collects
-                 .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m"))
-    for key, value in (conf or {}).items():
-        b = b.config(key, value)
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def stop_session(spark: Any, timeout: float = 30.0) -> None:
-    """Stop the session *and its JVM*, and wait for the JVM to exit.
-
-    ``SparkSession.stop()`` leaves PySpark's gateway JVM running until this Python process
-    exits; the JVM then notices EOF on its stdin and exits on its own, but by then its
-    parent is gone, so it lingers re-parented (a zombie where nothing reaps it). Closing
-    its stdin here ends it while we can still wait for it."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    spark.stop()
-    if gateway is None:
-        return
-    proc = getattr(gateway, "proc", None)
-    try:
-        gateway.shutdown()
-    except Exception:  # noqa: BLE001 - the JVM may be gone already
-        pass
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    if proc is None:
-        return
-    if proc.stdin is not None:
-        proc.stdin.close()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 class _Progress:
@@ -123,20 +38,30 @@ class _Progress:
 
 
 class _Sessions:
-    """The session given by the caller, or one built on first use and stopped at the end."""
+    """The session given by the caller, one started in the background (owned: stopped at
+    the end), or one built on first use and stopped at the end."""
 
-    def __init__(self, given: Any, master: str | None, progress: _Progress) -> None:
+    def __init__(self, given: Any, master: str | None, progress: _Progress,
+                 background: BackgroundSession | None = None) -> None:
         self.given, self.master, self.progress, self.built = given, master, progress, None
+        self.background = background
 
     def get(self, small_input: bool = False) -> Any:
         if self.given is not None:
             return self.given
+        if self.background is not None:
+            self.progress("waiting for the Spark session started during the run")
+            spark = self.background.get()
+            tune_session(spark, small_input)
+            return spark
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
             self.built = build_session(self.master, small_input)
         return self.built
 
     def close(self) -> None:
+        if self.background is not None:
+            self.background.close()
         if self.built is not None:
             stop_session(self.built)
 
@@ -157,28 +82,27 @@ def _fail(message: str, code: int) -> None:
 @click.option("--parquet/--no-parquet", default=True, show_default=True,
               help="Write the derived tables as Parquet under OUT/parquet.")
 @click.option("--threads", default=THREADS, show_default=True, type=click.IntRange(1, 64),
-              help="Independent Spark steps run at once (1: one after another).")
+              help="Threads for the drawing and the Parquet writes (1: one after another).")
 @click.pass_context
 def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | None, out: str | None,
                    compare: bool, recompute: bool, parquet: bool, threads: int) -> None:
-    """Analyse a run with Spark: metrics.json, report.html, PNG plots, Parquet tables.
+    """Analyse runs with Spark: metrics.json, report.html, PNG plots, Parquet tables.
 
     Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
-    path Spark reads; a remote one needs --out).
+    path Spark reads; a remote one needs --out). Several RUN_DIRs are analysed in one
+    Spark job, each run's report written to its RUN_DIR/report.
 
     With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,
     from each run's report/metrics.json (computed where missing).
     """
-    given = (ctx.obj or {}).get("spark") if isinstance(ctx.obj, dict) else None
+    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
     progress = _Progress()
-    sessions = _Sessions(given, master, progress)
+    sessions = _Sessions(obj.get("spark"), master, progress, obj.get("background"))
     try:
         if compare:
-            _compare(list(run_dirs), out, recompute, sessions, progress, threads)
+            _compare(list(run_dirs), out, recompute, sessions, progress)
         else:
-            if len(run_dirs) != 1:
-                raise click.UsageError("give one RUN_DIR (or --compare with several)")
-            _report(run_dirs[0], out, parquet, sessions, progress, threads)
+            _report(list(run_dirs), out, parquet, sessions, progress, threads)
     except RunInputError as exc:
         _fail(str(exc), 2)
     except (click.exceptions.Exit, click.ClickException):
@@ -196,38 +120,44 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
         sessions.close()
 
 
-def _report(run_dir: str, out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
+def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
             threads: int) -> None:
-    from reports.job import default_out, run_report
+    from reports.job import default_out, run_reports
     from reports.load import event_paths, read_manifest
     from reports.summary import one_line
 
-    out_dir = Path(out) if out else default_out(run_dir)
-    small = False
-    if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
-        read_manifest(None, run_dir)
-        small = sum(os.path.getsize(p) for p in event_paths(run_dir)) < SMALL_INPUT_BYTES
-    res = run_report(sessions.get(small), run_dir, out_dir, progress=progress, parquet=parquet, workers=threads)
-    progress(f"done: {one_line(res.metrics)}")
-    click.echo(str(res.out_dir / "report.html"))
+    if out and len(run_dirs) > 1:
+        raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
+                               "goes to RUN_DIR/report otherwise)")
+    out_dirs = [Path(out)] if out else [default_out(rd) for rd in run_dirs]
+    size, local = 0, True
+    for run_dir in run_dirs:
+        if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
+            read_manifest(None, run_dir)
+            size += sum(os.path.getsize(p) for p in event_paths(run_dir))
+        else:
+            local = False
+    small = local and size < SMALL_INPUT_BYTES
+    results = run_reports(sessions.get(small), run_dirs, out_dirs, progress=progress, parquet=parquet,
+                          workers=threads)
+    for run_dir, res in zip(run_dirs, results):
+        progress(f"done: {run_dir if len(run_dirs) > 1 else ''}{': ' if len(run_dirs) > 1 else ''}"
+                 f"{one_line(res.metrics)}")
+        click.echo(str(res.out_dir / "report.html"))
 
 
 def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _Sessions,
-             progress: _Progress, threads: int) -> None:
+             progress: _Progress) -> None:
     from reports import compare
+    from reports.job import compute_many
 
     if len(run_dirs) < 2:
         raise click.UsageError("--compare needs at least two run directories")
-
-    def compute(run_dir: str) -> dict[str, Any]:
-        from reports.job import compute as compute_metrics
-
-        return compute_metrics(sessions.get(), run_dir, progress, workers=threads)[1]
-
-    runs = compare.gather(run_dirs, compute, recompute)
+    missing = [rd for rd in run_dirs if recompute or compare.read_metrics(rd) is None]
+    computed = compute_many(sessions.get(), missing, progress) if missing else {}
+    runs = compare.gather(run_dirs, computed.__getitem__, recompute)
     headers, rows = compare.compare_table(runs)
     click.echo(compare.as_text(headers, rows))
     if out:
         compare.write(Path(out), headers, rows)
         progress(f"wrote {out}")
-

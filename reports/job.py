@@ -1,8 +1,17 @@
-"""The report job: run dir in, ``report/`` out. The SparkSession is passed in.
+"""The report job: run dirs in, each run's ``report/`` out. The SparkSession is passed in.
 
 Why the session is a parameter: the CLI builds it once at the entry point (local or
 ``--master``), tests pass their one session per worker, the benchmark times the job
 without JVM start-up. Nothing below builds or stops a session.
+
+The Spark work of a report of one run or many: one scan of every run's logs into one
+cached table with a ``run`` column, one small job for their bounds and broken lines, ONE
+action per run collecting all its metrics and plot queries (:mod:`reports.gather`), and,
+only when Parquet is written, one job per table. Building the DataFrames (driver work)
+and drawing the plots (pandas, matplotlib) run on a few threads.
+
+Entry points: :func:`run_reports` / :func:`run_report` (everything written),
+:func:`compute_many` / :func:`metrics` (the metrics.json documents only, nothing written).
 
 Output (``out_dir``, default ``RUN_DIR/report``): ``metrics.json``, ``report.html``, the
 plots as PNG, and the derived tables as Parquet under ``parquet/<table>/``.
@@ -20,14 +29,16 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from reports import html, plotdata, plots
-from reports.load import RunData, load_run
-from rmqemu.errors import RunInputError
-from reports.metrics import assemble, metric_steps
-from reports.pipeline import TABLES, Analysis, analysis_steps, built
+from reports import gather, html, plotdata, plots
+from reports.load import RunData, load_runs
+from reports.metrics import assemble, metric_queries, metric_results
+from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
+from reports.pipeline import TABLES, Analysis, analysis_of, analysis_steps
 from reports.tasks import Step, run_steps, step
+from rmqemu.errors import RunInputError
 
 Progress = Callable[[str], None]
+
 
 
 def quiet(_: str) -> None:
@@ -63,35 +74,84 @@ class _Stages:
             self._name = None
 
 
-def _load(spark: SparkSession, run_dir: str, stage: _Stages) -> RunData:
-    stage("load", f"reading {run_dir} (manifest, events/*.jsonl, faults.jsonl)")
-    return load_run(spark, run_dir)
-
-
-def _analysing(run: RunData) -> str:
-    bad = sum(run.bad_lines.values())
-    return (f"analysing {run.event_count:,} events" + (f" ({bad} unreadable line(s) skipped)" if bad else "")
+def _analysing(runs: list[RunData]) -> str:
+    bad = sum(sum(r.bad_lines.values()) for r in runs)
+    what = f"{sum(r.event_count for r in runs):,} events" + (f" of {len(runs)} runs" if len(runs) > 1 else "")
+    return (f"analysing {what}" + (f" ({bad} unreadable line(s) skipped)" if bad else "")
             + ": lives, pauses, partitions, hosting, truth, views, staleness, misrouted sends")
 
 
-def _analysis(run: RunData, done: dict[str, Any]) -> Analysis:
-    return Analysis(run=run, **{f.name: done[f.name] for f in fields(Analysis) if f.name != "run"})
+@dataclass
+class _Collected:
+    """One run's analysis and its collected small results (metrics rows, plot queries)."""
+
+    analysis: Analysis
+    metrics: dict[str, Any]
+    plot_queries: dict[str, Any]
+    plot_rows: dict[str, Any]
+
+
+def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too: bool,
+             workers: int = 1) -> list[_Collected]:
+    """Load the runs as one table, build each run's analysis and queries (DataFrames not
+    yet computed: driver work, on ``workers`` threads), and collect every metrics (and
+    plot) query of a run in ONE Spark action (:mod:`reports.gather`), the runs' actions
+    side by side on the threads.
+
+    Why an action per run and not one for all: one plan holding every query of 4 runs
+    took 8.7x one run's time (20 runs: the driver JIT's code cache filled up), Spark's
+    optimizer being superlinear in the size of a plan; per run, the cost is linear."""
+    stage("load", f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
+    runs = load_runs(spark, run_dirs)
+    stage("analyse", _analysing(runs) + "; assembling metrics" + (", plot data" if plots_too else "")
+          + (f" ({workers} threads)" if workers > 1 else ""))
+    steps: list[Step] = []
+    for i, run in enumerate(runs):
+        p = f"{i}:"
+        steps += analysis_steps(run, p)
+        names = [p + f.name for f in fields(Analysis) if f.name != "run"]
+        steps.append(step(p + "analysis", lambda *t, run=run, p=p, names=names: analysis_of(
+            run, dict(zip(names, t)), p), *names))
+        steps.append(step(p + "mq", metric_queries, p + "analysis"))
+        steps.append(step(p + "pq", plotdata.plot_queries if plots_too else (lambda a: {}), p + "analysis"))
+        steps.append(step(p + "got", lambda mq, pq: gather.collect_all(
+            {**{name: df for name, (df, _) in mq.items()}, **pq}), p + "mq", p + "pq"))
+    built = run_steps(steps, workers)
+    out = []
+    for i, run in enumerate(runs):
+        mq, pq, got = built[f"{i}:mq"], built[f"{i}:pq"], built[f"{i}:got"]
+        out.append(_Collected(built[f"{i}:analysis"], assemble(run, metric_results(mq, got)), pq, got))
+    stage.done()
+    return out
+
+
+def compute_many(spark: SparkSession, run_dirs: list[str], progress: Progress = quiet,
+                 workers: int = THREADS) -> dict[str, dict[str, Any]]:
+    """``run_dir -> metrics.json document`` of each run, all runs analysed together.
+
+    The runs are read as one cached table with a ``run`` column and every run's metrics
+    queries are collected in one Spark action, so N small runs cost about the jobs of one
+    (no plots, HTML or Parquet; nothing is written). Raises ``RunInputError`` for unusable
+    input (a run dir given twice included). The SparkSession is the caller's."""
+    collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers)
+    return {c.analysis.run.key: c.metrics for c in collected}
+
+
+def metrics(spark: SparkSession, run_dir: str, workers: int = THREADS) -> dict[str, Any]:
+    """Only the ``metrics.json`` document of one run (no plots, HTML or Parquet; nothing
+    written): the cheapest answer a warm session gives, for tests and notebooks."""
+    return compute_many(spark, [run_dir], workers=workers)[run_dir]
 
 
 def compute(spark: SparkSession, run_dir: str, progress: Progress = quiet,
-            seconds: dict[str, float] | None = None, workers: int = 1) -> tuple[Analysis, dict[str, Any]]:
-    """Load, analyse, assemble metrics (no files written). Raises ``RunInputError``.
-    ``workers``: threads driving independent Spark steps at once (:mod:`reports.tasks`):
-    the analysis and the metrics queries are one graph, a query starts once its tables
-    exist."""
+            seconds: dict[str, float] | None = None, workers: int = THREADS) -> tuple[Analysis, dict[str, Any]]:
+    """Load, analyse, assemble metrics (no files written): ``(analysis, metrics)``.
+    Raises ``RunInputError``. ``seconds`` receives the time of each stage."""
     stage = _Stages(progress)
-    run = _load(spark, run_dir, stage)
-    stage("analyse", _analysing(run) + "; assembling metrics")
-    done = run_steps(analysis_steps(run) + metric_steps(run), workers)
-    stage.done()
+    got = _collect(spark, [run_dir], stage, False, workers)[0]
     if seconds is not None:
         seconds.update(stage.seconds)
-    return _analysis(run, done), assemble(run, done)
+    return got.analysis, got.metrics
 
 
 def default_out(run_dir: str) -> Path:
@@ -108,31 +168,21 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def table_steps(out: Path) -> list[Step]:
+def table_steps(a: Analysis, out: Path, prefix: str = "t.") -> list[Step]:
     """One step per derived table (``pipeline.TABLES``): write it as Parquet under
-    ``out/<name>/`` once its analysis step is done."""
-    def writer(name: str, field: str) -> Step:
-        return step(f"t.{name}", lambda df: df.write.mode("overwrite").parquet(str(out / name)), field)
-    return [writer(name, field) for name, field in TABLES.items()]
+    ``out/<name>/``."""
+    def writer(name: str, df: Any) -> Step:
+        return step(prefix + name, lambda: df.write.mode("overwrite").parquet(str(out / name)))
+    return [writer(name, df) for name, df in a.tables().items()]
 
 
 def write_tables(a: Analysis, out: Path, workers: int = 1) -> list[str]:
     """Every derived table as Parquet under ``out/<name>/``; returns the names."""
-    run_steps(built(a) + table_steps(out), workers)
+    run_steps(table_steps(a, out), workers)
     return list(TABLES)
 
 
-def run_report(spark: SparkSession, run_dir: str, out_dir: Path | None = None,
-               progress: Progress = quiet, parquet: bool = True, workers: int = 1) -> ReportResult:
-    """The whole job. Raises ``RunInputError`` for unusable input (before writing).
-
-    After loading, everything is one graph of steps (:mod:`reports.tasks`) on ``workers``
-    threads: the analysis tables, the metrics and plot queries (each as soon as the
-    tables it reads exist), the drawing (in Python, while Spark works) and the Parquet
-    writes. ``metrics.json`` is written as soon as its queries are done."""
-    out = Path(out_dir) if out_dir is not None else default_out(run_dir)
-    stage = _Stages(progress)
-    run = _load(spark, run_dir, stage)
+def _prepare(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -141,35 +191,57 @@ def run_report(spark: SparkSession, run_dir: str, out_dir: Path | None = None,
         old.unlink()
     if (out / "parquet").is_dir():
         shutil.rmtree(out / "parquet")
-    stage("analyse", _analysing(run) + "; assembling metrics, drawing plots"
-          + (f", writing Parquet tables to {out / 'parquet'}" if parquet else "")
+
+
+def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] | None = None,
+                progress: Progress = quiet, parquet: bool = True, workers: int = THREADS) -> list[ReportResult]:
+    """The whole job for one or many runs: each run's ``report/`` as :func:`run_report`
+    writes it. Raises ``RunInputError`` for unusable input (before writing).
+
+    Spark work: one scan of all the runs' logs (cached), one action collecting every
+    run's metrics and plot data; then, on ``workers`` threads, the drawing (Python) next
+    to the Parquet writes (a job per table, when ``parquet``)."""
+    outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]
+    stage = _Stages(progress)
+    collected = _collect(spark, list(run_dirs), stage, True, workers)
+    for out in outs:
+        _prepare(out)
+    stage("write", "writing metrics.json, drawing plots" + (", writing Parquet tables" if parquet else "")
           + (f" ({workers} threads)" if workers > 1 else ""))
-    metric_part, plot_part = metric_steps(run), plotdata.plot_steps(run)
 
-    def write_metrics(*results: Any) -> dict[str, Any]:
-        m = assemble(run, {s.name: r for s, r in zip(metric_part, results)})
-        write_json(out / "metrics.json", m)
-        return m
-
-    def draw(*results: Any) -> tuple[list[str], list[plots.Figure]]:
-        data = plotdata.assemble(run, {s.name: r for s, r in zip(plot_part, results)})
+    def draw(c: _Collected, out: Path) -> tuple[list[str], list[plots.Figure]]:
+        data = plotdata.assemble(c.analysis, c.plot_queries, c.plot_rows)
         return data.notes, plots.render_all(data, out)
 
-    steps = [*analysis_steps(run), *metric_part, *plot_part,
-             step("draw", draw, *(s.name for s in plot_part)),
-             step("metrics", write_metrics, *(s.name for s in metric_part))]
-    if parquet:
-        steps += table_steps(out / "parquet")
+    steps = []
+    for i, (c, out) in enumerate(zip(collected, outs)):
+        write_json(out / "metrics.json", c.metrics)
+        steps.append(step(f"draw.{i}", lambda c=c, out=out: draw(c, out)))
+        if parquet:
+            steps += table_steps(c.analysis, out / "parquet", f"t.{i}.")
     done = run_steps(steps, workers)
-    m = done["metrics"]
-    notes, figures = done["draw"]
-    files = [out / "metrics.json", *(out / f.file for f in figures)]
-    tables = list(TABLES) if parquet else []
-    if parquet:
-        files.append(out / "parquet")
     stage("html", "writing report.html")
-    page = out / "report.html"
-    page.write_text(html.render(m, figures, out, notes, tables), encoding="utf-8")
-    files.append(page)
+    results = []
+    for i, (c, out) in enumerate(zip(collected, outs)):
+        notes, figures = done[f"draw.{i}"]
+        files = [out / "metrics.json", *(out / f.file for f in figures)]
+        if parquet:
+            files.append(out / "parquet")
+        page = out / "report.html"
+        page.write_text(html.render(c.metrics, figures, out, notes, list(TABLES) if parquet else []),
+                        encoding="utf-8")
+        files.append(page)
+        results.append(ReportResult(out_dir=out, metrics=c.metrics, files=files))
     stage.done()
-    return ReportResult(out_dir=out, metrics=m, files=files, seconds=stage.seconds)
+    for r in results:
+        r.seconds = dict(stage.seconds)
+    return results
+
+
+def run_report(spark: SparkSession, run_dir: str, out_dir: Path | None = None,
+               progress: Progress = quiet, parquet: bool = True, workers: int = THREADS) -> ReportResult:
+    """The whole job for one run: ``metrics.json``, plots, ``report.html`` and (``parquet``)
+    the derived tables under ``out_dir`` (default ``RUN_DIR/report``). Raises
+    ``RunInputError`` for unusable input (before writing)."""
+    out = [Path(out_dir)] if out_dir is not None else None
+    return run_reports(spark, [run_dir], out, progress, parquet, workers)[0]

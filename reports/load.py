@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
@@ -58,6 +59,7 @@ class RunData:
     run_end: float
     stop_ms: float | None = None
     up_ms: float | None = None  # the launcher's ``run.start``: every node is up
+    key: str = ""  # the run dir as given: the value of the events' ``run`` column
 
     @property
     def measure_end(self) -> float:
@@ -177,10 +179,10 @@ def split_bad_lines(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 
 def file_stats(raw: DataFrame) -> DataFrame:
-    """Per file: ``good``/``bad`` line counts and the first/last ``ts`` of its good lines.
+    """Per run and file: ``good``/``bad`` line counts and the first/last ``ts`` of its good lines.
     One small job gives the run's bounds and its broken-line accounting at once."""
     good = ~_bad()
-    return raw.groupBy("file").agg(
+    return raw.groupBy("run", "file").agg(
         F.count(F.when(good, 1)).alias("good"), F.count(F.when(~good, 1)).alias("bad"),
         F.min(F.when(good, F.col("ts"))).alias("lo"), F.max(F.when(good, F.col("ts"))).alias("hi"),
         F.min(F.when(good & (F.col("kind") == "run.stop"), F.col("ts"))).alias("stop"),
@@ -241,9 +243,8 @@ def node_table(spark: SparkSession, manifest: Manifest, events: DataFrame) -> Da
     return from_manifest.unionByName(from_events)
 
 
-def load_run(spark: SparkSession, run_dir: str) -> RunData:
-    """Read a run directory; raise :class:`RunInputError` for anything unusable."""
-    manifest = read_manifest(spark, run_dir)
+def _read_run(spark: SparkSession, run_dir: str) -> DataFrame:
+    """The raw lines of one run (``read_events``) with its ``run`` column (the run dir)."""
     if _is_uri(run_dir) and not run_dir.startswith("file://"):
         base = run_dir.rstrip("/")
         paths = [base + "/events/*.jsonl", base + "/faults.jsonl"]
@@ -253,22 +254,48 @@ def load_run(spark: SparkSession, run_dir: str) -> RunData:
             raw = read_events(spark, paths[:1])
     else:
         raw = read_events(spark, event_paths(run_dir))
+    return raw.withColumn("run", F.lit(run_dir))
+
+
+def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
+    """Read several run directories as one table with a ``run`` column (the run dir as
+    given), cached once; raise :class:`RunInputError` for anything unusable.
+
+    Why one table: the scan, the cache and the bounds/broken-line statistics are one job
+    for all the runs, whatever their number; each run's ``events`` is a filter of the
+    cached table on ``run`` (the in-memory cache skips the other runs' batches by their
+    min/max statistics)."""
+    if len(set(run_dirs)) != len(run_dirs):
+        raise RunInputError("the same run directory is given twice: " + ", ".join(
+            sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
+    manifests = [read_manifest(spark, rd) for rd in run_dirs]
+    raw = reduce(DataFrame.unionByName, [_read_run(spark, rd) for rd in run_dirs])
     raw = raw.cache()  # kept: the good events are read from it
     stats = file_stats(raw).collect()
-    n = sum(r["good"] for r in stats)
-    if not n:
-        raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
     good, _ = split_bad_lines(raw)
-    bad_lines = {r["file"]: int(r["bad"]) for r in stats if r["bad"]}
-    return RunData(
-        manifest=manifest,
-        events=good,
-        # lazily: computed (once) by the first analysis job that reads it
-        nodes=node_table(spark, manifest, good).localCheckpoint(eager=False),
-        bad_lines=bad_lines,
-        event_count=int(n),
-        run_start=float(min(r["lo"] for r in stats if r["lo"] is not None)),
-        run_end=float(max(r["hi"] for r in stats if r["hi"] is not None)),
-        stop_ms=min((float(r["stop"]) for r in stats if r["stop"] is not None), default=None),
-        up_ms=min((float(r["up"]) for r in stats if r["up"] is not None), default=None),
-    )
+    runs = []
+    for run_dir, manifest in zip(run_dirs, manifests):
+        mine = [r for r in stats if r["run"] == run_dir]
+        n = sum(r["good"] for r in mine)
+        if not n:
+            raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
+        events = good.filter(F.col("run") == run_dir)
+        runs.append(RunData(
+            manifest=manifest,
+            events=events,
+            # lazily: computed (once) by the first analysis job that reads it
+            nodes=node_table(spark, manifest, events).localCheckpoint(eager=False),
+            bad_lines={r["file"]: int(r["bad"]) for r in mine if r["bad"]},
+            event_count=int(n),
+            run_start=float(min(r["lo"] for r in mine if r["lo"] is not None)),
+            run_end=float(max(r["hi"] for r in mine if r["hi"] is not None)),
+            stop_ms=min((float(r["stop"]) for r in mine if r["stop"] is not None), default=None),
+            up_ms=min((float(r["up"]) for r in mine if r["up"] is not None), default=None),
+            key=run_dir,
+        ))
+    return runs
+
+
+def load_run(spark: SparkSession, run_dir: str) -> RunData:
+    """Read a run directory; raise :class:`RunInputError` for anything unusable."""
+    return load_runs(spark, [run_dir])[0]

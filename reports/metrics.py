@@ -8,16 +8,14 @@ first event (``start_offset_ms``), which are durations and get twins too.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports import clients, misrouted, timing
+from reports import clients, gather, misrouted, timing
 from reports.misrouted import REASONS
 from reports.load import RunData
-from reports.pipeline import Analysis, built
-from reports.tasks import Step, run_steps, step
+from reports.pipeline import Analysis
 
 
 def with_cluster_seconds(obj: Any, scale: float) -> Any:
@@ -34,57 +32,41 @@ def with_cluster_seconds(obj: Any, scale: float) -> Any:
     return out
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe plain Python: NaN -> None, Rows -> dicts, numpy-free."""
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
+#: A small query behind ``metrics.json``: the DataFrame and the columns its rows are sorted by.
+Query = tuple[DataFrame, list[str] | None]
 
 
-def rows(df: DataFrame, order: list[str] | None = None) -> list[dict[str, Any]]:
-    """Collect a small DataFrame as a list of plain dicts (sorted for stable JSON)."""
-    if order:
-        df = df.orderBy(*order)
-    return [_clean(r.asDict(recursive=True)) for r in df.collect()]
+def metric_queries(a: Analysis) -> dict[str, Query]:
+    """The small queries behind ``metrics.json``, by name (what :func:`assemble` reads).
 
-
-def metric_steps(run: RunData) -> list[Step]:
-    """One step per small query behind ``metrics.json``; each collects its rows and names
-    the analysis tables (:func:`reports.pipeline.analysis_steps`) it reads.
-
-    Kept apart from :func:`assemble` so that the report job can run these queries in the
-    same graph as the analysis, the plot queries and the Parquet writes
-    (:mod:`reports.tasks`): a query starts as soon as its tables exist. The ones on the
-    events alone are the slowest and need nothing else, so they come first."""
-    ev = run.events
+    Nothing runs here: the report collects these together with the plot queries (and
+    those of other runs) in one action (:mod:`reports.gather`)."""
+    run, ev = a.run, a.run.events
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
+    conv = (a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
+            .select("fault_id", "fault", "targets",
+                    (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
+                    (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
+                    "converged_ms", "stale_views"))
+    return {
+        "m.consumption": (clients.consumption(ev, a.sends, run.stop_ms), ["topic"]),
+        "m.nsq": (clients.non_subscriber_queues(ev), ["group", "topic"]),
+        "m.sne": (clients.subscription_not_exist(ev), ["node", "topic"]),
+        "m.autocreate": (clients.autocreate_coverage(ev, run.nodes, a.hosts, a.autocreate), ["topic"]),
+        "m.outcomes": (clients.send_outcomes(a.sends), None),
+        "m.latency": (clients.latency_percentiles(a.sends), None),
+        "m.no_route": (clients.no_route_errors(a.sends), ["topic"]),
+        "m.misrouted": (misrouted.misrouted_by_reason(a.classified), None),
+        "m.clients": (a.client_staleness.select("client", *cols), ["client", "topic"]),
+        "m.namesrvs": (a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"]),
+        "m.faults": (conv, ["start_offset_ms", "fault_id"]),
+        "m.timing": (timing.node_lag(ev, a.pauses, since=run.up_ms), ["node"]),
+    }
 
-    def conv(convergence: DataFrame, faults: DataFrame) -> DataFrame:
-        return (convergence.join(faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
-                .select("fault_id", "fault", "targets",
-                        (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
-                        (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
-                        "converged_ms", "stale_views"))
 
-    return [
-        step("m.consumption", lambda s: rows(clients.consumption(ev, s, run.stop_ms), ["topic"]), "sends"),
-        step("m.nsq", lambda: rows(clients.non_subscriber_queues(ev), ["group", "topic"])),
-        step("m.sne", lambda: rows(clients.subscription_not_exist(ev), ["node", "topic"])),
-        step("m.autocreate", lambda h, au: rows(clients.autocreate_coverage(ev, run.nodes, h, au), ["topic"]),
-             "hosts", "autocreate"),
-        step("m.outcomes", lambda s: rows(clients.send_outcomes(s)), "sends"),
-        step("m.latency", lambda s: rows(clients.latency_percentiles(s)), "sends"),
-        step("m.no_route", lambda s: rows(clients.no_route_errors(s), ["topic"]), "sends"),
-        step("m.misrouted", lambda c: rows(misrouted.misrouted_by_reason(c)), "classified"),
-        step("m.clients", lambda st: rows(st.select("client", *cols), ["client", "topic"]), "client_staleness"),
-        step("m.namesrvs", lambda st: rows(st.select("namesrv", *cols), ["namesrv", "topic"]), "namesrv_staleness"),
-        step("m.faults", lambda c, f: rows(conv(c, f), ["start_offset_ms", "fault_id"]), "convergence", "faults"),
-        step("m.timing", lambda p: rows(timing.node_lag(ev, p, since=run.up_ms), ["node"]), "pauses"),
-    ]
+def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows]) -> dict[str, gather.Rows]:
+    """The collected rows of each query, sorted as the query says (stable JSON)."""
+    return {name: gather.ordered(got[name], order) for name, (_, order) in queries.items()}
 
 
 def _staleness(r: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +99,7 @@ def _sends(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
-    """The whole ``metrics.json`` document from the results of :func:`metric_steps`
+    """The whole ``metrics.json`` document from the results of :func:`metric_queries`
     (durations with cluster-second twins). Pure Python: no Spark here."""
     man = run.manifest
     consumption, sne, nsq = r["m.consumption"], r["m.sne"], r["m.nsq"]
@@ -146,6 +128,8 @@ def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
     return with_cluster_seconds(doc, man.scale)
 
 
-def build_metrics(a: Analysis, workers: int = 1) -> dict[str, Any]:
-    """The whole ``metrics.json`` document, its queries run on ``workers`` threads."""
-    return assemble(a.run, run_steps(built(a) + metric_steps(a.run), workers))
+def build_metrics(a: Analysis) -> dict[str, Any]:
+    """The whole ``metrics.json`` document of one analysis, its queries in one action."""
+    queries = metric_queries(a)
+    got = gather.collect_all({name: df for name, (df, _) in queries.items()})
+    return assemble(a.run, metric_results(queries, got))

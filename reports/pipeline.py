@@ -3,7 +3,7 @@ transforms of ``truth``, ``staleness``, ``misrouted`` and ``clients``.
 
 Kept apart from ``job`` so tests and notebooks can get the tables of a run without
 writing a report, and apart from ``metrics`` so the JSON assembly stays a thin layer of
-``collect()`` calls over these DataFrames.
+small queries over these DataFrames (collected together, :mod:`reports.gather`).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, functions as F
 
 from reports import misrouted, staleness, truth
 from reports.load import RunData
-from reports.tasks import Step, given, run_steps, step
+from reports.tasks import Step, run_steps, step
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Analysis:
         return {name: getattr(self, field) for name, field in TABLES.items()}
 
 
-#: Parquet table name -> :class:`Analysis` field (= analysis step) it is written from.
+#: Parquet table name -> :class:`Analysis` field it is written from.
 TABLES: dict[str, str] = {
     "lives": "lives", "pauses": "pauses", "partitions": "partitions", "hosts": "hosts", "faults": "faults",
     "truth": "truth", "client_views": "client_views", "namesrv_views": "namesrv_views",
@@ -57,16 +57,24 @@ TABLES: dict[str, str] = {
 }
 
 
-def materialize(df: DataFrame) -> DataFrame:
-    """Compute ``df`` now and cut its lineage (``localCheckpoint``).
+def reuse(df: DataFrame) -> DataFrame:
+    """``df`` cut from its lineage, computed lazily (``localCheckpoint(eager=False)``):
+    the first action that reads it computes it once and keeps it (in memory, or on local
+    disk), later reads get the kept rows.
 
-    Why: each interval table is reused by several later transforms. With plain
-    ``cache()`` every later DataFrame call re-analyses the whole stack of windows and
-    joins beneath it, which costs seconds per call even on ten events; a checkpointed
-    table is a leaf, so plans stay shallow and a hand-made log is analysed in about a
-    second. On large runs it costs what caching costs.
-    """
-    return df.localCheckpoint(eager=True)
+    Why: a table is read by several later transforms. Without the cut every plan above it
+    holds a copy of the whole stack of windows and joins beneath it: one report's plan
+    grew to thousands of operators, took minutes to optimize and ran the driver out of
+    memory. Why lazy: an eager cut is one Spark job per table (about 20 per run), and
+    on a few cores each job's overhead is most of a small run's time.
+    (With adaptive execution on, Spark runs a plan's stages when its RDD is built: the
+    report's sessions turn it off, :func:`reports.cli.build_session`.)"""
+    cut = df.localCheckpoint(eager=False)
+    # Keep the source plan alive as long as the cut: its SQL metrics are accumulators the
+    # JVM holds weakly, and the action that computes the cut updates them ("non-existent
+    # accumulator" errors if the plan was collected by then).
+    cut._rmqemu_source = df  # type: ignore[attr-defined]
+    return cut
 
 
 def _topics(hosts: DataFrame, cviews: DataFrame, nviews: DataFrame) -> DataFrame:
@@ -75,48 +83,57 @@ def _topics(hosts: DataFrame, cviews: DataFrame, nviews: DataFrame) -> DataFrame
             .unionByName(nviews.select("topic")).distinct())
 
 
-def analysis_steps(run: RunData) -> list[Step]:
-    """The derived tables as a dependency graph (see :mod:`reports.tasks`); the reused
-    ones are materialized. Listed in priority order: the longest chain (hosting and
-    views -> truth -> pieces -> stale intervals) first, the rest fills the gaps."""
-    ev, end, start, nodes = run.events, run.run_end, run.run_start, run.nodes
-    m = materialize
+def analysis_steps(run: RunData, prefix: str = "") -> list[Step]:
+    """The derived tables of ``run`` as a dependency graph (:mod:`reports.tasks`), step
+    names prefixed with ``prefix`` (one graph can hold several runs). Nothing runs: a
+    step builds a DataFrame; the ones several others read are cut (:func:`reuse`).
+
+    Why a graph: building the DataFrames is the driver's work (py4j round trips, Spark's
+    analysis and planning of each), a good part of a small run's time; independent
+    chains are built on several threads at once. Listed in priority order: the longest
+    chain (hosting and views -> truth -> pieces -> stale intervals) first."""
+    ev, end, start, nodes, m, p = run.events, run.run_end, run.run_start, run.nodes, reuse, prefix
     return [
-        step("hosts", lambda: m(truth.hosts(ev, nodes, end))),
-        step("pauses", lambda: m(truth.pauses(ev, end))),
-        step("client_views", lambda: m(staleness.client_views(ev, end, run.measure_end))),
-        step("namesrv_views", lambda: m(staleness.namesrv_views(ev, end, run.measure_end))),
-        step("lives", lambda: m(truth.lives(ev, end))),
-        step("truth", lambda h, p, cv, nv, lv: m(truth.truth(h, p, _topics(h, cv, nv), start, end, lv)),
-             "hosts", "pauses", "client_views", "namesrv_views", "lives"),
-        step("client_pieces", lambda v, t: m(staleness.stale_pieces(v, t, "client")), "client_views", "truth"),
-        step("namesrv_pieces", lambda v, t: m(staleness.stale_pieces(v, t, "namesrv")), "namesrv_views", "truth"),
-        step("client_intervals", lambda p: m(staleness.stale_intervals(p, "client")), "client_pieces"),
-        step("namesrv_intervals", lambda p: m(staleness.stale_intervals(p, "namesrv")), "namesrv_pieces"),
-        step("client_staleness", lambda p, i: staleness.staleness_summary(p, i, "client"),
-             "client_pieces", "client_intervals"),
-        step("namesrv_staleness", lambda p, i: staleness.staleness_summary(p, i, "namesrv"),
-             "namesrv_pieces", "namesrv_intervals"),
-        step("partitions", lambda: m(truth.partitions(ev, end))),
-        step("autocreate", lambda: m(truth.autocreate(ev, nodes, end))),
-        step("write_queues", lambda: m(truth.write_queues(ev, end))),
-        step("sends", lambda: misrouted.sends(ev)),
-        step("classified", lambda s, lv, p, pt, h, a, wq: m(misrouted.classify_sends(s, nodes, lv, p, pt, h, a, wq, end)),
-             "sends", "lives", "pauses", "partitions", "hosts", "autocreate", "write_queues"),
-        step("faults", lambda: m(truth.faults(ev, end))),
-        step("convergence", lambda f, i: staleness.fault_convergence(f, i), "faults", "client_intervals"),
+        step(p + "hosts", lambda: m(truth.hosts(ev, nodes, end))),
+        step(p + "faults", lambda: m(truth.faults(ev, end))),
+        step(p + "pauses", lambda: m(truth.pauses(ev, end))),
+        step(p + "client_views", lambda: m(staleness.client_views(ev, end, run.measure_end))),
+        step(p + "namesrv_views", lambda: m(staleness.namesrv_views(ev, end, run.measure_end))),
+        step(p + "lives", lambda: m(truth.lives(ev, end))),
+        step(p + "truth", lambda h, pa, cv, nv, lv: m(truth.truth(h, pa, _topics(h, cv, nv), start, end, lv)),
+             p + "hosts", p + "pauses", p + "client_views", p + "namesrv_views", p + "lives"),
+        step(p + "client_pieces", lambda v, t: m(staleness.stale_pieces(v, t, "client")),
+             p + "client_views", p + "truth"),
+        step(p + "namesrv_pieces", lambda v, t: m(staleness.stale_pieces(v, t, "namesrv")),
+             p + "namesrv_views", p + "truth"),
+        step(p + "client_intervals", lambda x: m(staleness.stale_intervals(x, "client")), p + "client_pieces"),
+        step(p + "namesrv_intervals", lambda x: m(staleness.stale_intervals(x, "namesrv")), p + "namesrv_pieces"),
+        step(p + "client_staleness", lambda x, i: staleness.staleness_summary(x, i, "client"),
+             p + "client_pieces", p + "client_intervals"),
+        step(p + "namesrv_staleness", lambda x, i: staleness.staleness_summary(x, i, "namesrv"),
+             p + "namesrv_pieces", p + "namesrv_intervals"),
+        step(p + "partitions", lambda: m(truth.partitions(ev, end))),
+        step(p + "autocreate", lambda: m(truth.autocreate(ev, nodes, end))),
+        step(p + "write_queues", lambda: m(truth.write_queues(ev, end))),
+        step(p + "sends", lambda: misrouted.sends(ev)),
+        step(p + "classified", lambda s, lv, pa, pt, h, a, wq: m(misrouted.classify_sends(
+            s, nodes, lv, pa, pt, h, a, wq, end)),
+             p + "sends", p + "lives", p + "pauses", p + "partitions", p + "hosts", p + "autocreate",
+             p + "write_queues"),
+        step(p + "convergence", lambda f, i: staleness.fault_convergence(f, i), p + "faults", p + "client_intervals"),
     ]
 
 
-def built(a: Analysis) -> list[Step]:
-    """Steps that return the tables of an existing analysis under their step names, for
-    running output steps (metrics, plots) on an analysis built earlier."""
-    return given({f.name: getattr(a, f.name) for f in fields(a) if f.name != "run"})
+def analysis_of(run: RunData, done: dict[str, DataFrame], prefix: str = "") -> Analysis:
+    """The :class:`Analysis` of ``run`` from the results of :func:`analysis_steps`."""
+    return Analysis(run=run, **{f.name: done[prefix + f.name] for f in fields(Analysis) if f.name != "run"})
 
 
 def analyse(run: RunData, workers: int = 1) -> Analysis:
-    """Build every derived table of ``run``, on ``workers`` threads (see :mod:`reports.tasks`)."""
-    return Analysis(run=run, **run_steps(analysis_steps(run), workers))
+    """Every derived table of ``run``, as DataFrames not yet computed (nothing runs
+    here), built on ``workers`` threads. The report collects all its small results in
+    one action (:mod:`reports.gather`); that action computes the cut tables once."""
+    return analysis_of(run, run_steps(analysis_steps(run), workers))
 
 
 def time_bin_ms(run: RunData, bins: int = 120) -> float:

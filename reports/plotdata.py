@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from pyspark.sql import DataFrame, Window, functions as F
 
-from reports import clients, misrouted
+from reports import clients, gather, misrouted
 from reports.intervals import compress
-from reports.load import RunData
-from reports.pipeline import Analysis, built, time_bin_ms
-from reports.tasks import Step, run_steps, step
+from reports.pipeline import Analysis, time_bin_ms
+
 
 def state() -> F.Column:
     """State of a view on a piece, as the lane plot colours it (built lazily: a Column
@@ -54,91 +53,96 @@ def _states(pieces: DataFrame, who: str, kind: str, t0: float) -> DataFrame:
                        F.lit("").alias("label"), _rel("start", t0), _rel("end", t0))
 
 
-def _durations(intervals: DataFrame, max_durations: int) -> tuple[pd.DataFrame, int | None]:
-    """Client stale interval durations, all of them up to ``max_durations`` (one job on a
-    small run), else a seeded sample; the second value is the total when sampled."""
-    durations = intervals.select("duration_ms")
-    got = durations.limit(max_durations + 1).toPandas()
-    if len(got) <= max_durations:
-        return got, None
-    n_int = intervals.count()
-    return durations.sample(fraction=max_durations / n_int, seed=1).toPandas(), n_int
+def _topic_staleness(client_staleness: DataFrame) -> DataFrame:
+    """``topic, s``: total client staleness per topic (the lane plot shows the stalest)."""
+    return client_staleness.groupBy("topic").agg(F.sum("stale_ms").alias("s"))
 
 
-def _stalest_topics(client_staleness: DataFrame) -> list[str]:
-    stale = client_staleness.groupBy("topic").agg(F.sum("stale_ms").alias("s")).orderBy(F.desc("s"), "topic")
-    return [r["topic"] for r in stale.collect()]
+def _top_topics(client_staleness: DataFrame, max_topics: int) -> DataFrame:
+    """``topic``: the ``max_topics`` stalest topics (ties by name), picked in Spark so the
+    lanes need not wait for a collected topic list."""
+    w = Window.orderBy(F.desc("s"), "topic")
+    return (_topic_staleness(client_staleness).withColumn("_rank", F.row_number().over(w))
+            .filter(F.col("_rank") <= max_topics).select("topic"))
 
 
-def _lane_rank(client_staleness: DataFrame, topics: list[str]) -> DataFrame:
+def _lane_rank(client_staleness: DataFrame, topics: DataFrame) -> DataFrame:
     """Client lanes of ``topics`` ranked stalest first per topic (ties by name)."""
     w = Window.partitionBy("topic").orderBy(F.desc("stale_ms"), "lane")
-    return (client_staleness.filter(F.col("topic").isin(topics))
+    return (client_staleness.join(F.broadcast(topics), "topic", "left_semi")
             .select("topic", F.col("client").alias("lane"), "stale_ms").withColumn("rank", F.row_number().over(w)))
 
 
-def _lanes(t0: float, topics: list[str], max_lanes: int, client_staleness: DataFrame, client_pieces: DataFrame,
-           namesrv_pieces: DataFrame, truth_iv: DataFrame) -> pd.DataFrame:
-    kept = _lane_rank(client_staleness, topics).filter(F.col("rank") <= max_lanes).select("topic", "lane")
-    cstates = _states(client_pieces.filter(F.col("topic").isin(topics)), "client", "client", t0).join(
-        F.broadcast(kept), ["topic", "lane"])
-    nstates = _states(namesrv_pieces.filter(F.col("topic").isin(topics)), "namesrv", "namesrv", t0)
-    truth = truth_iv.filter(F.col("topic").isin(topics)).select(
+def _lanes(t0: float, top: DataFrame, max_lanes: int, client_staleness: DataFrame, client_pieces: DataFrame,
+           namesrv_pieces: DataFrame, truth_iv: DataFrame) -> DataFrame:
+    def of_top(df: DataFrame) -> DataFrame:
+        return df.join(F.broadcast(top), "topic", "left_semi")
+
+    kept = _lane_rank(client_staleness, top).filter(F.col("rank") <= max_lanes).select("topic", "lane")
+    cstates = _states(of_top(client_pieces), "client", "client", t0).join(F.broadcast(kept), ["topic", "lane"])
+    nstates = _states(of_top(namesrv_pieces), "namesrv", "namesrv", t0)
+    truth = of_top(truth_iv).select(
         "topic", F.lit("truth").alias("lane"), F.lit("truth").alias("kind"), F.lit("truth").alias("state"),
         F.array_join("brokers", ", ").alias("label"), _rel("start", t0), _rel("end", t0))
-    return truth.unionByName(nstates).unionByName(cstates).toPandas()
+    return truth.unionByName(nstates).unionByName(cstates)
 
 
-def plot_steps(run: RunData, max_topics: int = 6, max_lanes: int = 24, max_durations: int = 200_000) -> list[Step]:
-    """The plot queries as steps naming the analysis tables they read (:mod:`reports.tasks`);
-    :func:`assemble` makes the :class:`PlotData`. Only the lanes wait for the topics."""
+def plot_queries(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
+                 max_durations: int = 200_000) -> dict[str, DataFrame]:
+    """The small queries the plots draw, by name (what :func:`assemble` reads). Nothing
+    runs here: the report collects them with the metrics queries in one action."""
+    run = a.run
     t0, bin_ms = run.run_start, time_bin_ms(run)
-    return [
-        step("p.latency", lambda s: clients.latency_over_time(s, t0, bin_ms)
-             .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "n", "p50_ms", "p99_ms", "max_ms",
-                     "timeouts").orderBy("t_s").toPandas(), "sends"),
-        step("p.faults", lambda f: f.select(
+    top = _top_topics(a.client_staleness, max_topics)
+    return {
+        "p.latency": clients.latency_over_time(a.sends, t0, bin_ms).select(
+            ((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "n", "p50_ms", "p99_ms", "max_ms", "timeouts"),
+        "p.faults": a.faults.select(
             "fault_id", "fault", F.array_join(F.coalesce("targets", F.array().cast("array<string>")), ", ")
-            .alias("targets"), _rel("start", t0), _rel("end", t0), "has_end").toPandas(), "faults"),
-        step("p.misrouted", lambda c: misrouted.misrouted_over_time(c, t0, bin_ms)
-             .select(((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "reason", "sends").toPandas(),
-             "classified"),
-        step("p.all_topics", _stalest_topics, "client_staleness"),
-        step("p.topics", lambda all_topics: all_topics[:max_topics], "p.all_topics"),
-        step("p.lanes", lambda topics, *tables: _lanes(t0, topics, max_lanes, *tables),
-             "p.topics", "client_staleness", "client_pieces", "namesrv_pieces", "truth"),
-        step("p.lane_counts", lambda topics, st: _lane_rank(st, topics).groupBy("topic").count().toPandas(),
-             "p.topics", "client_staleness"),
-        step("p.durations", lambda i: _durations(i, max_durations), "client_intervals"),
-    ]
+            .alias("targets"), _rel("start", t0), _rel("end", t0), "has_end"),
+        "p.misrouted": misrouted.misrouted_over_time(a.classified, t0, bin_ms).select(
+            ((F.col("bin") + 0.5) * bin_ms / 1000.0).alias("t_s"), "reason", "sends"),
+        "p.topics": _topic_staleness(a.client_staleness),
+        "p.lanes": _lanes(t0, top, max_lanes, a.client_staleness, a.client_pieces, a.namesrv_pieces, a.truth),
+        "p.lane_counts": _lane_rank(a.client_staleness, top).groupBy("topic").count(),
+        "p.durations": a.client_intervals.select("duration_ms").limit(max_durations + 1),
+        "p.intervals": a.client_intervals.agg(F.count(F.lit(1)).alias("n")),
+    }
 
 
-#: The plot steps' names (what :func:`assemble` reads).
-PLOT_RESULTS = ("p.latency", "p.faults", "p.misrouted", "p.all_topics", "p.topics", "p.lanes", "p.lane_counts",
-                "p.durations")
+def assemble(a: Analysis, queries: dict[str, DataFrame], r: dict[str, gather.Rows], max_topics: int = 6,
+             max_lanes: int = 24, max_durations: int = 200_000) -> PlotData:
+    """:class:`PlotData` from the collected rows of :func:`plot_queries`.
 
-
-def assemble(run: RunData, r: dict, max_lanes: int = 24, max_durations: int = 200_000) -> PlotData:
-    """:class:`PlotData` from the results of :func:`plot_steps` (pandas only)."""
+    Only a run with more than ``max_durations`` client stale intervals costs one more
+    Spark job: the histogram's seeded sample."""
+    run = a.run
+    df = {name: gather.frame(r[name], q.columns) for name, q in queries.items()}
     notes: list[str] = []
-    faults = r["p.faults"].sort_values(["start_s", "fault_id"]).reset_index(drop=True)
-    all_topics, topics = r["p.all_topics"], r["p.topics"]
+    faults = df["p.faults"].sort_values(["start_s", "fault_id"]).reset_index(drop=True)
+    ranked = sorted(r["p.topics"], key=lambda t: (-(t["s"] or 0.0), t["topic"]))
+    all_topics = [t["topic"] for t in ranked]
+    topics = all_topics[:max_topics]
     if len(all_topics) > len(topics):
         notes.append(f"Route plots show the {len(topics)} stalest of {len(all_topics)} topics; "
                      "the Parquet table client_stale_pieces has all of them.")
-    counts = r["p.lane_counts"]
+    counts = df["p.lane_counts"]
     if len(counts) and int(counts["count"].max()) > max_lanes:
         notes.append(f"Route plots show at most {max_lanes} clients per topic (the stalest).")
-    durations, n_int = r["p.durations"]
-    if n_int is not None:
+    durations = df["p.durations"]
+    if len(durations) > max_durations:
+        n_int = int(r["p.intervals"][0]["n"])
+        durations = (a.client_intervals.select("duration_ms")
+                     .sample(fraction=max_durations / n_int, seed=1).toPandas())
         notes.append(f"The staleness histogram is drawn from a {max_durations:,}-interval sample of {n_int:,}.")
     return PlotData(scale=run.manifest.scale, duration_s=(run.run_end - run.run_start) / 1000.0,
-                    bin_s=time_bin_ms(run) / 1000.0, faults=faults, topics=topics, lanes=r["p.lanes"],
-                    misrouted=r["p.misrouted"], latency=r["p.latency"], stale_durations=durations, notes=notes)
+                    bin_s=time_bin_ms(run) / 1000.0, faults=faults, topics=topics, lanes=df["p.lanes"],
+                    misrouted=df["p.misrouted"], latency=df["p.latency"].sort_values("t_s").reset_index(drop=True),
+                    stale_durations=durations, notes=notes)
 
 
 def collect_plot_data(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
-                      max_durations: int = 200_000, workers: int = 1) -> PlotData:
-    """Aggregate in Spark, collect to pandas. See the module docstring for the limits."""
-    steps = built(a) + plot_steps(a.run, max_topics, max_lanes, max_durations)
-    return assemble(a.run, run_steps(steps, workers), max_lanes, max_durations)
+                      max_durations: int = 200_000) -> PlotData:
+    """Aggregate in Spark, collect to pandas (one action). See the module docstring."""
+    queries = plot_queries(a, max_topics, max_lanes, max_durations)
+    return assemble(a, queries, gather.collect_all(queries), max_topics, max_lanes, max_durations)

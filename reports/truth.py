@@ -116,9 +116,11 @@ def faults(events: DataFrame, run_end: float) -> DataFrame:
               .groupBy("fault_id").agg(F.min("ts").alias("start"), F.first("fault").alias("fault"),
                                        F.first("targets").alias("targets"), F.first("params").alias("params")))
     ends = events.filter(F.col("kind") == "fault.end").groupBy("fault_id").agg(F.min("ts").alias("_end"))
-    times = starts.select(F.col("start").alias("t")).distinct()
-    nxt = (starts.select("fault_id", "start").alias("s").join(times.alias("o"), F.col("o.t") > F.col("s.start"), "left")
-           .groupBy("fault_id").agg(F.min("o.t").alias("_next")))
+    # the next distinct start time (an equi-join on the time, not a range join: a range
+    # join is planned as a broadcast nested loop, a Spark job of its own)
+    times = (starts.select(F.col("start").alias("t")).distinct()
+             .withColumn("_next", F.lead("t").over(Window.orderBy("t"))))
+    nxt = starts.select("fault_id", "start").join(times, F.col("start") == F.col("t"), "left").select("fault_id", "_next")
     return (starts.join(ends, "fault_id", "left").join(nxt, "fault_id", "left")
             .withColumn("end", F.coalesce("_end", F.lit(float(run_end))))
             .withColumn("next_start", F.coalesce("_next", F.lit(float(run_end))))

@@ -97,11 +97,18 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     from emulator.cli.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
+    session = None
+    if report:  # the report's JVM starts while the cluster runs (seconds saved after it)
+        from reports.cli import BackgroundSession
+
+        session = BackgroundSession()
     with stop_signals() as interrupt:  # SIGTERM as Ctrl-C: heal, stop the nodes, say so
         try:
             result = run_topology(topo, run_dir=run_dir, root=root, plan=plan, progress=progress)
         except KeyboardInterrupt:  # run_topology healed every fault and stopped every node on the way out
             interrupt.finishing = True
+            if session is not None:
+                session.close()
             where = (run_dir or (root / "latest")).resolve()
             total, killed = finish_interrupted(where)  # ... unless a signal cut that short
             stopped = (f"{total - len(killed)} of {total} nodes stopped gracefully, SIGKILL for "
@@ -111,12 +118,16 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
                        f"{where} (seed {topo.seed}; `rmqemu launch --replay {where}` runs its plan again)",
                        err=True)
             sys.exit(interrupt.exit_code)
+        except BaseException:
+            if session is not None:
+                session.close()
+            raise
     click.echo(str(result.run_dir))
     if report:
         from reports.cli import report_command
 
         # non-standalone click returns an Exit's code; the report already said why on stderr
-        code = report_command.main([str(result.run_dir)], standalone_mode=False)
+        code = report_command.main([str(result.run_dir)], standalone_mode=False, obj={"background": session})
         if isinstance(code, int) and code:
             sys.exit(code)
     if not result.ok:

@@ -1,0 +1,45 @@
+"""``rmqemu launch --report`` as a user runs it (a subprocess, a real cluster): the report's
+Spark session is started while the cluster runs and the report is written afterwards."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOPOLOGY = """
+name: launch-report
+timing: {scale: 0.01}
+namesrvs: 1
+brokers:
+  - {name: broker-a}
+topics:
+  - {name: OrderTopic, brokers: [broker-a], queues: 2}
+producers:
+  - {group: pg-1, topics: [OrderTopic], rate: 2, size: 64, mode: sync}
+consumers:
+  - {group: cg-1, instances: 1, subscribe: [OrderTopic]}
+duration: 300s
+"""
+
+
+@pytest.mark.integration
+def test_launch_with_report_writes_the_report(tmp_path):
+    topo = tmp_path / "t.yaml"
+    topo.write_text(TOPOLOGY)
+    run_dir = tmp_path / "run"
+    out = subprocess.run(
+        [sys.executable, "-c", "from emulator.cli.main import main; main()", "launch", str(topo),
+         "--run-dir", str(run_dir), "--report", "--no-progress"],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "waiting for the Spark session started during the run" in out.stderr
+    metrics = json.loads((run_dir / "report" / "metrics.json").read_text())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert metrics["run"] == manifest["run"]
+    assert metrics["sends"]["ok"] > 0
+    assert (run_dir / "report" / "report.html").is_file()
+    assert out.stdout.splitlines()[-1] == str(run_dir / "report" / "report.html")
+    assert Path(out.stdout.splitlines()[0]) == run_dir

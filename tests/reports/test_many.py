@@ -1,0 +1,106 @@
+"""Several runs in one report job: the runs are one table with a ``run`` column, and each
+run's metrics are what a report of that run alone gives; the metrics-only function."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pyspark.sql import functions as F
+
+from reports import job
+from reports.cli import report_command
+from reports.load import load_runs
+from rmqemu.errors import RunInputError
+from tests.reports.runlog import croute, exit_, fault, metrics_of, nroute, send, start, topic, write_run
+from tests.reports.test_kill import kill_scenario
+
+T = "T"
+
+
+def pause_scenario() -> tuple[list[dict], list[dict]]:
+    """A paused master (sends to it ``paused``, over-staleness), unlike the kill scenario."""
+    events = [
+        start(1000, "namesrv-0", "namesrv"),
+        start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
+        start(1000, "pg-1-0", "producer"),
+        topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
+        nroute(1100, "namesrv-0", T, ["broker-a", "broker-b"]),
+        croute(1100, "pg-1-0", T, ["broker-a", "broker-b"]),
+        send(2200, "pg-1-0", T, "broker-a", outcome="timeout", msg_id="m1"),
+        send(2700, "pg-1-0", T, "broker-b", msg_id="m2"),
+        *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-a-0", "broker-b-0", "pg-1-0")],
+    ]
+    faults = [fault(2000, "fault.start", "f1", "pause", ["broker-a-0"]),
+              fault(2600, "fault.end", "f1", "pause", ["broker-a-0"])]
+    return events, faults
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("many")
+    return write_run(root / "kill", *kill_scenario()), write_run(root / "pause", *pause_scenario())
+
+
+def test_runs_are_one_table_with_a_run_column(spark, two_runs):
+    a, b = (str(p) for p in two_runs)
+    runs = load_runs(spark, [a, b])
+    assert [r.key for r in runs] == [a, b]
+    for run in runs:
+        assert "run" in run.events.columns
+        got = {r["run"]: r["n"] for r in run.events.groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
+        assert got == {run.key: run.event_count}
+    assert runs[0].event_count != runs[1].event_count
+
+
+def test_two_runs_in_one_call_give_each_run_its_own_metrics(spark, two_runs):
+    a, b = (str(p) for p in two_runs)
+    together = job.compute_many(spark, [a, b])
+    assert list(together) == [a, b]
+    alone = {rd: metrics_of(spark, Path(rd)) for rd in (a, b)}
+    assert together == alone
+    assert together[a] != together[b]
+    assert together[a]["misrouted"]["by_reason"]["dead"] == 1
+    assert together[b]["misrouted"]["by_reason"]["paused"] == 1
+
+
+def test_report_of_two_runs_writes_each_run_its_report(spark, two_runs, tmp_path):
+    copies = []
+    for run in two_runs:  # own copies: other tests of this module read the originals
+        dest = tmp_path / run.name
+        write_run(dest, *_events_of(run))
+        copies.append(dest)
+    result = CliRunner().invoke(report_command, [str(c) for c in copies], obj={"spark": spark},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == [str(c / "report" / "report.html") for c in copies]
+    for run in copies:
+        written = json.loads((run / "report" / "metrics.json").read_text())
+        assert written == metrics_of(spark, run)
+        assert (run / "report" / "parquet" / "sends").is_dir()
+
+
+def _events_of(run: Path) -> tuple[list[dict], list[dict]]:
+    events = [json.loads(line) for f in sorted((run / "events").glob("*.jsonl")) for line in f.read_text().splitlines()]
+    faults = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines()]
+    return events, faults
+
+
+def test_out_with_several_runs_is_a_usage_error(spark, two_runs, tmp_path):
+    result = CliRunner().invoke(report_command, [*map(str, two_runs), "--out", str(tmp_path / "r")],
+                                obj={"spark": spark})
+    assert result.exit_code == 2 and "--out names one report directory" in result.output
+
+
+def test_the_same_run_twice_is_bad_input(spark, two_runs):
+    with pytest.raises(RunInputError, match="given twice"):
+        job.compute_many(spark, [str(two_runs[0]), str(two_runs[0])])
+
+
+def test_metrics_only_writes_nothing_and_equals_the_report(spark, two_runs):
+    run = two_runs[1]
+    got = job.metrics(spark, str(run))
+    assert got == metrics_of(spark, run)
+    assert got["misrouted"]["by_reason"]["paused"] == 1
+    assert not (run / "report").exists()
