@@ -22,6 +22,7 @@ HEADLINE: dict[str, str] = {
     "staleness.clients_total.stale_ms": "client route staleness, total (wall ms)",
     "staleness.clients_total.max_converged_ms": "slowest client convergence (wall ms)",
     "misrouted.total": "misrouted sends",
+    "sends.ok": "ok sends",
     "sends.failed": "failed sends",
     "consumption.lost": "lost messages",
     "timing.lag_p99_ms": "worst node lateness p99 (wall ms)",
@@ -65,11 +66,12 @@ def _row(spec: SweepSpec, result: RunResult, metrics: dict[str, Any] | None) -> 
     cell = next(c for c in spec.cells() if result.run_id.startswith(f"c{c.index:03d}-"))
     row: dict[str, Any] = {"run_id": result.run_id, "cell": cell.index, "seed": int(result.run_id.rsplit("-s", 1)[1]),
                            **cell.values, "exit_code": result.exit_code, "fell_behind": result.fell_behind}
+    columns = list(dict.fromkeys([*HEADLINE, "timing.healthy", *(e.path for e in spec.expect)]))
     if metrics is None:
         row.update({"verdict": "BROKEN", "failed_expectations": f"the run exited {result.exit_code}"})
-        row.update({path: None for path in HEADLINE} | {"timing.healthy": None})
+        row.update({path: None for path in columns})
         return row
-    for path in (*HEADLINE, "timing.healthy"):
+    for path in columns:
         value = lookup(metrics, path)
         row[path] = value if isinstance(value, (int, float, bool)) else None
     verdicts = judge(spec.expect, metrics, "expect") if spec.expect else []
@@ -136,7 +138,7 @@ def _plots(spec: SweepSpec, rows: list[dict[str, Any]], out_dir: Path) -> list[P
     files = []
     for i, key in enumerate(spec.vary):
         values = spec.vary[key]
-        fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), squeeze=False)
+        fig, axes = plt.subplots(2, 4, figsize=(16, 6.5), squeeze=False)
         for ax, (path, label) in zip(axes.flat, HEADLINE.items()):
             xs, med, lo, hi = [], [], [], []
             for j, v in enumerate(values):
@@ -153,6 +155,8 @@ def _plots(spec: SweepSpec, rows: list[dict[str, Any]], out_dir: Path) -> list[P
             ax.set_xticks(range(len(values)), [str(v) for v in values])
             ax.set_title(label, fontsize=9)
             ax.set_xlabel(key, fontsize=8)
+        for ax in list(axes.flat)[len(HEADLINE):]:
+            ax.axis("off")
         fig.suptitle(f"{spec.name}: median and spread over {len(spec.seeds)} seed(s); x = a run that failed",
                      fontsize=10)
         fig.tight_layout()
