@@ -66,13 +66,14 @@ def test_kill_with_restart_pause_as_a_block_and_heal_at_finish(tmp_path: Path) -
 def test_link_delay_shows_in_send_latency_and_resume_ends_a_timed_pause(tmp_path: Path) -> None:
     with emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
         c.wait_routed("T")
-        with c.link("pg-0", to=["broker-a-0", "broker-b-0"], delay="300ms"):  # 3 wall ms at 0.01
-            c.sleep("20s")
+        with c.link("pg-0", to=["broker-a-0", "broker-b-0"], delay="300ms") as link:  # 3 wall ms at 0.01
             since = c.events("fault.start")[-1]["ts"]
-            c.wait_for(lambda: len([e for e in c.events("send", "pg-0") if e["ts"] > since and e["outcome"] == "ok"]) >= 5,
-                       30, "five sends through the delayed link")
-        delayed = [e["latency_ms"] for e in c.events("send", "pg-0") if e["ts"] > since and e["outcome"] == "ok"]
-        assert min(delayed) >= 3.0  # every request crossed the 3 wall ms delay
+
+            def delayed() -> list[float]:  # ok sends whose attempt started under the fault
+                return [e["latency_ms"] for e in c.events("send", "pg-0")
+                        if e["outcome"] == "ok" and e["ts"] - e["latency_ms"] > since]
+            c.wait_for(lambda: len(delayed()) >= 5, 30, "five sends through the delayed link")
+            assert link.active and min(delayed()) >= 3.0  # every request crossed the 3 wall ms delay
 
         pause = c.pause("consumer", duration="10m")
         c.wait_for(lambda: _status(c, "cg-0") == psutil.STATUS_STOPPED, 10, "the consumer paused")
