@@ -170,7 +170,7 @@ def _plots(spec: SweepSpec, rows: list[dict[str, Any]], out_dir: Path) -> list[P
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>sweep {{ spec.name }}</title>
 <style>body{font-family:sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}.PASS{color:#1e8449}
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}img{max-width:100%}.PASS{color:#1e8449}
 .FAIL,.BROKEN{color:#c0392b;font-weight:bold}h1 span{font-size:60%}</style></head><body>
 <h1>{{ verdict }} <span>sweep {{ spec.name }}: {{ cells|length }} cell(s) x {{ spec.seeds|length }} seed(s)</span></h1>
 <p>Topology {{ spec.topology_path }}; expectations:
