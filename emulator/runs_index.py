@@ -87,9 +87,7 @@ def _sweep_entry(sweep: Path, data: dict[str, Any]) -> Entry:
             verdicts = [row.get("verdict") for row in csv.DictReader(f)]
         failed = sum(v in ("FAIL", "BROKEN") for v in verdicts)
         verdict = "BROKEN" if "BROKEN" in verdicts else "FAIL" if "FAIL" in verdicts else "PASS"
-    stamp = sweep.name.rsplit("-", 2)
-    when = (f"{stamp[-2][:4]}-{stamp[-2][4:6]}-{stamp[-2][6:]} {stamp[-1][:2]}:{stamp[-1][2:4]}:{stamp[-1][4:]}"
-            if len(stamp) == 3 and len(stamp[-2]) == 8 and len(stamp[-1]) == 6 else "-")
+    when = str(data.get("created") or "-")
     page = sweep / "report" / "sweep.html"
     return Entry("sweep", sweep, str(grid.get("sweep", sweep.name)), when, verdict,
                  {"runs": f"{done}/{total}", "failed": failed}, f"{len(grid.get('cells') or [])} cell(s) x "

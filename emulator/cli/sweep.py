@@ -9,9 +9,8 @@ import click
 
 from emulator.cli.errors import handle_errors
 from emulator.launcher.run_dir import DEFAULT_ROOT
-from emulator.sweep.runner import RunResult, auto_limit, run_sweep, sweep_dir
+from emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
 from emulator.sweep.spec import SweepSpec, load_sweep
-from emulator.launcher.topology_load import load_topology
 
 
 @click.command("sweep")
@@ -33,7 +32,7 @@ def sweep_command(file: Path, root: Path, parallel: int | None, fresh: bool, mas
     spec = load_sweep(file)
     out = sweep_dir(spec, root, fresh)
     runs = spec.runs()
-    limit = parallel or (spec.parallel if isinstance(spec.parallel, int) else auto_limit(spec, load_topology(spec.topology_path)))
+    limit = runs_at_once(spec, parallel)
     click.echo(f"sweep {spec.name}: {len(spec.cells())} cell(s) x {len(spec.seeds)} seed(s) = {len(runs)} run(s), "
                f"{limit} at once, in {out}", err=True)
     failed: list[RunResult] = []

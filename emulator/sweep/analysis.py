@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.sweep.runner import RunResult
-from emulator.sweep.spec import SweepSpec
+from emulator.sweep.spec import SweepRun, SweepSpec
 from rmqemu.verdicts import judge, lookup
 
 #: metric path -> what the plots call it
@@ -51,9 +51,11 @@ def analyse(spark: Any, spec: SweepSpec, results: list[RunResult], out_dir: Path
     if compute is None:
         from reports.job import compute_many as compute  # Spark: only the analysis needs it
 
+    if [r.run_id for r in results] != [run.run_id for run in spec.runs()]:
+        raise ValueError("analyse: one result per run of the grid, in grid order (as run_sweep returns them)")
     ok = [r for r in results if r.exit_code == 0]
     metrics = compute(spark, [str(r.run_dir) for r in ok]) if ok else {}
-    rows = [_row(spec, r, metrics.get(str(r.run_dir))) for r in results]
+    rows = [_row(spec, run, r, metrics.get(str(r.run_dir))) for run, r in zip(spec.runs(), results)]
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [_write_csv(rows, out_dir / "runs.csv"), _write_parquet(rows, out_dir / "runs.parquet")]
     figures = _plots(spec, rows, out_dir)
@@ -62,10 +64,9 @@ def analyse(spark: Any, spec: SweepSpec, results: list[RunResult], out_dir: Path
     return SweepAnalysis(rows, out_dir, [*files, *figures, page])
 
 
-def _row(spec: SweepSpec, result: RunResult, metrics: dict[str, Any] | None) -> dict[str, Any]:
-    cell = next(c for c in spec.cells() if result.run_id.startswith(f"c{c.index:03d}-"))
-    row: dict[str, Any] = {"run_id": result.run_id, "cell": cell.index, "seed": int(result.run_id.rsplit("-s", 1)[1]),
-                           **cell.values, "exit_code": result.exit_code, "fell_behind": result.fell_behind}
+def _row(spec: SweepSpec, run: SweepRun, result: RunResult, metrics: dict[str, Any] | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"run_id": result.run_id, "cell": run.cell.index, "seed": run.seed, **run.cell.values,
+                           "exit_code": result.exit_code, "fell_behind": result.fell_behind}
     columns = list(dict.fromkeys([*HEADLINE, "timing.healthy", *(e.path for e in spec.expect)]))
     if metrics is None:
         row.update({"verdict": "BROKEN", "failed_expectations": f"the run exited {result.exit_code}"})

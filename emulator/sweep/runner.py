@@ -59,8 +59,12 @@ def auto_parallel(nodes: int, scale: float, cores: int | None = None) -> int:
     return max(1, int(cores * CPU_BUDGET / per_run))
 
 
-def auto_limit(spec: SweepSpec, base: Any) -> int:
-    """``parallel: auto`` for a grid: what its most demanding cell allows."""
+def runs_at_once(spec: SweepSpec, parallel: int | None = None) -> int:
+    """Runs at once: ``parallel`` (the command line), else the file's number, else ``auto``:
+    what the grid's most demanding cell allows."""
+    if parallel or isinstance(spec.parallel, int):
+        return int(parallel or spec.parallel)
+    base = load_topology(spec.topology_path)
     limits = []
     for cell in spec.cells():
         topo = cell_topology(base, cell, spec.seeds[0], spec.source)
@@ -84,7 +88,9 @@ def sweep_dir(spec: SweepSpec, root: Path, fresh: bool = False) -> Path:
         out.mkdir(parents=True, exist_ok=False)
     except OSError as exc:
         raise RunDirError(f"{out}: cannot create the sweep directory ({exc.strerror or exc})") from None
-    (out / "sweep.json").write_text(json.dumps({"grid": grid, "source": spec.source}, indent=2), encoding="utf-8")
+    created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    (out / "sweep.json").write_text(json.dumps({"grid": grid, "source": spec.source, "created": created}, indent=2),
+                                    encoding="utf-8")
     return out
 
 
@@ -93,7 +99,7 @@ def run_sweep(spec: SweepSpec, out: Path, parallel: int | None = None,
     """Run every run of the grid that is not complete yet; every run's result, in grid order."""
     base = load_topology(spec.topology_path)
     runs = spec.runs()
-    limit = parallel or (spec.parallel if isinstance(spec.parallel, int) else auto_limit(spec, base))
+    limit = runs_at_once(spec, parallel)
     results: dict[str, RunResult] = {}
     todo: list[SweepRun] = []
     for run in runs:

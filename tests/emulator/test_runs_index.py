@@ -30,7 +30,8 @@ def test_runs_and_sweeps_newest_first_with_their_numbers(tmp_path: Path) -> None
     make_run(tmp_path, "new-20260102-000000-bbbb", 1767312000000.0)  # never reported
     sweep = tmp_path / "poll-20260103-120000"
     (sweep / "report").mkdir(parents=True)
-    (sweep / "sweep.json").write_text(json.dumps({"grid": {"sweep": "poll", "cells": [{}, {}], "seeds": [1, 2]}}))
+    (sweep / "sweep.json").write_text(json.dumps({"grid": {"sweep": "poll", "cells": [{}, {}], "seeds": [1, 2]},
+                                                  "created": "2026-01-03 12:00:00"}))
     (sweep / "c000-s1").mkdir()
     (sweep / "c000-s1" / "done.json").write_text("{}")
     (sweep / "report" / "runs.csv").write_text("run_id,verdict\nc000-s1,PASS\nc000-s2,FAIL\n")
