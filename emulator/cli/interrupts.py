@@ -74,8 +74,11 @@ def stop_signals() -> Iterator[Interrupt]:
     try:
         yield seen
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        if seen.count:  # the command is exiting: a late signal must not kill it (exit -2 instead of 130)
+            seen.finishing = True
+        else:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
 
 def _exit_events(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
