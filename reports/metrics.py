@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports import clients, gather, misrouted, timing
+from reports import availability, clients, gather, loss, misrouted, timing
 from reports.misrouted import REASONS
 from reports.load import RunData
 from reports.pipeline import Analysis
@@ -48,8 +48,14 @@ def metric_queries(a: Analysis) -> dict[str, Query]:
                     (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
                     (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
                     "converged_ms", "stale_views"))
+    windows = availability.unavailable_windows(a.sends, run.measure_end)  # docs/design.md §9
+    impact = availability.fault_impact(a.faults, a.convergence, windows, a.classified, run.measure_end)
+    conv = conv.join(impact.select("fault_id", (F.col("impact_end") - F.lit(run.run_start)).alias(
+        "impact_end_offset_ms"), "rto_ms", "failed_sends", "misrouted_sends"), "fault_id", "left")
     return {
         "m.consumption": (clients.consumption(ev, a.sends, run.stop_ms), ["topic"]),
+        "m.group_loss": (loss.group_loss(ev, a.sends, run.stop_ms), ["group", "topic"]),
+        "m.availability": (availability.availability_by_pair(a.sends, windows), ["producer", "topic"]),
         "m.nsq": (clients.non_subscriber_queues(ev), ["group", "topic"]),
         "m.sne": (clients.subscription_not_exist(ev), ["node", "topic"]),
         "m.autocreate": (clients.autocreate_coverage(ev, run.nodes, a.hosts, a.autocreate), ["topic"]),
@@ -90,6 +96,13 @@ def _misrouted(got: list[dict[str, Any]]) -> dict[str, Any]:
     return {"total": sum(by_reason.values()), "by_reason": by_reason, "by_reason_outcome": by_outcome}
 
 
+def _availability(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs/design.md §9: the longest and the total unavailability over (producer, topic)."""
+    return {"max_unavailable_ms": max([p["max_ms"] for p in pairs], default=0.0),
+            "total_unavailable_ms": sum((p["total_ms"] for p in pairs), 0.0),
+            "unavailable_pairs": sum(1 for p in pairs if p["windows"]), "windows": pairs}
+
+
 def _sends(r: dict[str, Any]) -> dict[str, Any]:
     out = {k: (v or 0) for k, v in r["m.outcomes"][0].items()}
     out["latency"] = {row.pop("scope"): row for row in r["m.latency"]}
@@ -122,7 +135,10 @@ def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
             "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
             "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
             "by_topic": consumption,
+            "lost_per_group": sum(x["lost"] for x in r["m.group_loss"]),
+            "groups": r["m.group_loss"],
         },
+        "availability": _availability(r["m.availability"]),
         "timing": timing.verdict(r["m.timing"], man.scale, [n.get("config") or {} for n in man.nodes.values()]),
     }
     return with_cluster_seconds(doc, man.scale)
