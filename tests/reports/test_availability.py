@@ -60,8 +60,8 @@ def _sends() -> list[dict]:
     return sorted(out, key=lambda e: e["ts"])
 
 
-@pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def write_log(root):
+    """Write the log of the module docstring as a run dir at ``root``."""
     events = [
         *[start(1000, n, "broker" if n.startswith("broker") else "producer") for n in NODES],
         topic(1000, "broker-a-0", T), topic(1000, "broker-a-0", U),
@@ -76,7 +76,17 @@ def metrics(spark, tmp_path_factory):
         fault(6000, "fault.end", "f2", "link", ["pg-2-0"], links=[["pg-2-0", "broker-a-0"]], delay_ms=50.0),
         {"ts": 9000, "node": "launcher", "kind": "run.stop"},
     ]
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("availability"), events, faults))
+    return write_run(root, events, faults)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return write_log(tmp_path_factory.mktemp("availability"))
+
+
+@pytest.fixture(scope="module")
+def metrics(spark, run_dir):
+    return metrics_of(spark, run_dir)
 
 
 def _pair(m, producer, name):
@@ -136,6 +146,25 @@ def test_failed_and_misrouted_sends_count_for_every_window_holding_them(metrics)
     # misrouted (paused): 3100 3300 3200 3400 and the ok 3700 -- misrouted whatever the outcome
     assert (f1["misrouted_sends"], f2["misrouted_sends"]) == (5, 0)
     assert metrics["misrouted"]["by_reason"]["paused"] == 5
+
+
+def test_availability_plot(spark, run_dir, tmp_path):
+    """The plot data holds the six windows above (wall s since the first event, 1000) and
+    each producer's span of measured attempts; the figure is drawn with the faults shaded."""
+    from reports import plotdata, plots
+    from reports.load import load_run
+    from reports.pipeline import analyse
+
+    data = plotdata.collect_plot_data(analyse(load_run(spark, str(run_dir))))
+    got = sorted((r.producer, r.topic, round(r.start_s, 3), round(r.end_s, 3)) for r in data.unavailable.itertuples())
+    assert got == [("pg-1-0", T, 2.1, 3.2), ("pg-1-0", T, 3.6, 3.8), ("pg-1-0", U, 2.2, 3.25),
+                   ("pg-1-0", U, 4.2, 8.0), ("pg-2-0", T, 1.0, 3.4), ("pg-2-0", T, 3.7, 4.5)]
+    spans = {r.producer: (round(r.first_s, 3), round(r.last_s, 3), r.attempts) for r in data.producers.itertuples()}
+    # pg-1-0: 1500 .. 7000 (9200 is past run.stop), 11 measured attempts
+    assert spans == {"pg-1-0": (0.5, 6.0, 11), "pg-1-1": (1.0, 5.5, 3), "pg-2-0": (0.8, 4.5, 8)}
+    figs = plots.render_all(data, tmp_path)
+    assert "availability.png" in [f.file for f in figs]
+    assert (tmp_path / "availability.png").stat().st_size > 10_000
 
 
 # --- single transforms on inline frames (reports.availability) -------------------------------
