@@ -68,38 +68,42 @@ def availability_by_pair(send_df: DataFrame, windows: DataFrame) -> DataFrame:
                     F.coalesce("max_ms", F.lit(0.0)).alias("max_ms")))
 
 
-def attribution_windows(faults: DataFrame, convergence: DataFrame) -> DataFrame:
-    """``fault_id, start, impact_end``: each fault's attribution window, from its
-    ``fault.start`` to the later of its end and ``start + converged_ms``."""
-    conv = convergence.select("fault_id", "converged_ms")
-    return (faults.select("fault_id", "start", "end").join(conv, "fault_id", "left")
-            .select("fault_id", "start", F.greatest(
-                "end", F.col("start") + F.coalesce("converged_ms", F.lit(0.0))).alias("impact_end")))
+def with_impact(rows: DataFrame, faults: DataFrame, windows: DataFrame, classified: DataFrame,
+                measure_end: float) -> DataFrame:
+    """``rows`` (one per fault, with at least ``fault_id, start, end, converged_ms``) plus
+    ``impact_end`` (the attribution window's end), ``rto_ms``, ``failed_sends`` and
+    ``misrouted_sends``.
 
+    ``rto_ms``: the longest unavailability window *starting* in the attribution window
+    ``[start, max(end, start + converged_ms))`` (0 if none); ``failed_sends`` /
+    ``misrouted_sends``: non-ok / misrouted attempts (of the measured run) whose ``ts`` is in
+    it. An attempt or window counts for every fault whose window holds it.
 
-def fault_impact(faults: DataFrame, convergence: DataFrame, windows: DataFrame,
-                 classified: DataFrame, measure_end: float) -> DataFrame:
-    """``fault_id, impact_end, rto_ms, failed_sends, misrouted_sends`` per fault.
-
-    ``rto_ms``: the longest unavailability window *starting* in the attribution window (0
-    if none); ``failed_sends`` / ``misrouted_sends``: non-ok / misrouted attempts (of the
-    measured run) whose ``ts`` is in it. An attempt or window counts for every fault whose
-    window holds it. Windows and attempts go through one range join with the (few) faults:
-    the marks table holds both, a window as its start and length."""
+    How, and why so: attempts and windows are one marks table (a window as its start and
+    length) joined to the few fault rows by a range condition. Every fault must keep its row,
+    but an *outer* range join is planned as a broadcast nested loop join, a Spark job of its
+    own that broadcasts the large side; and joining the counts back to ``rows`` would put
+    ``rows`` (whose ``converged_ms`` comes from such a join) twice in the plan. So the join is
+    inner, and each fault also matches one blank mark of its own (``_fid``, taken from
+    ``faults``): within the report's single job, a cartesian product when broadcasts are off
+    (small inputs), a broadcast of the fault rows otherwise."""
     att = measured_attempts(classified, measure_end)
-    failed = ~F.col("ok")
-    mis = F.col("reason").isNotNull()
+    failed, mis = ~F.col("ok"), F.col("reason").isNotNull()
+    blank = F.lit(None).cast("string").alias("_fid")
     marks = (att.filter(failed | mis)
-             .select(F.col("ts").alias("t"), failed.cast("long").alias("_failed"), mis.cast("long").alias("_mis"),
-                     F.lit(None).cast("double").alias("_len"))
-             .unionByName(windows.select(F.col("start").alias("t"), F.lit(0).cast("long").alias("_failed"),
+             .select(blank, F.col("ts").alias("_t"), failed.cast("long").alias("_failed"),
+                     mis.cast("long").alias("_mis"), F.lit(None).cast("double").alias("_len"))
+             .unionByName(windows.select(blank, F.col("start").alias("_t"), F.lit(0).cast("long").alias("_failed"),
                                          F.lit(0).cast("long").alias("_mis"),
-                                         (F.col("end") - F.col("start")).alias("_len"))))
-    f = attribution_windows(faults, convergence).alias("f")
-    m = marks.alias("m")
-    hit = f.join(m, (F.col("m.t") >= F.col("f.start")) & (F.col("m.t") < F.col("f.impact_end")), "left")
-    return (hit.groupBy("f.fault_id", "f.impact_end")
-            .agg(F.coalesce(F.max("m._len"), F.lit(0.0)).alias("rto_ms"),
-                 F.coalesce(F.sum("m._failed"), F.lit(0)).cast("long").alias("failed_sends"),
-                 F.coalesce(F.sum("m._mis"), F.lit(0)).cast("long").alias("misrouted_sends"))
-            .select("fault_id", "impact_end", "rto_ms", "failed_sends", "misrouted_sends"))
+                                         (F.col("end") - F.col("start")).alias("_len")))
+             .unionByName(faults.select(F.col("fault_id").alias("_fid"), F.lit(None).cast("double").alias("_t"),
+                                        F.lit(0).cast("long").alias("_failed"), F.lit(0).cast("long").alias("_mis"),
+                                        F.lit(None).cast("double").alias("_len"))))
+    r = rows.withColumn("impact_end", F.greatest(
+        "end", F.col("start") + F.coalesce("converged_ms", F.lit(0.0))))
+    inside = F.col("_fid").isNull() & (F.col("_t") >= F.col("start")) & (F.col("_t") < F.col("impact_end"))
+    return (r.join(marks, (F.col("_fid") == F.col("fault_id")) | inside)
+            .groupBy(*r.columns)
+            .agg(F.coalesce(F.max("_len"), F.lit(0.0)).alias("rto_ms"),
+                 F.sum("_failed").cast("long").alias("failed_sends"),
+                 F.sum("_mis").cast("long").alias("misrouted_sends")))

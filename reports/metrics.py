@@ -43,15 +43,16 @@ def metric_queries(a: Analysis) -> dict[str, Query]:
     those of other runs) in one action (:mod:`reports.gather`)."""
     run, ev = a.run, a.run.events
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
-    conv = (a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
-            .select("fault_id", "fault", "targets",
-                    (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
-                    (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
-                    "converged_ms", "stale_views"))
     windows = availability.unavailable_windows(a.sends, run.measure_end)  # docs/design.md §9
-    impact = availability.fault_impact(a.faults, a.convergence, windows, a.classified, run.measure_end)
-    conv = conv.join(impact.select("fault_id", (F.col("impact_end") - F.lit(run.run_start)).alias(
-        "impact_end_offset_ms"), "rto_ms", "failed_sends", "misrouted_sends"), "fault_id", "left")
+    conv = availability.with_impact(
+        a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id"),
+        a.faults, windows, a.classified, run.measure_end)
+    conv = conv.select("fault_id", "fault", "targets",
+                       (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
+                       (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
+                       "converged_ms", "stale_views",
+                       (F.col("impact_end") - F.lit(run.run_start)).alias("impact_end_offset_ms"),
+                       "rto_ms", "failed_sends", "misrouted_sends")
     return {
         "m.consumption": (clients.consumption(ev, a.sends, run.stop_ms), ["topic"]),
         "m.group_loss": (loss.group_loss(ev, a.sends, run.stop_ms), ["group", "topic"]),

@@ -194,16 +194,17 @@ def test_oneway_and_unmeasured_attempts_are_left_out(spark):
 
 
 def test_fault_impact_of_overlapping_faults(spark):
-    """Two faults: a [0, 100) converged 150 -> [0, 150); b [120, 200) converged 0 -> [120, 200).
-    The window [130, 170) starts in both (rto 40 each); the failed attempt at 140 lies in both;
-    the failed one at 10 in a only (a: 2 failed, b: 1); the misrouted ok attempt at 160 in b
-    only (150 is a's end, excluded: half-open)."""
-    from reports.availability import fault_impact
-    faults = frame(spark, "fault_id string, start double, end double", [("a", 0, 100), ("b", 120, 200)])
-    conv = frame(spark, "fault_id string, converged_ms double", [("a", 150), ("b", 0)])
+    """Two faults: a [0, 100) converged 150 -> [0, 150); b [120, 200) converged 0 -> [120, 200);
+    c [500, 500), an instant fault with nothing in it, keeps its row with zeros.
+    The window [130, 170) starts in both a and b (rto 40 each); the failed attempt at 140 lies
+    in both; the failed one at 10 in a only (a: 2 failed, b: 1); the misrouted ok attempt at
+    160 in b only (150 is a's end, excluded: half-open)."""
+    from reports.availability import with_impact
+    faults = frame(spark, "fault_id string, start double, end double, converged_ms double",
+                   [("a", 0, 100, 150), ("b", 120, 200, 0), ("c", 500, 500, 0)])
     windows = frame(spark, "producer string, topic string, start double, end double", [("p", T, 130, 170)])
     classified = frame(spark, SENDS + ", reason string", [
         ("p", T, 10, 1, "error", None), ("p", T, 140, 2, "timeout", None), ("p", T, 160, 3, "ok", "dead")])
-    got = fault_impact(faults, conv, windows, classified, 1000.0)
+    got = with_impact(faults, faults.select("fault_id"), windows, classified, 1000.0)
     assert rows(got, "fault_id", "impact_end", "rto_ms", "failed_sends", "misrouted_sends") == [
-        ("a", 150.0, 40.0, 2, 0), ("b", 200.0, 40.0, 1, 1)]
+        ("a", 150.0, 40.0, 2, 0), ("b", 200.0, 40.0, 1, 1), ("c", 500.0, 0.0, 0, 0)]
