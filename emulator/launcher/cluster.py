@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.launcher import manifest as _manifest
+from emulator.launcher.drain import drain as drain_consumers
 from emulator.node.clock import ClockSetting, host_ms
 from rmqemu.errors import ClusterError, ControlError, LaunchError
 from emulator.node.links import LinkRule, rules_to_wire
@@ -53,6 +54,7 @@ class Cluster:
         self.died: list[str] = []
         self.started_ms = 0.0
         self.log = log or (lambda _msg: None)
+        self.drain_at_stop = True  # `with` ends a run that ended normally with the drain (docs/design.md §6)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -64,8 +66,8 @@ class Cluster:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.stop(drain=self.drain_at_stop and exc_type is None)
 
     def start(self) -> None:
         self.started_ms = host_ms()
@@ -110,25 +112,23 @@ class Cluster:
                 self.set_clock(name, self.clocks[name])
             self.stopped.discard(name)
 
-    def stop(self) -> None:
-        """Graceful shutdown in reverse start order (clients, then brokers, which unregister
-        from the namesrvs still running, then namesrvs), then SIGKILL for anything left."""
+    def stop(self, drain: bool = False) -> None:
+        """Graceful shutdown (docs/design.md §6): producers first, then ``run.stop`` (the measured
+        run ends), then with ``drain`` the bounded wait for every consumer group to catch up
+        (``run.drain``, :mod:`emulator.launcher.drain`), then consumers, brokers (which
+        unregister from the namesrvs still running) and namesrvs; SIGKILL for anything left.
+        Faults are the caller's to heal first (the plan's end, ``finish``, ``down``). A signal
+        during the drain ends only the drain; it is raised again once every node has stopped."""
         live = [p for p in self.procs.values() if p.alive()]
-        if self.started_ms and live:  # the end of the measured run: what follows is the shutdown
-            self.record({"node": "launcher", "kind": "run.stop"})
+        interrupted = False
         try:
-            for roles in (("producer", "consumer"), ("broker",), ("namesrv",)):
-                group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
-                for p in group:
-                    p.expected_exit = True
-                    try:
-                        p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
-                        self.control.command(p.name, "shutdown", {})
-                    except (ControlError, FaultError, OSError):
-                        pass
-                deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
-                while any(p.alive() for p in group) and time.monotonic() < deadline:
-                    self.pump(20)
+            self._stop_roles(live, ("producer",))
+            if self.started_ms and live:  # the end of the measured run: what follows is the shutdown
+                self.record({"node": "launcher", "kind": "run.stop"})
+                if drain:
+                    interrupted = drain_consumers(self, self.topo.timing.drainTimeout).interrupted
+            for roles in (("consumer",), ("broker",), ("namesrv",)):
+                self._stop_roles(live, roles)
             kill_all(live)
             self.pump(0)
         finally:
@@ -141,6 +141,22 @@ class Cluster:
             self.control.close()
             if self.started_ms:
                 _manifest.write(self)
+        if interrupted:
+            raise KeyboardInterrupt
+
+    def _stop_roles(self, live: list[NodeProcess], roles: tuple[str, ...]) -> None:
+        """Ask the live nodes of ``roles`` to shut down and wait (bounded) until they exited."""
+        group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
+        for p in group:
+            p.expected_exit = True
+            try:
+                p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
+                self.control.command(p.name, "shutdown", {})
+            except (ControlError, FaultError, OSError):
+                pass
+        deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
+        while any(p.alive() for p in group) and time.monotonic() < deadline:
+            self.pump(20)
 
     # ------------------------------------------------------------------ observing
 
