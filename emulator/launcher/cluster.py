@@ -4,7 +4,8 @@
 It owns the control plane's server side; the fault injector drives it through the methods of
 ``faults.ops.ClusterOps`` (``signal``, ``restart``, ``set_links``, ``set_clock``, ``record``,
 ``node_exited``). Start order follows RocketMQ practice: namesrvs (brokers need their
-addresses), brokers, admin-created topics, then clients.
+addresses), brokers, admin-created topics, then clients; the stop runs backwards, with the
+consumers' drain between the producers and the consumers (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -113,11 +114,9 @@ class Cluster:
             self.stopped.discard(name)
 
     def stop(self, drain: bool = False) -> None:
-        """Graceful shutdown (docs/design.md §6): producers first, then ``run.stop`` (the measured
-        run ends), then with ``drain`` the bounded wait for every consumer group to catch up
-        (``run.drain``, :mod:`emulator.launcher.drain`), then consumers, brokers (which
-        unregister from the namesrvs still running) and namesrvs; SIGKILL for anything left.
-        Faults are the caller's to heal first (the plan's end, ``finish``, ``down``). A signal
+        """Graceful shutdown (docs/design.md §6), faults healed by the caller: producers, ``run.stop``
+        (the measured end), with ``drain`` the bounded wait for the consumer groups (``run.drain``),
+        consumers, brokers (they unregister), namesrvs; SIGKILL for anything left. A signal
         during the drain ends only the drain; it is raised again once every node has stopped."""
         live = [p for p in self.procs.values() if p.alive()]
         interrupted = False
