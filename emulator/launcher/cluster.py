@@ -116,18 +116,29 @@ class Cluster:
     def stop(self, drain: bool = False) -> None:
         """Graceful shutdown (docs/design.md §6), faults healed by the caller: producers, ``run.stop``
         (the measured end), with ``drain`` the bounded wait for the consumer groups (``run.drain``),
-        consumers, brokers (they unregister), namesrvs; SIGKILL for anything left. A signal
-        during the drain ends only the drain; it is raised again once every node has stopped."""
+        consumers, brokers (they unregister), namesrvs; SIGKILL for anything left. ``drain`` means
+        the run ended normally, so a first signal (KeyboardInterrupt) during this stop skips the
+        drain but not the rest, and is raised again once every node has stopped; a second one
+        (the third signal of ``rmqemu launch``, emulator/cli/interrupts.py) cuts the stop short."""
         live = [p for p in self.procs.values() if p.alive()]
-        interrupted = False
+        signalled = ended = False
         try:
-            self._stop_roles(live, ("producer",))
-            if self.started_ms and live:  # the end of the measured run: what follows is the shutdown
-                self.record({"node": "launcher", "kind": "run.stop"})
-                if drain:
-                    interrupted = drain_consumers(self, self.topo.timing.drainTimeout).interrupted
-            for roles in (("consumer",), ("broker",), ("namesrv",)):
-                self._stop_roles(live, roles)
+            for phase in ("producer", "drain", "consumer", "broker", "namesrv"):
+                while True:  # a phase the first signal interrupted runs again (without the drain)
+                    try:
+                        if phase != "drain":
+                            self._stop_roles(live, phase)
+                        elif self.started_ms and live:
+                            if not ended:  # the measured run ends: what follows is the shutdown
+                                ended = True
+                                self.record({"node": "launcher", "kind": "run.stop"})
+                            if drain and not signalled:
+                                signalled = drain_consumers(self, self.topo.timing.drainTimeout).interrupted
+                        break
+                    except KeyboardInterrupt:
+                        if not drain or signalled:
+                            raise
+                        signalled = True
             kill_all(live)
             self.pump(0)
         finally:
@@ -140,12 +151,12 @@ class Cluster:
             self.control.close()
             if self.started_ms:
                 _manifest.write(self)
-        if interrupted:
+        if signalled:
             raise KeyboardInterrupt
 
-    def _stop_roles(self, live: list[NodeProcess], roles: tuple[str, ...]) -> None:
-        """Ask the live nodes of ``roles`` to shut down and wait (bounded) until they exited."""
-        group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
+    def _stop_roles(self, live: list[NodeProcess], role: str) -> None:
+        """Ask the live nodes of ``role`` to shut down and wait (bounded) until they exited."""
+        group = [p for p in live if self.plans[p.name].role == role and p.alive()]
         for p in group:
             p.expected_exit = True
             try:

@@ -166,8 +166,8 @@ def backlog_of(groups: Iterable[GroupWatch], masters: Mapping[str, Mapping[str, 
 def wait_drained(probe: Callable[[float], Backlog], clock_ms: Callable[[], float],
                  sleep_ms: Callable[[float], None], timeout_ms: float, poll_ms: float) -> DrainResult:
     """Look (``probe(ms left)``) until nothing is left or ``timeout_ms`` has passed; at least
-    one look, even with a zero bound. A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the wait with
-    what the last look saw, marked interrupted: the caller still stops the cluster gracefully."""
+    one look, even with a zero bound. A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the wait, marked
+    interrupted, with what one last look sees: the caller still stops the cluster gracefully."""
     start = clock_ms()
     backlog = Backlog()
     try:
@@ -179,8 +179,13 @@ def wait_drained(probe: Callable[[float], Backlog], clock_ms: Callable[[], float
             if waited >= timeout_ms:
                 return DrainResult(False, waited, timeout_ms, backlog)
             sleep_ms(min(poll_ms, timeout_ms - waited))
-    except KeyboardInterrupt:
-        return DrainResult(False, clock_ms() - start, timeout_ms, backlog, interrupted=True)
+    except KeyboardInterrupt:  # may have hit a look half done: one more, short, for the record
+        waited = clock_ms() - start
+        try:
+            backlog = probe(0.0)
+        except KeyboardInterrupt:
+            pass
+        return DrainResult(False, waited, timeout_ms, backlog, interrupted=True)
 
 
 def cluster_probe(cluster: "Cluster", groups: list[GroupWatch]) -> Callable[[float], Backlog]:

@@ -106,3 +106,14 @@ def test_a_zero_bound_looks_once_and_an_interrupt_ends_the_wait_with_the_last_lo
     got = wait_drained(lambda _ms: _behind(5), clock.now, interrupting_sleep, timeout_ms=1000, poll_ms=50)
     assert got.interrupted and not got.completed and got.event()["interrupted"] is True
     assert got.event()["lag_total"] == 5
+
+    looks = iter([KeyboardInterrupt, 4])  # the signal hits the first look: one more says what is left
+
+    def probe(_ms: float) -> Backlog:
+        n = next(looks)
+        if n is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        return _behind(n)
+
+    got = wait_drained(probe, clock.now, clock.sleep, timeout_ms=1000, poll_ms=50)
+    assert got.interrupted and got.event()["lag_total"] == 4

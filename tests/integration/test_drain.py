@@ -3,11 +3,12 @@ consumers catch up to the brokers' max offsets (``run.drain``), then the rest st
 
 Checked from the events alone: every message a producer got ``ok`` for is consumed by every
 group, and a group that cannot consume (killed, not restarted) makes the drain end at its bound,
-not completed, naming the group."""
+not completed, naming the group; a Ctrl-C during the drain ends only the drain."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ import emulator
 from emulator.cli.launch import run_topology
 from emulator.launcher.run_events import read_events
 from emulator.launcher.topology_load import parse_topology
+from emulator.testing import kill_survivors, run_processes
+from tests.faults.live import rmqemu, wait_until
 
 GROUPS = {"cg-a": 2, "cg-b": 3, "cg-c": 4}
 
@@ -103,3 +106,49 @@ def test_a_group_whose_consumers_were_killed_leaves_the_drain_not_completed_at_i
     killed_by_shutdown = [e["node"] for e in exits
                           if e.get("signal") == signal.SIGKILL and not e["node"].startswith("cg-dead")]
     assert killed_by_shutdown == []
+
+
+NEVER_DRAINS = """
+name: drain-sigint
+timing: {scale: 0.01, drainTimeout: 3000s}
+namesrvs: 1
+brokers:
+  - {name: broker-a, slaves: 0}
+topics:
+  - {name: T, brokers: [broker-a], queues: 4}
+  - {name: U, brokers: [broker-a], queues: 4}
+producers:
+  - {group: pg, topics: [T, U], rate: 5}
+consumers:   # one group, two subscriptions: the queues each instance gets of the other's topic are never consumed
+  - {group: cg, subscribe: [T]}
+  - {group: cg, subscribe: [U]}
+duration: 30s
+"""
+
+
+def test_a_signal_during_the_drain_ends_it_and_the_nodes_still_stop_gracefully(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(NEVER_DRAINS)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(rmqemu("launch", "t.yaml", "--run-dir", str(run_dir), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    procs: list[tuple[int, float]] = []
+    try:
+        faults = run_dir / "faults.jsonl"
+        wait_until(lambda: faults.exists() and "run.start" in faults.read_text(), 90, "the cluster to start")
+        procs = run_processes(run_dir)
+        wait_until(lambda: "run.stop" in faults.read_text(), 90, "the producers to stop and the drain to begin")
+        assert "run.drain" not in faults.read_text()  # it cannot complete, and its bound is 30 wall s
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=90)
+        assert proc.returncode == 130, err
+        (drained,) = read_events(run_dir, "run.drain")
+        assert drained["interrupted"] is True and drained["completed"] is False and drained["lag_total"] > 0
+        assert {r["group"] for r in drained["lag_left"]} == {"cg"}
+        exits = read_events(run_dir, "node.exit")
+        assert {e["node"] for e in exits} == {"namesrv-0", "broker-a-0", "pg-0", "cg-0", "cg-1"}
+        assert all(e.get("code") == 0 for e in exits), exits  # the rest of the shutdown stayed graceful
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_survivors(procs)
