@@ -11,7 +11,7 @@ import click
 from emulator.cli.errors import handle_errors
 from emulator.cli.interrupts import stop_signals
 from emulator.launcher.run_dir import DEFAULT_ROOT
-from emulator.sweep.on_spark import SparkRuns, prepare_local_workers, spark_parallel
+from emulator.sweep.on_spark import SparkRuns, is_local, prepare_local_workers, spark_parallel
 from emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
 from emulator.sweep.spec import SweepSpec, load_sweep
 
@@ -43,7 +43,7 @@ def sweep_command(file: Path, root: Path, parallel: int | None, fresh: bool, mas
             if master:
                 prepare_local_workers(master)
                 click.echo(f"sweep {spec.name}: starting Spark ({master}), every run a Spark task", err=True)
-                spark = _build_session(master, small_input=False)
+                spark = _build_session(master, small_input=is_local(master))
             results, failed = _run(spec, out, parallel, master, spark)
             failed_expectations = _analyse(spec, results, out, master, spark) if report else 0
         except KeyboardInterrupt:
@@ -101,7 +101,7 @@ def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str |
     click.echo(f"analysing {len(results)} run(s) in one Spark job ({master or 'local[*]'})", err=True)
     own = spark is None
     if own:
-        spark = _build_session(master, small_input=master is None)
+        spark = _build_session(master, small_input=master is None or is_local(master))
     try:
         analysis = analyse(spark, spec, results, out / "report")
     finally:
