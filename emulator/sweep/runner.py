@@ -3,7 +3,8 @@
 Each run is an ordinary ``rmqemu launch`` in its own process and run directory
 (``<sweep dir>/<run id>/``), from a topology file the runner writes (``topologies/<run id>.json``:
 the base with the cell's values and the seed), so every run can be replayed or reported alone.
-A run is complete once ``<run>/done.json`` exists (written when its launch returned); a
+A run is complete once ``<run>/done.json`` exists (written when its launch returned, unless a
+signal stopped it: :data:`INTERRUPTED`); a
 re-invoked sweep whose grid is unchanged reuses the newest directory of that sweep and skips
 complete runs, and starts over an incomplete one (its directory is cleared first).
 
