@@ -9,8 +9,9 @@ report collects their small results with every other query in one action
 Choices where docs/design.md §9 leaves room (tested in ``tests/reports/test_availability.py``):
 
 * Only attempts of the **measured run** count (``ts`` at or before the measured end,
-  docs/design.md §7): past ``run.stop`` the clients are being shut down, so their failures say
-  nothing about the cluster. A window still open there ends at the measured end.
+  docs/design.md §7). The launcher writes ``run.stop`` once the producers have stopped (§6), so
+  that is every attempt of a run of today; in an older run, attempts logged during the shutdown
+  say nothing about the cluster. A window still open there ends at the measured end.
 * An attempt whose outcome is ``oneway`` is left out: a oneway send expects no answer, so it
   is neither evidence of availability nor of its absence (counting it as not ok would make
   every oneway producer look unavailable for its whole run).
