@@ -212,7 +212,11 @@ def all_paths() -> dict[str, Metric]:
 
 
 def _pattern(path: str) -> re.Pattern[str]:
-    return re.compile(r"\.".join("[^.]+" if part == "*" else re.escape(part) for part in path.split(".")))
+    """A path's regular expression: ``*`` is one key, the last one any text (a key named by the
+    run may hold dots: ``bad_lines.by_file.*`` is keyed by file paths)."""
+    parts = path.split(".")
+    return re.compile(r"\.".join(".+" if part == "*" and i == len(parts) - 1 else "[^.]+" if part == "*"
+                                  else re.escape(part) for i, part in enumerate(parts)))
 
 
 _PATTERNS = [(_pattern(p), m) for p, m in all_paths().items()]
@@ -220,7 +224,8 @@ _PATTERNS = [(_pattern(p), m) for p, m in all_paths().items()]
 
 def find(path: str) -> Metric | None:
     """The entry a concrete dotted path falls under (``*`` matching any one key), else None."""
-    return next((m for pat, m in _PATTERNS if pat.fullmatch(path)), None)
+    found = [(p, m) for p, (pat, m) in zip(all_paths(), _PATTERNS) if pat.fullmatch(path)]
+    return max(found, key=lambda pm: pm[0].count("."))[1] if found else None  # the most specific
 
 
 def problem(path: str) -> str | None:
