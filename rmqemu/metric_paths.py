@@ -251,7 +251,7 @@ def markdown() -> str:
              "Every path of a run's `report/metrics.json`, one line each: its unit and what it is. "
              "`*` is a key named by the run, `name[]` a table (a list of rows) and `name[].col` one of its "
              "columns. Every duration in wall ms (`..._ms`) has a twin in cluster seconds (`..._cluster_s`, "
-             "wall ms / 1000 / scale). An `expect:` rule (docs/design.md §9) may name any path that is one "
+             "wall ms / 1000 / scale; none when the duration is null). An `expect:` rule (docs/design.md §9) may name any path that is one "
              "number or true/false: not text, a group, a table or a table's column.", ""]
     section = None
     for m in METRICS:

@@ -70,6 +70,8 @@ def test_every_metrics_json_path_is_registered_and_every_registered_one_occurs(u
         pattern = metric_paths._pattern(path)
         if any(pattern.fullmatch(p) for p in got):
             return True
+        if path.endswith("_cluster_s") and path[:-len("_cluster_s")] + "_ms" in got:
+            return True  # the twin of a null duration (timing.lag_p99_ms without node.lag) is left out
         table = path.split("[]")[0]
         return "*" in path or ("[]" in path and (table in got or table + "[]" not in got))  # no rows: no columns
     assert sorted(p for p in registry if not occurs(p)) == [], "registered but not in metrics.json"
