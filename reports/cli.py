@@ -15,6 +15,7 @@ to click: it is used as is and not stopped. ``rmqemu launch --report`` passes a
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -167,6 +168,8 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
         bad = [v for v in verdicts if not v.passed]
         failed += bool(bad)
         judged.append((expect.describe(res.metrics), verdicts))
+        (res.out_dir / "verdicts.json").write_text(json.dumps(expect.verdicts_json(rules, verdicts), indent=2) + "\n",
+                                                   encoding="utf-8")
         if verdicts:
             click.echo(f"{'FAIL' if bad else 'PASS'} {res.metrics.get('run')}: {len(verdicts) - len(bad)} of "
                        f"{len(verdicts)} expectation(s) held (from {rules.source})", err=True)

@@ -85,6 +85,15 @@ def write_junit(path: Path, results: list[tuple[str, list[Verdict]]]) -> None:
         raise ExpectationError(f"{path}: cannot write the JUnit file ({exc.strerror or exc})") from None
 
 
+def verdicts_json(rules: Expectations | None, verdicts: list[Verdict]) -> dict[str, Any]:
+    """``report/verdicts.json``: what ``rmqemu runs`` lists as the run's verdict (PASS, FAIL, or
+    NONE without expectations) and each expectation's value, so the index needs no judging."""
+    return {"verdict": "NONE" if not verdicts else "PASS" if all(v.passed for v in verdicts) else "FAIL",
+            "source": rules.source if rules else None,
+            "expectations": [{"path": v.path, "value": v.value, "expected": v.expectation.describe(),
+                              "passed": v.passed, "miss": v.miss} for v in verdicts]}
+
+
 def describe(metrics: dict[str, Any]) -> str:
     """The run's name for a JUnit suite: its id."""
     return str(metrics.get("run") or metrics.get("name") or "run")

@@ -54,6 +54,8 @@ def test_without_expectations_the_page_says_so_and_the_exit_is_0(unjudged: tuple
     assert result.exit_code == 0, result.output
     page = (run / "report" / "report.html").read_text()
     assert "No expectations" in page and ">PASS<" not in page and ">FAIL<" not in page
+    assert json.loads((run / "report" / "verdicts.json").read_text()) == {
+        "verdict": "NONE", "source": None, "expectations": []}
     assert page.index("No expectations") < page.index("Summary")
 
 
@@ -92,6 +94,9 @@ def test_the_runs_own_expectations_pass(spark: Any, tmp_path: Path) -> None:
     page = (run / "report" / "report.html").read_text()
     assert 'class="verdict PASS"' in page and "all 2 expectation(s) held" in page
     assert page.index("verdict PASS") < page.index("Summary")
+    assert json.loads((run / "report" / "verdicts.json").read_text())["verdict"] == "PASS"
+    from emulator.runs_index import collect  # what `rmqemu runs` lists
+    assert [e.verdict for e in collect(tmp_path)] == ["PASS"]
     suite = ET.parse(junit).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("2", "0")
     assert [c.get("name") for c in suite.iter("testcase")] == ["misrouted.total", "sends.ok"]
@@ -112,6 +117,10 @@ def test_a_failed_expectation_exits_1_names_it_and_its_value(spark: Any, tmp_pat
     page = (run / "report" / "report.html").read_text()
     assert 'class="verdict FAIL"' in page and "3 of 4 expectation(s) failed" in page
     assert "1 under the min of 3" in page and str(rules) in page
+    verdicts = json.loads((run / "report" / "verdicts.json").read_text())
+    assert verdicts["verdict"] == "FAIL" and verdicts["source"] == str(rules)
+    assert verdicts["expectations"][1] == {"path": "sends.ok", "value": 2, "expected": ">= 3", "passed": False,
+                                           "miss": "1 under the min of 3"}
     suite = ET.parse(junit).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("4", "3")
     failures = {c.get("name"): c.find("failure") for c in suite.iter("testcase")}
