@@ -133,11 +133,11 @@ class Cluster:
         try:
             return self.start()
         except BaseException:
-            self.finish()
+            self.finish(drain=False)
             raise
 
-    def __exit__(self, *exc: object) -> None:
-        self.finish()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.finish(drain=exc_type is None)  # a failing test does not wait for the consumers
 
     # ------------------------------------------------------------------ fault verbs
 
@@ -228,15 +228,17 @@ class Cluster:
 
     # ------------------------------------------------------------------ the end
 
-    def finish(self) -> Path:
-        """Heal every fault, stop every node gracefully; the run directory. Idempotent."""
+    def finish(self, drain: bool = True) -> Path:
+        """Heal every fault (killed nodes stay down), stop the producers, wait (``drain``, bounded
+        by ``timing.drainTimeout``) until every consumer group has consumed what the brokers
+        hold, stop the rest (docs/design.md §6); the run directory. Idempotent."""
         if not self.finished:
             self.finished = True
             try:
                 if self.started:
                     self.verbs.close()
             finally:
-                self.core.stop()
+                self.core.stop(drain=drain and self.started)
         return self.run_dir
 
     def metrics(self, spark: Any = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports import clients, gather, misrouted, timing
+from reports import clients, drain, gather, misrouted, timing
 from reports.misrouted import REASONS
 from reports.load import RunData
 from reports.pipeline import Analysis
@@ -61,6 +61,7 @@ def metric_queries(a: Analysis) -> dict[str, Query]:
         "m.namesrvs": (a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"]),
         "m.faults": (conv, ["start_offset_ms", "fault_id"]),
         "m.timing": (timing.node_lag(ev, a.pauses, since=run.up_ms), ["node"]),
+        "m.drain": (drain.query(ev), ["ts"]),
     }
 
 
@@ -124,6 +125,7 @@ def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
             "by_topic": consumption,
         },
         "timing": timing.verdict(r["m.timing"], man.scale, [n.get("config") or {} for n in man.nodes.values()]),
+        "drain": drain.summary(r["m.drain"]),
     }
     return with_cluster_seconds(doc, man.scale)
 

@@ -8,7 +8,7 @@ Regenerate with ``python -m rmqemu.events > docs/events.md``.
 
 from __future__ import annotations
 
-from rmqemu.event_kinds import CLOCK_SETTING, COMMON, FAULT_PARAMS, QUEUE_DATA, SECTIONS
+from rmqemu.event_kinds import CLOCK_SETTING, COMMON, DRAIN_LAG, FAULT_PARAMS, QUEUE_DATA, SECTIONS
 from rmqemu.event_types import Field, Kind, Struct, describe
 
 REGENERATE = "python -m rmqemu.events > docs/events.md"
@@ -33,7 +33,7 @@ The page is generated from the event registry, `rmqemu/event_kinds.py`
 Fields are written `` `name` type: meaning``; `?` after the name: not on every line of the
 kind; `or null` after the type: may be `null`. Types: `str`, `int` (`long`: may pass 32 bits),
 `float`, `bool`, `[T]` a list, `[str, int]` a pair, `{{node: str}}` an object keyed by node
-name; `queue_data`, `clock setting` and `params` are the objects of
+name; `queue_data`, `clock setting`, `params` and `drain lag` are the objects of
 [Nested objects](#nested-objects).
 
 Common fields of every line:
@@ -62,6 +62,7 @@ NESTED: tuple[tuple[Struct, str], ...] = (
     (QUEUE_DATA, "`ns.route` `queue_datas`"),
     (CLOCK_SETTING, "`node.clock` `setting`"),
     (FAULT_PARAMS, "`fault.start`, `fault.end` `params`"),
+    (DRAIN_LAG, "`run.drain` `lag_left`"),
 )
 
 

@@ -53,6 +53,15 @@ FAULT_PARAMS = Struct("params", (
     Field("resume_failed", MapOf(STR), "pause: targets that could not be resumed", ext=True),
 ))
 
+DRAIN_LAG = Struct("drain lag", (
+    Field("group", STR, "consumer group", required=True),
+    Field("topic", STR, "a subscribed topic or `%RETRY%<group>`", required=True),
+    Field("broker", STR, "broker name (its master was read)", required=True),
+    Field("queue_id", INT, required=True),
+    Field("lag", LONG, "the master's max offset minus the group's consumed offset", required=True),
+    Field("consumer", STR, "BROADCASTING: the instance behind (each consumes every message)"),
+))
+
 # ----------------------------------------------------------------------------- kinds
 
 NODES = Section("Nodes", (
@@ -243,9 +252,25 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
     Kind("run.start", "launcher", "no fields: every node said ready (the cluster is up). Timing health is "
          "judged from it on: spawning a cluster loads the host by itself",
          ext=True),
-    Kind("run.stop", "launcher", "no fields: the launcher begins the shutdown (clients, then brokers, which "
-         "unregister, then namesrvs). The report measures route views up to it, not through the shutdown",
-         ext=True),
+    Kind("run.stop", "launcher", "no fields: the producers have stopped (the launcher's shutdown began with "
+         "them, after the faults were healed); then the drain (`run.drain`), then consumers, brokers (which "
+         "unregister) and namesrvs stop. The report measures route views and acks up to it, not through the "
+         "shutdown", ext=True),
+    Kind("run.drain", "launcher", "the end-of-run drain after `run.stop`: how long the launcher waited for every "
+         "consumer group to consume up to each master's max offset of every queue it subscribes "
+         "(`%RETRY%<group>` included), read from the masters' committed consumer offsets (a BROADCASTING "
+         "group: each live instance's own offsets); bounded by `timing.drainTimeout`. Not written when the "
+         "run was interrupted before the shutdown, or ended by an error", (
+             Field("completed", BOOL, "every group caught up within the bound", required=True),
+             Field("waited_ms", FLOAT, "wall ms from the drain's start to its end", required=True),
+             Field("timeout_ms", FLOAT, "the bound in wall ms (`timing.drainTimeout` x scale)", required=True),
+             Field("lag_total", LONG, "messages left behind: the sum of `lag` over every queue", required=True),
+             Field("lag_left", ListOf(DRAIN_LAG), "the queues left behind (at most 50, largest lag first)",
+                   required=True),
+             Field("unreadable", STRS, "masters whose offsets could not be read (dead, or no answer): "
+                   "their queues count as not drained", required=True),
+             Field("interrupted", BOOL, "a signal (Ctrl-C, SIGTERM) cut the drain short", ext=True),
+         ), ext=True),
     Kind("fault.error", "injector (plan)", "a plan step that failed under `continue_on_error`, skipped",
          _FAULT + (Field("action", STR, "`start`/`stop`", required=True), Field("error", STR, required=True)),
          ext=True),

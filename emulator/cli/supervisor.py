@@ -95,9 +95,9 @@ def main(argv: list[str]) -> int:
                     write_json(state_path, {"state": "up", **me, "endpoint": server.endpoint, "token": token},
                                private=True)
                     try:
-                        sup.serve(server)
+                        sup.serve(server)  # `down` ends it: the shutdown drains the consumers
                     except KeyboardInterrupt:
-                        pass
+                        cluster.drain_at_stop = False  # a signal: stop at once, no drain
                     finally:
                         sup.close()
             except KeyboardInterrupt:  # a third signal cut the shutdown short: record what it missed

@@ -4,7 +4,8 @@
 It owns the control plane's server side; the fault injector drives it through the methods of
 ``faults.ops.ClusterOps`` (``signal``, ``restart``, ``set_links``, ``set_clock``, ``record``,
 ``node_exited``). Start order follows RocketMQ practice: namesrvs (brokers need their
-addresses), brokers, admin-created topics, then clients.
+addresses), brokers, admin-created topics, then clients; the stop runs backwards, with the
+consumers' drain between the producers and the consumers (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.launcher import manifest as _manifest
+from emulator.launcher.drain import drain as drain_consumers
 from emulator.node.clock import ClockSetting, host_ms
 from rmqemu.errors import ClusterError, ControlError, LaunchError
 from emulator.node.links import LinkRule, rules_to_wire
@@ -53,6 +55,7 @@ class Cluster:
         self.died: list[str] = []
         self.started_ms = 0.0
         self.log = log or (lambda _msg: None)
+        self.drain_at_stop = True  # `with` ends a run that ended normally with the drain (docs/design.md §6)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -64,8 +67,8 @@ class Cluster:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.stop(drain=self.drain_at_stop and exc_type is None)
 
     def start(self) -> None:
         self.started_ms = host_ms()
@@ -110,25 +113,32 @@ class Cluster:
                 self.set_clock(name, self.clocks[name])
             self.stopped.discard(name)
 
-    def stop(self) -> None:
-        """Graceful shutdown in reverse start order (clients, then brokers, which unregister
-        from the namesrvs still running, then namesrvs), then SIGKILL for anything left."""
+    def stop(self, drain: bool = False) -> None:
+        """Graceful shutdown (docs/design.md §6), faults healed by the caller: producers, ``run.stop``
+        (the measured end), with ``drain`` the bounded wait for the consumer groups (``run.drain``),
+        consumers, brokers (they unregister), namesrvs; SIGKILL for anything left. ``drain`` means
+        the run ended normally, so a first signal (KeyboardInterrupt) during this stop skips the
+        drain but not the rest, and is raised again once every node has stopped; a second one
+        (the third signal of ``rmqemu launch``, emulator/cli/interrupts.py) cuts the stop short."""
         live = [p for p in self.procs.values() if p.alive()]
-        if self.started_ms and live:  # the end of the measured run: what follows is the shutdown
-            self.record({"node": "launcher", "kind": "run.stop"})
+        signalled = ended = False
         try:
-            for roles in (("producer", "consumer"), ("broker",), ("namesrv",)):
-                group = [p for p in live if self.plans[p.name].role in roles and p.alive()]
-                for p in group:
-                    p.expected_exit = True
+            for phase in ("producer", "drain", "consumer", "broker", "namesrv"):
+                while True:  # a phase the first signal interrupted runs again (without the drain)
                     try:
-                        p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
-                        self.control.command(p.name, "shutdown", {})
-                    except (ControlError, FaultError, OSError):
-                        pass
-                deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
-                while any(p.alive() for p in group) and time.monotonic() < deadline:
-                    self.pump(20)
+                        if phase != "drain":
+                            self._stop_roles(live, phase)
+                        elif self.started_ms and live:
+                            if not ended:  # the measured run ends: what follows is the shutdown
+                                ended = True
+                                self.record({"node": "launcher", "kind": "run.stop"})
+                            if drain and not signalled:
+                                signalled = drain_consumers(self, self.topo.timing.drainTimeout).interrupted
+                        break
+                    except KeyboardInterrupt:
+                        if not drain or signalled:
+                            raise
+                        signalled = True
             kill_all(live)
             self.pump(0)
         finally:
@@ -141,6 +151,22 @@ class Cluster:
             self.control.close()
             if self.started_ms:
                 _manifest.write(self)
+        if signalled:
+            raise KeyboardInterrupt
+
+    def _stop_roles(self, live: list[NodeProcess], role: str) -> None:
+        """Ask the live nodes of ``role`` to shut down and wait (bounded) until they exited."""
+        group = [p for p in live if self.plans[p.name].role == role and p.alive()]
+        for p in group:
+            p.expected_exit = True
+            try:
+                p.send_signal(_signal.SIGCONT)  # a paused node must run to shut down
+                self.control.command(p.name, "shutdown", {})
+            except (ControlError, FaultError, OSError):
+                pass
+        deadline = time.monotonic() + max(3.0, 6000 * self.scale / 1000 * 2)
+        while any(p.alive() for p in group) and time.monotonic() < deadline:
+            self.pump(20)
 
     # ------------------------------------------------------------------ observing
 

@@ -36,6 +36,9 @@ MAX_CLUSTER_WALL_RATE = 10000.0  # messages per wall second of all producers tog
 MAX_CLUSTER_WALL_BYTES = 64 * 1024 * 1024  # bytes per wall second of all producers together
 MIN_SCALE = 0.001  # a 10 ms RocketMQ timer fires every 10 us wall below this: no process keeps up
 MAX_ENTRIES = 1024  # entries of any one list (topics, faults, ...)
+#: The end-of-run drain's bound (cluster s): at the default persistConsumerOffsetInterval (5 s) a
+#: caught-up group's committed offsets reach the brokers within a few cluster seconds.
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
 
 
 #: What an editor is told an ``expect:`` rule looks like (rmqemu.verdicts checks it for real).
@@ -63,6 +66,16 @@ class Timing(Strict):
                     "heartbeats, consumer lists, offsets, pulls, registration, HA, slave sync, admin): a "
                     "request waits max(timeout x scale, this, the producer's minSendTimeoutWallMs for a "
                     "send); 0 is exact scaling")
+    drainTimeout: float = Field(
+        DEFAULT_DRAIN_TIMEOUT_S, ge=0, le=3600,
+        description="cluster seconds the end of a run waits, after the producers stopped, for every consumer "
+                    "group to consume up to each master's max offset (docs/design.md §6, `run.drain`); "
+                    "'30s' or a number; 0 checks once without waiting")
+
+    @field_validator("drainTimeout", mode="before")
+    @classmethod
+    def _drain_timeout(cls, v: Any) -> float:
+        return parse_duration(v)
 
 
 def extra_key_problems(extra: dict[str, Any], check: Callable[[dict[str, Any]], object]) -> list[str]:

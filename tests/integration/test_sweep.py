@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import signal
+import subprocess
 from pathlib import Path
 
-from tests.faults.live import run_cli
+import psutil
+
+from emulator.testing import kill_survivors, process_alive, run_processes
+from tests.faults.live import rmqemu, run_cli, wait_until
 
 TOPO = """name: tiny
 seed: 1
@@ -79,3 +85,76 @@ def test_one_spark_job_analyses_the_sweep_and_a_failing_cell_exits_1(tmp_path: P
     html = page.read_text()
     assert "<h1>FAIL" in html and html.count('class="FAIL"') == 3  # two runs and their cell
     assert (report / "runs.parquet").is_file() and (report / "vary-0.png").is_file()
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _node_pids(out: Path) -> list[tuple[int, float]]:
+    """Every node (pid, create_time) of the sweep's runs that have written a manifest."""
+    return [proc for m in sorted(out.glob("c*/manifest.json")) for proc in run_processes(m.parent)]
+
+
+def test_with_master_local2_each_run_is_a_spark_task_and_an_interrupt_leaves_no_node(tmp_path: Path) -> None:
+    """``--master local[2]``: two runs at once as Spark tasks (launched from PySpark workers); a
+    SIGTERM stops them with their nodes; the next invocation completes the sweep and analyses
+    it on the same session; a third skips every run."""
+    (tmp_path / "tiny.yaml").write_text(TOPO.replace("duration: 100s", "duration: 1000s"))  # 10 s wall a run
+    (tmp_path / "sweep.yaml").write_text(SWEEP)
+    seen: list[tuple[int, float]] = []
+    first = subprocess.Popen(rmqemu("sweep", "sweep.yaml", "--root", "runs", "--master", "local[2]", "--no-report"),
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def two_runs_up() -> bool:
+            outs = list((tmp_path / "runs").glob("tiny-poll-*"))
+            if not outs:
+                return False
+            procs = _node_pids(outs[0])
+            if len(procs) < 8 or not all(process_alive(*p) for p in procs):  # 4 nodes a run
+                return False
+            seen[:] = procs
+            return True
+
+        wait_until(two_runs_up, 300, "two runs of the sweep running at once")
+        launchers = {psutil.Process(pid).parent() for pid, _ in seen}
+        assert len(launchers) == 2  # each launch a child of a PySpark worker:
+        assert all("pyspark.daemon" in launcher.parent().cmdline() for launcher in launchers)
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+        kill_survivors(seen)
+    assert first.returncode == 128 + signal.SIGTERM, err
+    assert "as Spark tasks on local[2]" in err and "2 at once" in err and "SIGTERM: sweep stopped" in err
+    wait_until(lambda: not any(process_alive(*p) for p in seen) and not any(map(_running, launchers)),
+               60, "the interrupted runs' launches and nodes to exit")
+
+    second = run_cli("sweep", "sweep.yaml", "--root", "runs", "--master", "local[2]", cwd=tmp_path, timeout=900)
+    assert second.returncode == 0, second.stderr
+    page = Path(second.stdout.strip().splitlines()[-1])
+    out = page.parent.parent
+    assert page.name == "sweep.html" and page.is_file()
+    counts = re.search(r"(\d+) run\(s\) now, (\d+) complete before", second.stderr)
+    assert counts, second.stderr
+    now, before = int(counts[1]), int(counts[2])
+    assert now + before == 4 and now >= 2  # at least the two that were interrupted ran again
+    assert "analysing 4 run(s) in one Spark job (local[2])" in second.stderr
+    assert not any(process_alive(*p) for p in _node_pids(out))
+    with open(out / "report" / "runs.csv") as f:
+        rows = {r["run_id"]: r for r in csv.DictReader(f)}
+    assert sorted(rows) == ["c000-s1", "c000-s2", "c001-s1", "c001-s2"]
+    for run_id, row in rows.items():
+        assert row["producers.*.pollNameServerInterval"] == ("5000" if run_id.startswith("c000") else "30000")
+        assert row["seed"] == run_id[-1] and row["verdict"] == "PASS" and int(row["sends.ok"]) > 0, row
+        assert json.loads((out / run_id / "done.json").read_text())["exit_code"] == 0
+
+    third = run_cli("sweep", "sweep.yaml", "--root", "runs", "--master", "local[2]", "--no-report",
+                    cwd=tmp_path, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert "0 run(s) now, 4 complete before" in third.stderr and Path(third.stdout.strip()) == out
