@@ -195,6 +195,21 @@ def _registry() -> list[Metric]:
                             ("lag_max_ms", MS, "its latest timer"),
                             ("paused_windows", COUNT, "windows left out: they overlap a pause of the node")):
         add(s, f"timing.nodes[].{col}", unit, text)
+
+    s = "End-of-run drain"
+    add(s, "drain", GROUP, "the launcher's wait after run.stop for every group to consume what was sent (run.drain)")
+    add(s, "drain.completed", BOOL, "every consumer group caught up within timing.drainTimeout; null without run.drain")
+    add(s, "drain.waited_ms", MS, "how long the launcher waited")
+    add(s, "drain.timeout_ms", MS, "the bound: timing.drainTimeout x scale")
+    add(s, "drain.lag_total", COUNT, "messages left unconsumed in every queue together")
+    add(s, "drain.lag_left[]", TABLE, "the queues left behind (at most 50, largest lag first)")
+    for col, unit, text in (("group", TEXT, "the consumer group"), ("topic", TEXT, "a subscribed topic or %RETRY%<group>"),
+                            ("broker", TEXT, "the broker name"), ("queue_id", NUMBER, "the queue"),
+                            ("lag", COUNT, "the master's max offset minus the group's consumed offset"),
+                            ("consumer", TEXT, "BROADCASTING: the instance behind")):
+        add(s, f"drain.lag_left[].{col}", unit, text)
+    add(s, "drain.unreadable", LIST, "masters whose offsets could not be read (their queues count as not drained)")
+    add(s, "drain.interrupted", BOOL, "a signal cut the drain short")
     return out
 
 
