@@ -1,10 +1,12 @@
 """``rmqemu report``: the entry point, and the only place a SparkSession is built.
 
-    rmqemu report RUN_DIR [RUN_DIR ...] [--master URL] [--out DIR]
+    rmqemu report RUN_DIR [RUN_DIR ...] [--master URL] [--out DIR] [--expect FILE] [--junit FILE]
     rmqemu report --compare RUN_A RUN_B ... [--out FILE.csv|FILE.html] [--recompute]
 
-Bad input (missing run dir or manifest, unreadable or empty logs) prints one line naming
-the file and exits 2; a failure of the job itself exits 1 (``RMQEMU_DEBUG=1`` shows the
+Exit codes (docs/design.md §8): 0 done, every expectation held (or there were none); 1 an
+expectation failed (each failure printed with its value); 2 bad input (missing run dir or
+manifest, unreadable or empty logs, a malformed expectation or a metric path that does not
+exist), one line naming the file; 3 the job itself failed (``RMQEMU_DEBUG=1`` shows the
 traceback). Stages are announced on stderr because Spark start-up alone takes seconds.
 
 Callers that already hold a session (tests, notebooks) pass it as ``obj={"spark": s}``
@@ -13,6 +15,7 @@ to click: it is used as is and not stopped. ``rmqemu launch --report`` passes a
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -24,7 +27,7 @@ from reports.session import (  # noqa: F401  (re-exported: the CLI's session hel
     REPORT_CONF, SMALL_INPUT_BYTES, SMALL_INPUT_CONF, THREADS, BackgroundSession, build_session, stop_session,
     tune_session,
 )
-from rmqemu.errors import RunInputError
+from rmqemu.errors import ExpectationError, RunInputError
 
 
 class _Progress:
@@ -83,9 +86,14 @@ def _fail(message: str, code: int) -> None:
               help="Write the derived tables as Parquet under OUT/parquet.")
 @click.option("--threads", default=THREADS, show_default=True, type=click.IntRange(1, 64),
               help="Threads for the drawing and the Parquet writes (1: one after another).")
+@click.option("--expect", "expect_file", type=click.Path(path_type=Path), default=None,
+              help="Judge the runs by this YAML file's expect: (default: each run's topology's expect:, if any).")
+@click.option("--junit", "junit_file", type=click.Path(path_type=Path), default=None,
+              help="Write the verdicts as JUnit XML: one test case per expectation.")
 @click.pass_context
 def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | None, out: str | None,
-                   compare: bool, recompute: bool, parquet: bool, threads: int) -> None:
+                   compare: bool, recompute: bool, parquet: bool, threads: int, expect_file: Path | None,
+                   junit_file: Path | None) -> None:
     """Analyse runs with Spark: metrics.json, report.html, PNG plots, Parquet tables.
 
     Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
@@ -94,17 +102,22 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
 
     With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,
     from each run's report/metrics.json (computed where missing).
+
+    Exit 0 when every expectation held, 1 when one failed, 2 on bad input, 3 when the job failed.
     """
     obj = ctx.obj if isinstance(ctx.obj, dict) else {}
     progress = _Progress()
     sessions = _Sessions(obj.get("spark"), master, progress, obj.get("background"))
+    failed = 0
     try:
         if compare:
+            if expect_file or junit_file:
+                raise click.UsageError("--expect and --junit judge runs being reported, not --compare")
             _compare(list(run_dirs), out, recompute, sessions, progress)
         else:
-            _report(list(run_dirs), out, parquet, sessions, progress, threads)
-    except RunInputError as exc:
-        _fail(str(exc), 2)
+            failed = _report(list(run_dirs), out, parquet, sessions, progress, threads, expect_file, junit_file)
+    except (RunInputError, ExpectationError) as exc:
+        _fail("; ".join(line.strip() for line in str(exc).splitlines() if line.strip()), 2)
     except (click.exceptions.Exit, click.ClickException):
         raise
     except Exception as exc:  # a Spark or plotting failure: one line unless debugging
@@ -115,16 +128,21 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
             java = os.environ.get("JAVA_HOME")
             first += (" Spark needs Java 17 or newer: `java` on PATH or JAVA_HOME set"
                       + (f" (JAVA_HOME is {java})" if java else "") + ".")
-        _fail(f"report failed: {type(exc).__name__}: {first} (RMQEMU_DEBUG=1 for the traceback)", 1)
+        _fail(f"report failed: {type(exc).__name__}: {first} (RMQEMU_DEBUG=1 for the traceback)", 3)
     finally:
         sessions.close()
+    if failed:
+        raise click.exceptions.Exit(1)
 
 
 def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
-            threads: int) -> None:
+            threads: int, expect_file: Path | None, junit_file: Path | None) -> int:
+    """Report every run; the number of runs that failed an expectation."""
+    from reports import expect
     from reports.job import default_out, run_reports
     from reports.load import event_paths, read_manifest
     from reports.summary import one_line
+    from rmqemu.verdicts import judge
 
     if out and len(run_dirs) > 1:
         raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
@@ -138,12 +156,29 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
         else:
             local = False
     small = local and size < SMALL_INPUT_BYTES
+    given = expect.from_file(expect_file) if expect_file else None  # checked before Spark starts
+    expects = [given or expect.from_run(rd) for rd in run_dirs]
     results = run_reports(sessions.get(small), run_dirs, out_dirs, progress=progress, parquet=parquet,
-                          workers=threads)
-    for run_dir, res in zip(run_dirs, results):
+                          workers=threads, expects=expects)
+    judged, failed = [], 0
+    for run_dir, res, rules in zip(run_dirs, results, expects):
         progress(f"done: {run_dir if len(run_dirs) > 1 else ''}{': ' if len(run_dirs) > 1 else ''}"
                  f"{one_line(res.metrics)}")
+        verdicts = judge(rules.rules, res.metrics, rules.source) if rules else []
+        bad = [v for v in verdicts if not v.passed]
+        failed += bool(bad)
+        judged.append((expect.describe(res.metrics), verdicts))
+        (res.out_dir / "verdicts.json").write_text(json.dumps(expect.verdicts_json(rules, verdicts), indent=2) + "\n",
+                                                   encoding="utf-8")
+        if verdicts:
+            click.echo(f"{'FAIL' if bad else 'PASS'} {res.metrics.get('run')}: {len(verdicts) - len(bad)} of "
+                       f"{len(verdicts)} expectation(s) held (from {rules.source})", err=True)
+            for v in bad:
+                click.echo(f"  {v.line()}", err=True)
         click.echo(str(res.out_dir / "report.html"))
+    if junit_file:
+        expect.write_junit(junit_file, judged)
+    return failed
 
 
 def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _Sessions,

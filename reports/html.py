@@ -1,20 +1,33 @@
-"""``report/report.html``: one self-contained page (plots embedded as base64 PNG).
+"""``report/report.html``: one self-contained page (plots embedded as base64 PNG), rendered from
+``reports/templates/report.html.j2`` with autoescaping (every name and value comes from user
+files: topology names, node names, fault ids).
 
-Order follows what a reader asks first: the summary table of headline numbers, then the
-faults with their windows and convergence, then the plots, then the detail tables and the
-definitions. Every duration is shown in wall ms and in cluster seconds. The page needs no
-network, script or other file: it can be mailed or attached to an issue as it is.
+Order follows what a reader asks first: the verdict (PASS/FAIL of the run's expectations,
+docs/design.md §9), the summary table of headline numbers, then the faults with their windows
+and convergence, then the plots, then the detail tables and the definitions. Every duration is
+shown in wall ms and in cluster seconds. The page needs no network, script or other file: it
+can be mailed or attached to an issue as it is.
+
+This module prepares plain data (rows of formatted cells); the template only lays it out. The
+fault table is driven by :data:`FAULT_COLUMNS` and the plots by the figure list, so a new
+column or plot needs no template change.
 """
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jinja2
+from markupsafe import Markup
+
 from reports.plots import Figure, fault_colour
 from reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
+from rmqemu.errors import ExpectationError
+from rmqemu.verdicts import Expectations, Verdict, judge
 
 MAX_ROWS = 200
 
@@ -30,140 +43,182 @@ img{max-width:100%;border:1px solid #eee}.cap{color:#555;font-size:.9em;margin:2
 .note{color:#8a5a00;font-size:.9em}code{background:#f5f5f5;padding:0 3px}
 """
 
+#: The verdict banner's look (kept apart from CSS: rmqemu report --compare reuses CSS).
+VERDICT_CSS = """
+.verdict{margin:14px 0 4px;padding:8px 12px;border-radius:4px;border:1px solid}
+.verdict b{font-size:1.25em;margin-right:8px}.verdict.PASS{background:#e8f5e9;border-color:#81c784;color:#1b5e20}
+.verdict.FAIL{background:#fdecea;border-color:#e57373;color:#b71c1c}.verdict.NONE{background:#f5f5f5;border-color:#ccc;color:#555}
+td.PASS{color:#1b5e20;font-weight:600}td.FAIL{color:#b71c1c;font-weight:600}
+"""
+
 
 def esc(value: Any) -> str:
+    """HTML-escaped text (``rmqemu report --compare`` builds its small page with it)."""
     return html.escape("" if value is None else str(value))
 
 
+@dataclass
+class Table:
+    """A table for the template: header cells, rows of cells (text, or ``Markup`` for HTML),
+    which columns are numeric (right-aligned), and the sentence shown when it has no rows."""
+
+    headers: Sequence[str]
+    rows: list[Sequence[Any]]
+    numeric: Sequence[bool] = ()
+    empty: str = "None."
+    caption: str = ""
+    title: str = ""
+    limit: int = MAX_ROWS
+    shown: list[Sequence[Any]] = field(init=False)
+    more: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.numeric = list(self.numeric) or [False] * len(self.headers)
+        self.shown, self.more = self.rows[:self.limit], max(0, len(self.rows) - self.limit)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[bool] | None = None,
-          limit: int = MAX_ROWS) -> str:
-    """An HTML table; cells are escaped unless given as ``Markup``; rows beyond ``limit``
-    are left out with a note (metrics.json and the Parquet tables have them all)."""
-    rows = list(rows)
-    numeric = numeric or [False] * len(headers)
-    out = ["<table><tr>", *[f"<th>{esc(h)}</th>" for h in headers], "</tr>"]
-    for r in rows[:limit]:
-        cells = [f"<td{' class=num' if n else ''}>{c if isinstance(c, Markup) else esc(c)}</td>"
-                 for c, n in zip(r, numeric)]
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
-    if len(rows) > limit:
-        out.append(f"<p class=note>{len(rows) - limit:,} more rows in metrics.json.</p>")
-    return "".join(out)
+          limit: int = MAX_ROWS, empty: str = "None.", title: str = "", caption: str = "") -> Table:
+    """A :class:`Table`; rows beyond ``limit`` are left out with a note (metrics.json and the
+    Parquet tables have them all)."""
+    return Table(headers, list(rows), numeric or (), empty, caption, title, limit)
 
 
-class Markup(str):
-    """A string that is already HTML."""
+# ---- the fault table: one line per column -------------------------------------------------------
+
+Cell = Callable[[dict[str, Any], float], Any]
 
 
-def _summary(m: Metrics) -> str:
-    out = ["<table><tr><th>what</th><th>value</th></tr>"]
-    section = None
-    for sec, label, value in headline_rows(m):
-        if sec != section:
-            out.append(f"<tr class=sec><td colspan=2>{esc(sec)}</td></tr>")
-            section = sec
-        out.append(f"<tr><td>{esc(label)}</td><td class=num>{esc(value)}</td></tr>")
-    return "".join(out) + "</table>"
+def _swatch(f: dict[str, Any], _scale: float) -> Markup:
+    return Markup("<span class=sw style='background:{}'></span>{}").format(fault_colour(f["index"]), f["fault_id"])
 
 
-def _faults(m: Metrics) -> str:
-    faults = m["staleness"]["faults"]
-    if not faults:
-        return "<p>No faults were injected in this run.</p>"
+def _window(f: dict[str, Any], scale: float) -> str:
+    return fmt_ms(f["window_ms"], scale) + ("" if f.get("has_end") else " (no fault.end: until run end)")
+
+
+def _ms(key: str) -> Cell:
+    return lambda f, scale: fmt_ms(f.get(key), scale)
+
+
+def _num(key: str) -> Cell:
+    return lambda f, _scale: fmt_num(f.get(key))
+
+
+def _text(key: str) -> Cell:
+    return lambda f, _scale: f.get(key)
+
+
+def _names(key: str) -> Cell:
+    return lambda f, _scale: ", ".join(f.get(key) or [])
+
+
+#: The fault table's columns in order: (header, cell of a staleness.faults row, numeric). A
+#: column for a new key of the fault rows is one line here, e.g. ``("RTO", _ms("rto_ms"), True)``.
+FAULT_COLUMNS: list[tuple[str, Cell, bool]] = [
+    ("fault", _swatch, False),
+    ("kind", _text("fault"), False),
+    ("targets", _names("targets"), False),
+    ("starts after", _ms("start_offset_ms"), True),
+    ("window", _window, True),
+    ("converged after", _ms("converged_ms"), True),
+    ("stale views", _num("stale_views"), True),
+]
+
+
+def _faults(m: Metrics) -> Table:
     scale = m["scale"]
-    rows = []
-    for i, f in enumerate(faults):
-        window = f["end_offset_ms"] - f["start_offset_ms"]
-        rows.append([Markup(f"<span class=sw style='background:{fault_colour(i)}'></span>{esc(f['fault_id'])}"),
-                     f["fault"], ", ".join(f.get("targets") or []), fmt_ms(f["start_offset_ms"], scale),
-                     fmt_ms(window, scale) + ("" if f.get("has_end") else " (no fault.end: until run end)"),
-                     fmt_ms(f["converged_ms"], scale), fmt_num(f["stale_views"])])
-    return table(["fault", "kind", "targets", "starts after", "window", "converged after", "stale views"], rows,
-                 [False, False, False, True, True, True, True])
+    rows = [{**f, "index": i, "window_ms": f["end_offset_ms"] - f["start_offset_ms"]}
+            for i, f in enumerate(m["staleness"]["faults"])]
+    return table([h for h, _, _ in FAULT_COLUMNS], ([cell(f, scale) for _, cell, _ in FAULT_COLUMNS] for f in rows),
+                 [n for _, _, n in FAULT_COLUMNS], empty="No faults were injected in this run.")
 
 
-def _staleness_rows(rows: list[dict[str, Any]], who: str, scale: float) -> str:
+def _staleness(rows: list[dict[str, Any]], who: str, scale: float, title: str, caption: str = "") -> Table:
     rows = sorted(rows, key=lambda r: (-r["stale_ms"], r[who], r["topic"]))
     return table([who, "topic", "stale", "over", "under", "intervals", "longest", "measured"],
                  ([r[who], r["topic"], fmt_ms(r["stale_ms"], scale), fmt_ms(r["stale_over_ms"], scale),
                    fmt_ms(r["stale_under_ms"], scale), fmt_num(r["intervals"]), fmt_ms(r["max_ms"], scale),
                    fmt_ms(r["measured_ms"], scale)] for r in rows),
-                 [False, False, True, True, True, True, True, True])
+                 [False, False, True, True, True, True, True, True], title=title, caption=caption)
 
 
-def _details(m: Metrics) -> str:
+def _details(m: Metrics) -> list[Table]:
+    """The detail sections, in page order; a section with two tables repeats its title once."""
     scale = m["scale"]
-    parts = ["<h2>Client staleness per (client, topic)</h2>", _staleness_rows(m["staleness"]["clients"], "client", scale),
-             "<h2>Namesrv staleness per (namesrv, topic)</h2>",
-             "<p class=cap>The route a producer would build from the namesrv's latest ns.route.</p>",
-             _staleness_rows(m["staleness"]["namesrvs"], "namesrv", scale)]
     mo = m["misrouted"].get("by_reason_outcome", {})
-    parts += ["<h2>Misrouted sends by reason and outcome</h2>",
-              table(["reason", "outcome", "sends"], ([r, o, fmt_num(n)] for r, oc in sorted(mo.items())
-                                                      for o, n in sorted(oc.items())), [False, False, True])
-              if mo else "<p>None.</p>"]
     ac = m.get("autocreate", [])
-    parts += ["<h2>Auto-created topics (the TBW102 imbalance)</h2>",
-              table(["topic", "created on", "hosted on", "masters with auto-create", "of them hosting"],
-                    ([r["topic"], ", ".join(r["created_on"]), ", ".join(r["hosted_on"]), ", ".join(r["auto_masters"]),
-                      f"{r['of_auto_masters']} of {len(r['auto_masters'])}"] for r in ac)) if ac else "<p>None.</p>"]
-    cons = m["consumption"]["by_topic"]
-    parts += ["<h2>Consumption per topic</h2>",
-              table(["topic", "acked", "consumed", "lost", "duplicated", "consumed but never acked"],
-                    ([r["topic"], *[fmt_num(r[k]) for k in ("acked", "consumed", "lost", "duplicate_messages",
-                                                             "consumed_unacked")]] for r in cons),
-                    [False] + [True] * 5) if cons else "<p>No acked or consumed messages.</p>"]
     sne = m["subscriptions"]["subscription_not_exist"]["by_consumer"]
     nsq = [r for r in m["subscriptions"]["non_subscriber_queues"]["by_group"] if r["unowned_queues"]]
-    parts += ["<h2>Subscriptions</h2>",
-              table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
-                    ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne)) if sne
-              else "<p>No SUBSCRIPTION_NOT_EXIST pulls.</p>",
-              table(["group", "topic", "subscribers", "non-subscribers", "queues to non-subscribers"],
-                    ([r["group"], r["topic"], ", ".join(r["subscribers"]), ", ".join(r["non_subscribers"]),
-                      fmt_num(r["unowned_queues"])] for r in nsq)) if nsq
-              else "<p>No queue was allocated to a consumer that does not subscribe its topic.</p>"]
-    return "".join(parts)
+    return [
+        _staleness(m["staleness"]["clients"], "client", scale, "Client staleness per (client, topic)"),
+        _staleness(m["staleness"]["namesrvs"], "namesrv", scale, "Namesrv staleness per (namesrv, topic)",
+                   "The route a producer would build from the namesrv's latest ns.route."),
+        table(["reason", "outcome", "sends"], ([r, o, fmt_num(n)] for r, oc in sorted(mo.items())
+                                                for o, n in sorted(oc.items())), [False, False, True],
+              title="Misrouted sends by reason and outcome"),
+        table(["topic", "created on", "hosted on", "masters with auto-create", "of them hosting"],
+              ([r["topic"], ", ".join(r["created_on"]), ", ".join(r["hosted_on"]), ", ".join(r["auto_masters"]),
+                f"{r['of_auto_masters']} of {len(r['auto_masters'])}"] for r in ac),
+              title="Auto-created topics (the TBW102 imbalance)"),
+        table(["topic", "acked", "consumed", "lost", "duplicated", "consumed but never acked"],
+              ([r["topic"], *[fmt_num(r[k]) for k in ("acked", "consumed", "lost", "duplicate_messages",
+                                                       "consumed_unacked")]] for r in m["consumption"]["by_topic"]),
+              [False] + [True] * 5, empty="No acked or consumed messages.", title="Consumption per topic"),
+        table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
+              ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),
+              empty="No SUBSCRIPTION_NOT_EXIST pulls.", title="Subscriptions"),
+        table(["group", "topic", "subscribers", "non-subscribers", "queues to non-subscribers"],
+              ([r["group"], r["topic"], ", ".join(r["subscribers"]), ", ".join(r["non_subscribers"]),
+                fmt_num(r["unowned_queues"])] for r in nsq),
+              empty="No queue was allocated to a consumer that does not subscribe its topic."),
+    ]
 
 
-DEFINITIONS = """<h2>Definitions</h2><ul>
-<li><b>Truth</b> for a topic at time t: the brokers whose master is alive (node.start to node.exit), not paused
-(SIGSTOP) and hosts the topic (a writable broker.topic line in its current life).</li>
-<li><b>View</b>: the brokers of a client's latest client.route for the topic; <b>stale</b> while view != truth,
-<b>over</b> when it lists a broker truth has not, <b>under</b> when it misses one (a moment that is both counts in
-both and once in the total).</li>
-<li><b>Converged after</b>: from a fault's start to the end of the last client stale interval overlapping the window
-up to the next fault's start (0 if none).</li>
-<li><b>Misrouted send</b>: an attempt whose target broker node was, first match wins: dead, paused, partitioned from
-the producer, not the master, without the topic (and unable to auto-create it), or given a queue id at or beyond
-its write queues.</li>
-<li>Times are host wall ms; cluster seconds = wall seconds / timing.scale.</li></ul>"""
+@dataclass
+class Banner:
+    """What the page opens with: ``state`` PASS, FAIL or NONE (no expectations), the rules'
+    source, the verdicts, and a problem that kept them from being judged."""
+
+    state: str
+    source: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    problem: str = ""
+
+    @property
+    def failed(self) -> int:
+        return sum(not v.passed for v in self.verdicts)
 
 
-def render(m: Metrics, figures: list[Figure], out_dir: Path, notes: list[str], tables: list[str]) -> str:
-    """The whole page as a string; PNGs are read from ``out_dir`` and embedded."""
-    title = f"rmqemu report: {m.get('name') or m['run']}"
-    head = (f"<h1>{esc(title)}</h1><p class=sub>run <code>{esc(m['run'])}</code> &middot; seed {esc(m.get('seed'))}"
-            f" &middot; timing.scale {esc(m['scale'])} &middot; {fmt_ms(m['duration_ms'], m['scale'])} observed"
-            f" &middot; {fmt_num(m['events'])} events</p>")
+def banner(m: Metrics, expect: Expectations | None) -> Banner:
+    if expect is None or not expect.rules:
+        return Banner("NONE")
+    try:
+        verdicts = judge(expect.rules, m, expect.source)
+    except ExpectationError as exc:  # a path this run's metrics lack: the CLI exits 2 on it too
+        return Banner("FAIL", expect.source, problem=str(exc))
+    return Banner("PASS" if all(v.passed for v in verdicts) else "FAIL", expect.source, verdicts)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=fmt_num, ms=fmt_ms)
+    return env
+
+
+def render(m: Metrics, figures: list[Figure], out_dir: Path, notes: list[str], tables: list[str],
+           expect: Expectations | None = None) -> str:
+    """The whole page as a string; PNGs are read from ``out_dir`` and embedded. ``expect``: the
+    rules this run is judged by (None: the page says it has no expectations)."""
     bad = m["bad_lines"]
     if bad["total"]:
         files = ", ".join(f"{Path(f).name}: {n}" for f, n in bad["by_file"].items())
         notes = [f"{bad['total']} unreadable line(s) were skipped ({files}); a killed node may leave a "
                  "truncated last line."] + notes
-    warn = ([f"<p class=note><b>Timing: {esc(timing_health(m))}</b></p>"]
-            if (m.get("timing") or {}).get("healthy") is False else [])
-    body = [head, *warn, *[f"<p class=note>{esc(n)}</p>" for n in notes], "<h2>Summary</h2>", _summary(m),
-            "<h2>Faults</h2>", _faults(m)]
-    for fig in figures:
-        data = base64.b64encode((out_dir / fig.file).read_bytes()).decode("ascii")
-        body.append(f"<h2>{esc(fig.title)}</h2><p class=cap>{esc(fig.caption)}</p>"
-                    f"<img alt='{esc(fig.title)}' src='data:image/png;base64,{data}'>")
-    body.append(_details(m))
-    body.append(DEFINITIONS)
-    body.append("<h2>Files</h2><p>Next to this page: <code>metrics.json</code>, the plots as PNG, and the derived "
-                "tables as Parquet under <code>parquet/</code> (read with <code>pandas.read_parquet</code> or "
-                "<code>spark.read.parquet</code>): " + ", ".join(f"<code>{esc(t)}</code>" for t in tables) + ".</p>")
-    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
-            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")
+    images = [(fig, base64.b64encode((out_dir / fig.file).read_bytes()).decode("ascii")) for fig in figures]
+    return _environment().get_template("report.html.j2").render(
+        m=m, title=f"rmqemu report: {m.get('name') or m['run']}", css=Markup(CSS + VERDICT_CSS),
+        banner=banner(m, expect), timing_warning=timing_health(m) if (m.get("timing") or {}).get("healthy") is False
+        else "", notes=notes, summary=headline_rows(m), faults=_faults(m), images=images, details=_details(m),
+        tables=tables) + "\n"

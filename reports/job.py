@@ -194,9 +194,11 @@ def _prepare(out: Path) -> None:
 
 
 def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] | None = None,
-                progress: Progress = quiet, parquet: bool = True, workers: int = THREADS) -> list[ReportResult]:
+                progress: Progress = quiet, parquet: bool = True, workers: int = THREADS,
+                expects: list[Any] | None = None) -> list[ReportResult]:
     """The whole job for one or many runs: each run's ``report/`` as :func:`run_report`
-    writes it. Raises ``RunInputError`` for unusable input (before writing).
+    writes it. Raises ``RunInputError`` for unusable input (before writing). ``expects``: per
+    run, the :class:`rmqemu.verdicts.Expectations` its report.html opens with (or None).
 
     Spark work: one scan of all the runs' logs (cached), one action collecting every
     run's metrics and plot data; then, on ``workers`` threads, the drawing (Python) next
@@ -228,8 +230,8 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
         if parquet:
             files.append(out / "parquet")
         page = out / "report.html"
-        page.write_text(html.render(c.metrics, figures, out, notes, list(TABLES) if parquet else []),
-                        encoding="utf-8")
+        page.write_text(html.render(c.metrics, figures, out, notes, list(TABLES) if parquet else [],
+                                    expects[i] if expects else None), encoding="utf-8")
         files.append(page)
         results.append(ReportResult(out_dir=out, metrics=c.metrics, files=files))
     stage.done()

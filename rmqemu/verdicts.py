@@ -58,6 +58,11 @@ class Verdict:
     def path(self) -> str:
         return self.expectation.path
 
+    @property
+    def shown_value(self) -> str:
+        """The value as a person reads it (``true``, ``53``, ``12.5``)."""
+        return _show(self.value)
+
     def line(self) -> str:
         """One line for a person: ``PASS consumption.lost = 0`` / ``FAIL misrouted.total = 53 (...)``."""
         state = "PASS" if self.passed else "FAIL"
@@ -65,7 +70,18 @@ class Verdict:
         return f"{state} {self.path} = {_show(self.value)}, expected {self.expectation.describe()}{tail}"
 
 
+@dataclass(frozen=True)
+class Expectations:
+    """The rules a run is judged by and where they came from (a file, a run's topology), so a
+    verdict can say which file to edit."""
+
+    rules: list[Expectation]
+    source: str
+
+
 def _show(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):

@@ -51,3 +51,11 @@ def test_every_cited_section_exists() -> None:
                     missing.append(f"{path.relative_to(ROOT)}: docs/{doc}.md §{section}")
     assert cited > 100, "the citations were not found"
     assert missing == []
+
+
+def test_metrics_doc_is_the_registry() -> None:
+    """docs/metrics.md is generated from rmqemu/metric_paths.py (`python -m rmqemu.metric_paths`)."""
+    from rmqemu.metric_paths import markdown
+
+    assert (ROOT / "docs" / "metrics.md").read_text() == markdown(), \
+        "regenerate: .venv/bin/python -m rmqemu.metric_paths > docs/metrics.md"

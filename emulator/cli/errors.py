@@ -22,10 +22,13 @@ def _one_line(text: str) -> str:
     return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
-def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+def handle_errors(fn: Callable[..., Any] | None = None, *, refused: int = 1) -> Any:
     """Bad input (a topology, a fault verb's arguments) exits 2, anything a run or a cluster
-    refuses exits 1; each as clear lines on stderr, no traceback unless RMQEMU_DEBUG=1. Shared
-    by every command group (admin, fault verbs)."""
+    refuses exits ``refused`` (1; ``launch`` gives 3, "the run broke", docs/design.md §8); each
+    as clear lines on stderr, no traceback unless RMQEMU_DEBUG=1. Shared by every command group
+    (admin, fault verbs); ``@handle_errors`` or ``@handle_errors(refused=3)``."""
+    if fn is None:
+        return functools.partial(handle_errors, refused=refused)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -42,6 +45,6 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a heal that failed after
             click.echo(f"error: {_one_line(str(exc) + notes)}", err=True)
-            sys.exit(1)
+            sys.exit(refused)
 
     return wrapper

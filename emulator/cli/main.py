@@ -17,7 +17,7 @@ import click
 
 from emulator.cli.errors import handle_errors
 from emulator.cli.interrupts import finish as finish_interrupted, stop_signals
-from rmqemu.errors import PlanError, RmqemuError, TopologyError, UsageError
+from rmqemu.errors import PlanError, TopologyError, UsageError
 from emulator.launcher.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
 from emulator.launcher.topology_load import load_topology, override, parse_topology
 from faults.launch_glue import check_topology_faults
@@ -74,13 +74,18 @@ RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), defau
 @click.option("--interval", default="30s", show_default=True, help="each nemesis fault lasts one interval, then one interval of calm (cluster s)")
 @click.option("--replay", type=click.Path(path_type=Path), help="run the plan of an earlier run again")
 @CONCURRENCY_OPTION
-@click.option("--report/--no-report", default=False, help="run `rmqemu report` on the run afterwards")
+@click.option("--report/--no-report", default=False, help="run `rmqemu report` on the run afterwards and judge "
+              "it by the topology's expect: (exit 1 when one fails)")
 @click.option("--progress/--no-progress", default=True)
-@handle_errors
+@handle_errors(refused=3)
 def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None, duration: str | None,
            nemesis: str | None, interval: str, replay: Path | None, concurrency: int, report: bool,
            progress: bool) -> None:
-    """Run a topology to completion (default: topologies/quickstart.yaml)."""
+    """Run a topology to completion (default: topologies/quickstart.yaml).
+
+    Exit 0 done (with --report: every expectation held), 1 an expectation failed, 2 bad input,
+    3 the run broke (a node died without a fault, a node did not start, a fault step failed,
+    the report's Spark job failed), 130/143 interrupted."""
     if replay is not None and file is None:  # the replayed run's topology, as it resolved it
         topo = check_topology_faults(parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"],
                                                     str(replay)), str(replay))
@@ -93,7 +98,7 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     except PlanError as exc:  # the topology's own faults were checked above: this is --nemesis/--interval/--replay
         raise UsageError(str(exc)) from None
     if report and _report_import_error is not None:  # say so before the run, not after it
-        raise RmqemuError(f"--report needs PySpark: pip install 'rmqemu[spark]' ({_report_import_error})")
+        raise UsageError(f"--report needs PySpark: pip install 'rmqemu[spark]' ({_report_import_error})")
     from emulator.cli.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
@@ -123,17 +128,19 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
                 session.close()
             raise
     click.echo(str(result.run_dir))
-    if report:
+    code = 0
+    if report:  # judged by the topology's expect: as the manifest recorded it
         from reports.cli import report_command
 
         # non-standalone click returns an Exit's code; the report already said why on stderr
         code = report_command.main([str(result.run_dir)], standalone_mode=False, obj={"background": session})
-        if isinstance(code, int) and code:
-            sys.exit(code)
-    if not result.ok:
+        code = code if isinstance(code, int) else 0
+    if not result.ok:  # a broken run outranks a failed expectation: its metrics measure the breakage
         click.echo(f"error: node(s) died without a fault: {', '.join(result.died)} (seed {topo.seed}; "
                    f"logs in {result.run_dir}/logs)", err=True)
-        sys.exit(1)
+        sys.exit(3)
+    if code:
+        sys.exit(code)
 
 
 @main.command("plan")
@@ -218,7 +225,7 @@ def _report_missing(exc: ImportError) -> click.Command:
     def report(args: tuple[str, ...]) -> None:
         """Analyse a run with Spark (needs the `spark` extra: pip install 'rmqemu[spark]')."""
         click.echo(f"error: rmqemu report needs PySpark: pip install 'rmqemu[spark]' ({exc})", err=True)
-        sys.exit(1)
+        sys.exit(2)
 
     return report
 

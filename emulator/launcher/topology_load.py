@@ -71,7 +71,7 @@ def _messages(exc: ValidationError) -> list[str]:
         elif err["type"] == "missing":
             msg = "required key is missing"
         for piece in msg.split("; ") if ";" in msg and err["type"] == "value_error" else [msg]:
-            if ": " in piece and not loc:
+            if ": " in piece and (not loc or loc == ("expect",) and piece.startswith("expect.")):
                 problems.append(piece)
             elif loc and loc[0] in _KEYED_SECTIONS and err["type"] == "value_error" and _KEY_PIECE.match(piece):
                 key, rest = piece.split(": ", 1)  # a RocketMQ key's problem: path it to the key

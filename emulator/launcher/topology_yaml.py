@@ -147,15 +147,19 @@ def line_of(root: Node | None, path: str) -> int | None:
     """The line of the deepest YAML node along ``path`` (``brokers[1].slaves``, ``timing.scale``);
     None when the path does not start in the file."""
     node, line = root, None
-    for key, index in _PATH_PART.findall(path):
+    parts = _PATH_PART.findall(path)
+    for i, (key, index) in enumerate(parts):
         child: Node | None = None
         if index and isinstance(node, SequenceNode) and int(index) < len(node.value):
             child = node.value[int(index)]
             line = _line(child)
         elif key and isinstance(node, MappingNode):
+            rest = ".".join(k for k, _ in parts[i:])  # a dotted key (expect's metric paths)
             for k, v in node.value:
-                if isinstance(k, ScalarNode) and k.value == key:
+                if isinstance(k, ScalarNode) and k.value in (key, rest):
                     child, line = v, _line(k)
+                    if k.value == rest:
+                        return line
                     break
         if child is None:
             break

@@ -29,6 +29,7 @@ from emulator.launcher.topology import Topology
 from emulator.launcher.topology_load import load_topology, parse_topology
 from emulator.launcher.topology_yaml import read_yaml
 from rmqemu.errors import TopologyError
+from rmqemu import metric_paths
 from rmqemu.verdicts import Expectation, parse_expect
 
 KEYS = {"sweep", "topology", "seeds", "vary", "nemesis", "parallel", "expect"}
@@ -118,6 +119,7 @@ def parse_sweep(data: Any, source: str, base_dir: Path = Path(".")) -> SweepSpec
     except ValueError as exc:
         problems += str(exc).splitlines()
         expect = []
+    problems += [f"expect.{e.path}: {why}" for e in expect if (why := metric_paths.problem(e.path))]
     runs = max(1, len(seeds)) * _product(len(v) for v in vary.values())
     if runs > MAX_RUNS:
         problems.append(f"seeds x vary: {runs} runs, more than {MAX_RUNS} (split the sweep)")

@@ -17,11 +17,11 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_report_without_pyspark_says_what_to_install(tmp_path: Path) -> None:
     out = run("report", "runs/latest", cwd=tmp_path)
-    assert out.returncode == 1 and "pip install 'rmqemu[spark]'" in out.stderr
+    assert out.returncode == 2 and "pip install 'rmqemu[spark]'" in out.stderr
 
 
 def test_launch_report_without_pyspark_refuses_before_spawning(tmp_path: Path) -> None:
     topo = Path(__file__).resolve().parents[2] / "topologies" / "quickstart.yaml"
     out = run("launch", str(topo), "--report", "--root", str(tmp_path / "runs"), cwd=tmp_path)
-    assert out.returncode == 1 and "--report needs PySpark" in out.stderr
+    assert out.returncode == 2 and "--report needs PySpark" in out.stderr
     assert not (tmp_path / "runs").exists()  # no run started

@@ -191,7 +191,7 @@ def test_stop_session_ends_the_jvm():
 
 
 def test_without_java_the_error_says_what_spark_needs(tmp_path):
-    """A real `rmqemu report` whose JAVA_HOME points nowhere: exit 1 and a line naming Java."""
+    """A real `rmqemu report` whose JAVA_HOME points nowhere: exit 3 (the job failed) and a line naming Java."""
     import os
     import subprocess
     import sys
@@ -200,5 +200,5 @@ def test_without_java_the_error_says_what_spark_needs(tmp_path):
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
     out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "report", str(run)], env=env,
                          capture_output=True, text=True, timeout=300)
-    assert out.returncode == 1, out.stderr[-2000:]
+    assert out.returncode == 3, out.stderr[-2000:]
     assert "Spark needs Java 17 or newer" in out.stderr and str(tmp_path / "no-java") in out.stderr

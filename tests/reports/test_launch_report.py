@@ -1,5 +1,6 @@
 """``rmqemu launch --report`` as a user runs it (a subprocess, a real cluster): the report's
-Spark session is started while the cluster runs and the report is written afterwards."""
+Spark session is started while the cluster runs and the report is written afterwards, then the
+run is judged by the topology's ``expect:`` (one rule that cannot hold: exit 1, docs/design.md §8)."""
 from __future__ import annotations
 
 import json
@@ -22,11 +23,14 @@ producers:
 consumers:
   - {group: cg-1, instances: 1, subscribe: [OrderTopic]}
 duration: 300s
+expect:
+  consumption.lost: 0
+  sends.ok: {max: 0}
 """
 
 
 @pytest.mark.integration
-def test_launch_with_report_writes_the_report(tmp_path):
+def test_launch_with_report_writes_the_report_and_judges_the_run(tmp_path):
     topo = tmp_path / "t.yaml"
     topo.write_text(TOPOLOGY)
     run_dir = tmp_path / "run"
@@ -34,12 +38,15 @@ def test_launch_with_report_writes_the_report(tmp_path):
         [sys.executable, "-c", "from emulator.cli.main import main; main()", "launch", str(topo),
          "--run-dir", str(run_dir), "--report", "--no-progress"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.returncode == 1, out.stderr[-3000:]
     assert "waiting for the Spark session started during the run" in out.stderr
+    assert "1 of 2 expectation(s) held (from the run's topology)" in out.stderr
+    assert "FAIL sends.ok = " in out.stderr and "over the max of 0" in out.stderr
     metrics = json.loads((run_dir / "report" / "metrics.json").read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert metrics["run"] == manifest["run"]
     assert metrics["sends"]["ok"] > 0
-    assert (run_dir / "report" / "report.html").is_file()
+    page = (run_dir / "report" / "report.html").read_text()
+    assert 'class="verdict FAIL"' in page and "1 of 2 expectation(s) failed" in page
     assert out.stdout.splitlines()[-1] == str(run_dir / "report" / "report.html")
     assert Path(out.stdout.splitlines()[0]) == run_dir

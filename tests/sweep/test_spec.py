@@ -89,3 +89,13 @@ def test_the_sweep_files_in_the_repository_are_valid() -> None:
     for f in files:
         spec = load_sweep(f)
         assert spec.runs() and spec.expect, f
+
+
+def test_a_sweep_expectation_on_a_path_metrics_json_lacks_is_refused(topo_dir: Path) -> None:
+    with pytest.raises(TopologyError) as err:
+        parse_sweep({"sweep": "s", "topology": "tiny.yaml", "expect": {"consumption.lots": 0, "misrouted": 1,
+                                                                       "consumption.lost": 0}}, "s.yaml", topo_dir)
+    assert err.value.problems == [
+        "expect.consumption.lots: metrics.json has no such path (did you mean consumption.lost? docs/metrics.md "
+        "lists them)",
+        "expect.misrouted: is a group, not one number or true/false (docs/metrics.md lists the paths)"]
