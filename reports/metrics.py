@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports import clients, drain, gather, misrouted, timing
+from reports import availability, clients, drain, gather, loss, misrouted, timing
 from reports.misrouted import REASONS
 from reports.load import RunData
 from reports.pipeline import Analysis
@@ -43,13 +43,20 @@ def metric_queries(a: Analysis) -> dict[str, Query]:
     those of other runs) in one action (:mod:`reports.gather`)."""
     run, ev = a.run, a.run.events
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
-    conv = (a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id")
-            .select("fault_id", "fault", "targets",
-                    (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
-                    (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
-                    "converged_ms", "stale_views"))
+    windows = availability.unavailable_windows(a.sends, run.measure_end)  # docs/design.md §9
+    conv = availability.with_impact(
+        a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id"),
+        a.faults, windows, a.classified, run.measure_end)
+    conv = conv.select("fault_id", "fault", "targets",
+                       (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
+                       (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
+                       "converged_ms", "stale_views",
+                       (F.col("impact_end") - F.lit(run.run_start)).alias("impact_end_offset_ms"),
+                       "rto_ms", "failed_sends", "misrouted_sends")
     return {
         "m.consumption": (clients.consumption(ev, a.sends, run.stop_ms), ["topic"]),
+        "m.group_loss": (loss.group_loss(ev, a.sends, run.stop_ms), ["group", "topic"]),
+        "m.availability": (availability.availability_by_pair(a.sends, windows), ["producer", "topic"]),
         "m.nsq": (clients.non_subscriber_queues(ev), ["group", "topic"]),
         "m.sne": (clients.subscription_not_exist(ev), ["node", "topic"]),
         "m.autocreate": (clients.autocreate_coverage(ev, run.nodes, a.hosts, a.autocreate), ["topic"]),
@@ -91,6 +98,13 @@ def _misrouted(got: list[dict[str, Any]]) -> dict[str, Any]:
     return {"total": sum(by_reason.values()), "by_reason": by_reason, "by_reason_outcome": by_outcome}
 
 
+def _availability(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs/design.md §9: the longest and the total unavailability over (producer, topic)."""
+    return {"max_unavailable_ms": max([p["max_ms"] for p in pairs], default=0.0),
+            "total_unavailable_ms": sum((p["total_ms"] for p in pairs), 0.0),
+            "unavailable_pairs": sum(1 for p in pairs if p["windows"]), "windows": pairs}
+
+
 def _sends(r: dict[str, Any]) -> dict[str, Any]:
     out = {k: (v or 0) for k, v in r["m.outcomes"][0].items()}
     out["latency"] = {row.pop("scope"): row for row in r["m.latency"]}
@@ -123,7 +137,10 @@ def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
             "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
             "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
             "by_topic": consumption,
+            "lost_per_group": sum(x["lost"] for x in r["m.group_loss"]),
+            "groups": r["m.group_loss"],
         },
+        "availability": _availability(r["m.availability"]),
         "timing": timing.verdict(r["m.timing"], man.scale, [n.get("config") or {} for n in man.nodes.values()]),
         "drain": drain.summary(r["m.drain"]),
     }

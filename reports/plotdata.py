@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from pyspark.sql import DataFrame, Window, functions as F
 
-from reports import clients, gather, misrouted
+from reports import availability, clients, gather, misrouted
 from reports.intervals import compress
 from reports.pipeline import Analysis, time_bin_ms
 
@@ -41,6 +41,8 @@ class PlotData:
     latency: pd.DataFrame         # t_s, n, p50_ms, p99_ms, max_ms, timeouts
     stale_durations: pd.DataFrame  # duration_ms
     notes: list[str] = field(default_factory=list)
+    producers: pd.DataFrame = field(default_factory=pd.DataFrame)  # producer, first_s, last_s, attempts
+    unavailable: pd.DataFrame = field(default_factory=pd.DataFrame)  # producer, topic, start_s, end_s
 
 
 def _rel(col: str, t0: float) -> F.Column:
@@ -88,7 +90,7 @@ def _lanes(t0: float, top: DataFrame, max_lanes: int, client_staleness: DataFram
 
 
 def plot_queries(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
-                 max_durations: int = 200_000) -> dict[str, DataFrame]:
+                 max_durations: int = 200_000, max_windows: int = 100_000) -> dict[str, DataFrame]:
     """The small queries the plots draw, by name (what :func:`assemble` reads). Nothing
     runs here: the report collects them with the metrics queries in one action."""
     run = a.run
@@ -107,11 +109,25 @@ def plot_queries(a: Analysis, max_topics: int = 6, max_lanes: int = 24,
         "p.lane_counts": _lane_rank(a.client_staleness, top).groupBy("topic").count(),
         "p.durations": a.client_intervals.select("duration_ms").limit(max_durations + 1),
         "p.intervals": a.client_intervals.agg(F.count(F.lit(1)).alias("n")),
+        **_availability_queries(a, t0, max_windows),
     }
 
 
+def _availability_queries(a: Analysis, t0: float, max_windows: int) -> dict[str, DataFrame]:
+    """The availability plot's tables: each producer's span of measured attempts and its
+    unavailability windows (docs/design.md §9), at most ``max_windows`` + 1 of them."""
+    end = a.run.measure_end
+    att = availability.measured_attempts(a.sends, end)
+    spans = att.groupBy("producer").agg(((F.min("ts") - F.lit(t0)) / 1000.0).alias("first_s"),
+                                        ((F.max("ts") - F.lit(t0)) / 1000.0).alias("last_s"),
+                                        F.count(F.lit(1)).alias("attempts"))
+    windows = availability.unavailable_windows(a.sends, end).select(
+        "producer", "topic", _rel("start", t0), _rel("end", t0))
+    return {"p.producers": spans, "p.unavailable": windows.limit(max_windows + 1)}
+
+
 def assemble(a: Analysis, queries: dict[str, DataFrame], r: dict[str, gather.Rows], max_topics: int = 6,
-             max_lanes: int = 24, max_durations: int = 200_000) -> PlotData:
+             max_lanes: int = 24, max_durations: int = 200_000, max_windows: int = 100_000) -> PlotData:
     """:class:`PlotData` from the collected rows of :func:`plot_queries`.
 
     Only a run with more than ``max_durations`` client stale intervals costs one more
@@ -135,10 +151,15 @@ def assemble(a: Analysis, queries: dict[str, DataFrame], r: dict[str, gather.Row
         durations = (a.client_intervals.select("duration_ms")
                      .sample(fraction=max_durations / n_int, seed=1).toPandas())
         notes.append(f"The staleness histogram is drawn from a {max_durations:,}-interval sample of {n_int:,}.")
+    unavailable = df["p.unavailable"]
+    if len(unavailable) > max_windows:
+        unavailable = unavailable.iloc[:max_windows]
+        notes.append(f"The availability plot shows {max_windows:,} of the unavailability windows "
+                     "(metrics.json counts all of them).")
     return PlotData(scale=run.manifest.scale, duration_s=(run.run_end - run.run_start) / 1000.0,
                     bin_s=time_bin_ms(run) / 1000.0, faults=faults, topics=topics, lanes=df["p.lanes"],
                     misrouted=df["p.misrouted"], latency=df["p.latency"].sort_values("t_s").reset_index(drop=True),
-                    stale_durations=durations, notes=notes)
+                    stale_durations=durations, notes=notes, producers=df["p.producers"], unavailable=unavailable)
 
 
 def collect_plot_data(a: Analysis, max_topics: int = 6, max_lanes: int = 24,

@@ -205,6 +205,40 @@ def plot_staleness(data: PlotData, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_availability(data: PlotData, path: Path, max_lanes: int = 30) -> None:
+    """One lane per producer: grey from its first to its last attempt of the measured run,
+    red where one of its (producer, topic) pairs was unavailable (docs/design.md §9: attempts
+    made and none ok); the faults shaded. At most ``max_lanes`` producers, the longest
+    unavailable first."""
+    win, spans = data.unavailable, data.producers
+    lost = (win.assign(d=win.end_s - win.start_s).groupby("producer").d.sum() if len(win)
+            else pd.Series(dtype=float))
+    names = sorted(spans.producer if len(spans) else [], key=lambda n: (-float(lost.get(n, 0.0)), n))
+    shown = sorted(names[:max_lanes])
+    fig, ax = _axes(_fig_height(max(len(shown), 1), len(data.faults) + 2), data)
+    ypos = {name: len(shown) - 1 - i for i, name in enumerate(shown)}
+    for row in spans.itertuples():
+        if row.producer in ypos:
+            ax.broken_barh([(row.first_s, max(row.last_s - row.first_s, 1e-9))], (ypos[row.producer] - 0.12, 0.24),
+                           facecolors="#bdbdbd", zorder=2)
+    for name, grp in (win.groupby("producer") if len(win) else []):
+        if name in ypos:
+            ax.broken_barh(list(zip(grp.start_s, grp.end_s - grp.start_s)), (ypos[name] - 0.3, 0.6),
+                           facecolors="#d62728", alpha=0.85, zorder=3)
+    if shown:
+        ax.set_yticks(list(ypos.values()),
+                      [f"{n} ({float(lost.get(n, 0.0)) * 1000:,.0f} ms)" for n in ypos])
+        ax.set_ylim(-0.7, len(shown) - 0.3)
+    else:
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, "no send attempts", transform=ax.transAxes, ha="center", va="center", fontsize=12)
+    more = f" ({len(shown)} of {len(names)} producers)" if len(names) > len(shown) else ""
+    ax.set_title(f"Producer availability{more}", fontsize=11, loc="left")
+    handles = [Patch(color="#bdbdbd", label="making attempts"),
+               Patch(color="#d62728", label="unavailable: attempts to a topic, none ok (label: total wall ms)")]
+    _finish(fig, handles + _shade_faults(ax, data.faults), path)
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80]
 
@@ -226,6 +260,10 @@ def render_all(data: PlotData, out_dir: Path) -> list[Figure]:
     figs.append(Figure("latency.png", "Send latency over time",
                        "Per time bin: median, 99th percentile and maximum latency of send attempts; "
                        "red bars count timeouts."))
+    plot_availability(data, out_dir / "availability.png")
+    figs.append(Figure("availability.png", "Producer availability",
+                       "Per producer: red where, for one of its topics, it made attempts and none was ok "
+                       "(an unavailability window, from a failed attempt to the next ok one or the measured end)."))
     plot_staleness(data, out_dir / "staleness.png")
     figs.append(Figure("staleness.png", "Staleness distribution",
                        "How long each client stale interval (view != truth, maximal) lasted."))

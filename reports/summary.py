@@ -54,7 +54,12 @@ def _latency(scope: str, key: str) -> Callable[[Metrics], Any]:
     return lambda m: ((m.get("sends", {}).get("latency") or {}).get(scope) or {}).get(key)
 
 
-_S, _M, _L = "Route staleness", "Sends", "Loss and consumption"
+def _max_rto(m: Metrics) -> float:
+    """The longest unavailability window that started inside some fault's attribution window."""
+    return max([f.get("rto_ms") or 0.0 for f in m.get("staleness", {}).get("faults", [])], default=0.0)
+
+
+_S, _M, _L, _A = "Route staleness", "Sends", "Loss and consumption", "Availability"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -77,8 +82,12 @@ HEADLINES: list[Headline] = [
     Headline(_M, "Misrouted sends, total", _path("misrouted", "total")),
     *[Headline(_M, f"... {r}", _path("misrouted", "by_reason", r)) for r in REASONS],
     Headline(_M, '"No route info of this topic" errors', _path("sends", "no_route_errors", "total")),
+    Headline(_A, "Longest unavailability of a (producer, topic)", _path("availability", "max_unavailable_ms"), MS),
+    Headline(_A, "Unavailable time, total over (producer, topic)", _path("availability", "total_unavailable_ms"), MS),
+    Headline(_A, "Longest unavailability starting in a fault's window (RTO)", _max_rto, MS),
     Headline(_L, "Messages acked", _path("sends", "acked")),
     Headline(_L, "Acked but never consumed (lost)", _path("consumption", "lost")),
+    Headline(_L, "... missed by a subscribing group, sum over (group, topic)", _path("consumption", "lost_per_group")),
     Headline(_L, "Messages consumed twice by one group", _path("consumption", "duplicate_messages")),
     Headline(_L, "SUBSCRIPTION_NOT_EXIST pulls", _path("subscriptions", "subscription_not_exist", "total")),
     Headline(_L, "Queues allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),

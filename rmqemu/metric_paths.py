@@ -97,7 +97,12 @@ def _registry() -> list[Metric]:
             ("end_offset_ms", MS, "its end (fault.end, else the run's end), from the run's first event"),
             ("has_end", BOOL, "whether a fault.end was written"),
             ("converged_ms", MS, "from its start to the end of the last client stale interval it caused"),
-            ("stale_views", COUNT, "(client, topic) views stale in its window")):
+            ("stale_views", COUNT, "(client, topic) views stale in its window"),
+            ("impact_end_offset_ms", MS, "the end of its attribution window, max(end, start + converged), "
+                                         "from the run's first event (docs/design.md §9)"),
+            ("rto_ms", MS, "the longest unavailability window starting in its attribution window"),
+            ("failed_sends", COUNT, "non-ok attempts in its attribution window"),
+            ("misrouted_sends", COUNT, "misrouted attempts in its attribution window")):
         add(s, f"staleness.faults[].{col}", unit, text)
     add(s, "staleness.clients_total", GROUP, "the client rows summed")
     for col, unit, text in (
@@ -179,6 +184,25 @@ def _registry() -> list[Metric]:
     add(s, "consumption.by_topic[].topic", TEXT, "the topic")
     for col in ("acked", "consumed", "lost", "duplicate_messages", "duplicate_deliveries", "consumed_unacked"):
         add(s, f"consumption.by_topic[].{col}", COUNT, f"{col.replace('_', ' ')} messages of the topic")
+    add(s, "consumption.lost_per_group", COUNT,
+        "acked messages a subscribing group never consumed, summed over (group, topic)")
+    add(s, "consumption.groups[]", TABLE, "one row per (group, topic) the group subscribes and some producer sent to")
+    for col, unit, text in (("group", TEXT, "the consumer group"), ("topic", TEXT, "the topic"),
+                            ("expected", COUNT, "the topic's messages acked before run.stop"),
+                            ("consumed", COUNT, "... of them the group consumed"),
+                            ("lost", COUNT, "... of them the group never consumed")):
+        add(s, f"consumption.groups[].{col}", unit, text)
+
+    s = "Availability"
+    add(s, "availability", GROUP, "when producers made attempts and none was ok (docs/design.md §9)")
+    add(s, "availability.max_unavailable_ms", MS, "the longest unavailability window of any (producer, topic)")
+    add(s, "availability.total_unavailable_ms", MS, "unavailability windows summed over (producer, topic)")
+    add(s, "availability.unavailable_pairs", COUNT, "(producer, topic) pairs with a window")
+    add(s, "availability.windows[]", TABLE, "one row per (producer, topic) that made an attempt")
+    for col, unit, text in (("producer", TEXT, "the producer node"), ("topic", TEXT, "the topic"),
+                            ("windows", COUNT, "its unavailability windows"),
+                            ("total_ms", MS, "their total length"), ("max_ms", MS, "the longest")):
+        add(s, f"availability.windows[].{col}", unit, text)
 
     s = "Timing health"
     add(s, "timing", GROUP, "whether the host kept the nodes' timers (docs/design.md §9)")

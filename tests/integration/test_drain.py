@@ -45,7 +45,8 @@ def _order(run_dir: Path) -> list[str]:
     return out
 
 
-def test_a_fault_free_run_with_three_groups_ends_with_every_acked_message_consumed_by_each(tmp_path: Path) -> None:
+def test_a_fault_free_run_with_three_groups_ends_with_every_acked_message_consumed_by_each(
+        tmp_path: Path, rmqemu_spark: Any) -> None:
     topo = parse_topology({
         "name": "drain", "seed": 3, "timing": {"scale": 0.05, "drainTimeout": "200s"}, "namesrvs": 1,
         "brokers": [{"name": "broker-a", "slaves": 0}, {"name": "broker-b", "slaves": 0}],
@@ -72,6 +73,13 @@ def test_a_fault_free_run_with_three_groups_ends_with_every_acked_message_consum
     assert order.index("run.stop") > max(i for i, k in enumerate(order) if k == "producer.exit")
     assert order.index("run.drain") == order.index("run.stop") + 1
     assert order.index("run.drain") < min(i for i, k in enumerate(order) if k == "consumer.exit")
+
+    # The report says the same (docs/design.md §7 loss per (group, topic)): 0 lost, for each group.
+    from reports.job import metrics
+    c = metrics(rmqemu_spark, str(run_dir))["consumption"]
+    assert (c["lost"], c["lost_per_group"]) == (0, 0)
+    assert {(r["group"], r["topic"], r["expected"], r["lost"]) for r in c["groups"]} == {
+        (g, "T", len(acked), 0) for g in GROUPS}
 
 
 TWO_GROUPS: dict[str, Any] = {

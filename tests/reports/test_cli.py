@@ -80,7 +80,7 @@ def test_html_self_contained_with_faults_and_plots(reported):
     out = run / "report"
     page = (out / "report.html").read_text()
     pngs = sorted(p.name for p in out.glob("*.png"))
-    assert pngs == ["latency.png", "misrouted.png", "routes-OrderTopic.png", "staleness.png"]
+    assert pngs == ["availability.png", "latency.png", "misrouted.png", "routes-OrderTopic.png", "staleness.png"]
     for p in pngs:
         assert (out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert page.count("src='data:image/png;base64,") == len(pngs)
