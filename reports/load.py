@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from rmqemu.errors import RunInputError
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
+from reports.session import SMALL_INPUT_BYTES
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class RunData:
     stop_ms: float | None = None
     up_ms: float | None = None  # the launcher's ``run.start``: every node is up
     key: str = ""  # the run dir as given: the value of the events' ``run`` column
+    source: DataFrame | None = field(default=None, repr=False)  # the cached scan (release_runs)
 
     @property
     def measure_end(self) -> float:
@@ -270,7 +272,9 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
     raw = reduce(DataFrame.unionByName, [_read_run(spark, rd) for rd in run_dirs])
-    raw = raw.cache()  # kept: the good events are read from it
+    if _small(run_dirs):
+        raw = raw.coalesce(1)  # see _small: one task per stage instead of one per file or shuffle slot
+    raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
     good, _ = split_bad_lines(raw)
     runs = []
@@ -292,8 +296,37 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             stop_ms=min((float(r["stop"]) for r in mine if r["stop"] is not None), default=None),
             up_ms=min((float(r["up"]) for r in mine if r["up"] is not None), default=None),
             key=run_dir,
+            source=raw,
         ))
     return runs
+
+
+def _small(run_dirs: list[str]) -> bool:
+    """Whether the runs' logs are all local and below ``SMALL_INPUT_BYTES`` together.
+
+    Then the cached events are kept in ONE partition: every stage of the analysis above
+    them has one task, not one per file (or per shuffle partition where the order of
+    rows is kept), and the scan is one task. Why it matters: a small run's Spark time is
+    per-task overhead (measured: task deserialization took about twice the tasks' run
+    time, bench/README.md), not data; a million events would be one core's work, so a
+    big input keeps Spark's partitioning."""
+    size = 0
+    for run_dir in run_dirs:
+        if _is_uri(run_dir) and not run_dir.startswith("file://"):
+            return False
+        size += sum(os.path.getsize(p) for p in event_paths(run_dir))
+    return size < SMALL_INPUT_BYTES
+
+
+def release_runs(runs: list[RunData]) -> None:
+    """Drop the cached events of ``runs`` (:func:`load_runs` caches them once for all).
+
+    Why: a warm session (the pytest plugin's, a notebook) analyses run after run; every
+    cached table it keeps costs memory, and every later query's analysis looks for reuse
+    among all cached plans, so each call would pay for all the earlier ones. Call it only
+    when nothing will read the runs' DataFrames again."""
+    for source in {id(r.source): r.source for r in runs if r.source is not None}.values():
+        source.unpersist()
 
 
 def load_run(spark: SparkSession, run_dir: str) -> RunData:
