@@ -5,8 +5,8 @@ Why the session is a parameter: the CLI builds it once at the entry point (local
 without JVM start-up. Nothing below builds or stops a session.
 
 The Spark work of a report of one run or many: one scan of every run's logs into one
-cached table with a ``run`` column (one partition when the input is small; dropped from the
-cache when the report is done, so a warm session does not accumulate them), one small job for their bounds and broken lines, ONE
+cached table with a ``run`` column (dropped from the cache when the report is done, so a
+warm session does not accumulate them), one small job for their bounds and broken lines, ONE
 action per run collecting all its metrics and plot queries (:mod:`reports.gather`), and,
 only when Parquet is written, one job per table. Building the DataFrames (driver work)
 and drawing the plots (pandas, matplotlib) run on a few threads.

@@ -21,7 +21,6 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from rmqemu.errors import RunInputError
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
-from reports.session import SMALL_INPUT_BYTES
 
 
 @dataclass(frozen=True)
@@ -272,8 +271,6 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
     raw = reduce(DataFrame.unionByName, [_read_run(spark, rd) for rd in run_dirs])
-    if _small(run_dirs):
-        raw = raw.coalesce(1)  # see _small: one task per stage instead of one per file or shuffle slot
     raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
     good, _ = split_bad_lines(raw)
@@ -299,23 +296,6 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             source=raw,
         ))
     return runs
-
-
-def _small(run_dirs: list[str]) -> bool:
-    """Whether the runs' logs are all local and below ``SMALL_INPUT_BYTES`` together.
-
-    Then the cached events are kept in ONE partition: every stage of the analysis above
-    them has one task, not one per file (or per shuffle partition where the order of
-    rows is kept), and the scan is one task. Why it matters: a small run's Spark time is
-    per-task overhead (measured: task deserialization took about twice the tasks' run
-    time, bench/README.md), not data; a million events would be one core's work, so a
-    big input keeps Spark's partitioning."""
-    size = 0
-    for run_dir in run_dirs:
-        if _is_uri(run_dir) and not run_dir.startswith("file://"):
-            return False
-        size += sum(os.path.getsize(p) for p in event_paths(run_dir))
-    return size < SMALL_INPUT_BYTES
 
 
 def release_runs(runs: list[RunData]) -> None:
