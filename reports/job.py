@@ -5,7 +5,8 @@ Why the session is a parameter: the CLI builds it once at the entry point (local
 without JVM start-up. Nothing below builds or stops a session.
 
 The Spark work of a report of one run or many: one scan of every run's logs into one
-cached table with a ``run`` column, one small job for their bounds and broken lines, ONE
+cached table with a ``run`` column (dropped from the cache when the report is done, so a
+warm session does not accumulate them), one small job for their bounds and broken lines, ONE
 action per run collecting all its metrics and plot queries (:mod:`reports.gather`), and,
 only when Parquet is written, one job per table. Building the DataFrames (driver work)
 and drawing the plots (pandas, matplotlib) run on a few threads.
@@ -30,7 +31,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from reports import gather, html, plotdata, plots
-from reports.load import RunData, load_runs
+from reports.load import RunData, load_runs, release_runs
 from reports.metrics import assemble, metric_queries, metric_results
 from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
 from reports.pipeline import TABLES, Analysis, analysis_of, analysis_steps
@@ -92,7 +93,7 @@ class _Collected:
 
 
 def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too: bool,
-             workers: int = 1) -> list[_Collected]:
+             workers: int = 1, release: bool = False) -> list[_Collected]:
     """Load the runs as one table, build each run's analysis and queries (DataFrames not
     yet computed: driver work, on ``workers`` threads), and collect every metrics (and
     plot) query of a run in ONE Spark action (:mod:`reports.gather`), the runs' actions
@@ -100,9 +101,24 @@ def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too
 
     Why an action per run and not one for all: one plan holding every query of 4 runs
     took 8.7x one run's time (20 runs: the driver JIT's code cache filled up), Spark's
-    optimizer being superlinear in the size of a plan; per run, the cost is linear."""
+    optimizer being superlinear in the size of a plan; per run, the cost is linear.
+
+    ``release``: drop the runs' cached events at the end (:func:`reports.load.release_runs`;
+    always on failure), for callers that read nothing more."""
     stage("load", f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
     runs = load_runs(spark, run_dirs)
+    try:
+        out = _analyse(runs, stage, plots_too, workers)
+    except BaseException:
+        release_runs(runs)
+        raise
+    if release:
+        release_runs(runs)
+    return out
+
+
+def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int) -> list[_Collected]:
+    """The analysis of the loaded ``runs`` and their collected results (see :func:`_collect`)."""
     stage("analyse", _analysing(runs) + "; assembling metrics" + (", plot data" if plots_too else "")
           + (f" ({workers} threads)" if workers > 1 else ""))
     steps: list[Step] = []
@@ -133,7 +149,7 @@ def compute_many(spark: SparkSession, run_dirs: list[str], progress: Progress = 
     queries are collected in one Spark action, so N small runs cost about the jobs of one
     (no plots, HTML or Parquet; nothing is written). Raises ``RunInputError`` for unusable
     input (a run dir given twice included). The SparkSession is the caller's."""
-    collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers)
+    collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers, release=True)
     return {c.analysis.run.key: c.metrics for c in collected}
 
 
@@ -206,6 +222,15 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]
     stage = _Stages(progress)
     collected = _collect(spark, list(run_dirs), stage, True, workers)
+    try:
+        return _write_reports(collected, outs, stage, parquet, workers)
+    finally:
+        release_runs([c.analysis.run for c in collected])
+
+
+def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages, parquet: bool,
+                   workers: int) -> list[ReportResult]:
+    """Each run's ``report/`` from its collected results (see :func:`run_reports`)."""
     for out in outs:
         _prepare(out)
     stage("write", "writing metrics.json, drawing plots" + (", writing Parquet tables" if parquet else "")

@@ -60,6 +60,7 @@ class RunData:
     stop_ms: float | None = None
     up_ms: float | None = None  # the launcher's ``run.start``: every node is up
     key: str = ""  # the run dir as given: the value of the events' ``run`` column
+    source: DataFrame | None = field(default=None, repr=False)  # the cached scan (release_runs)
 
     @property
     def measure_end(self) -> float:
@@ -270,7 +271,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
     raw = reduce(DataFrame.unionByName, [_read_run(spark, rd) for rd in run_dirs])
-    raw = raw.cache()  # kept: the good events are read from it
+    raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
     good, _ = split_bad_lines(raw)
     runs = []
@@ -292,8 +293,20 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             stop_ms=min((float(r["stop"]) for r in mine if r["stop"] is not None), default=None),
             up_ms=min((float(r["up"]) for r in mine if r["up"] is not None), default=None),
             key=run_dir,
+            source=raw,
         ))
     return runs
+
+
+def release_runs(runs: list[RunData]) -> None:
+    """Drop the cached events of ``runs`` (:func:`load_runs` caches them once for all).
+
+    Why: a warm session (the pytest plugin's, a notebook) analyses run after run; every
+    cached table it keeps costs memory, and every later query's analysis looks for reuse
+    among all cached plans, so each call would pay for all the earlier ones. Call it only
+    when nothing will read the runs' DataFrames again."""
+    for source in {id(r.source): r.source for r in runs if r.source is not None}.values():
+        source.unpersist()
 
 
 def load_run(spark: SparkSession, run_dir: str) -> RunData:
