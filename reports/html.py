@@ -123,6 +123,9 @@ FAULT_COLUMNS: list[tuple[str, Cell, bool]] = [
     ("window", _window, True),
     ("converged after", _ms("converged_ms"), True),
     ("stale views", _num("stale_views"), True),
+    ("RTO", _ms("rto_ms"), True),  # docs/design.md §9: the longest unavailability starting in the attribution window
+    ("failed sends", _num("failed_sends"), True),
+    ("misrouted sends", _num("misrouted_sends"), True),
 ]
 
 

@@ -223,13 +223,13 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     stage = _Stages(progress)
     collected = _collect(spark, list(run_dirs), stage, True, workers)
     try:
-        return _write_reports(collected, outs, stage, parquet, workers)
+        return _write_reports(collected, outs, stage, parquet, workers, expects)
     finally:
         release_runs([c.analysis.run for c in collected])
 
 
 def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages, parquet: bool,
-                   workers: int) -> list[ReportResult]:
+                   workers: int, expects: list[Any] | None) -> list[ReportResult]:
     """Each run's ``report/`` from its collected results (see :func:`run_reports`)."""
     for out in outs:
         _prepare(out)

@@ -145,7 +145,22 @@ def headline_rows(m: Metrics) -> list[tuple[str, str, str]]:
         out.append((h.section, h.label, fmt_ms(v, scale) if h.kind == MS else fmt_num(v)))
         if h.label == "Broken lines skipped":
             out.append(("Run", "Timing health", timing_health(m)))
+        if h.label.startswith("... missed by a subscribing group"):
+            out.append((_L, "End-of-run drain (consumers caught up before they stopped)", drain_text(m)))
     return out
+
+
+def drain_text(m: Metrics) -> str:
+    """The drain in words: a loss only means loss when the consumers had the chance to catch up
+    (docs/design.md §6), so the report says whether they did."""
+    d = m.get("drain") or {}
+    if d.get("completed") is None:
+        return "not run (the run ended on a signal, or predates the drain)"
+    scale = float(m.get("scale") or 1.0)
+    waited = fmt_ms(d.get("waited_ms"), scale)
+    if d["completed"]:
+        return f"completed after {waited}"
+    return f"NOT completed after {waited}: {fmt_num(d.get('lag_total'))} message(s) left behind"
 
 
 def headline_values(m: Metrics) -> list[tuple[str, float | int | None]]:
