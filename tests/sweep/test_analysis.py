@@ -14,14 +14,7 @@ from emulator.sweep.analysis import analyse
 from emulator.sweep.runner import RunResult
 from emulator.sweep.spec import parse_sweep
 
-TOPO = """name: tiny
-timing: {scale: 0.01}
-namesrvs: 1
-brokers: [{name: broker-a}]
-topics: [{name: T, brokers: [broker-a], queues: 2}]
-producers: [{group: pg, topics: [T], rate: 2}]
-duration: 100s
-"""
+from tests.sweep.tiny import TINY_TOPOLOGY as TOPO
 
 
 def metrics(misrouted: int, lost: int = 0) -> dict[str, Any]:

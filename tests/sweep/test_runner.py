@@ -15,14 +15,7 @@ from emulator.sweep.on_spark import SparkRuns, run_task, spark_parallel
 from emulator.sweep.runner import NOT_STARTED, RunResult, RunTask, prepare_run, run_one, run_sweep
 from emulator.sweep.spec import parse_sweep
 
-TOPO = """name: tiny
-timing: {scale: 0.01}
-namesrvs: 1
-brokers: [{name: broker-a}]
-topics: [{name: T, brokers: [broker-a], queues: 2}]
-producers: [{group: pg, topics: [T], rate: 2}]
-duration: 100s
-"""
+from tests.sweep.tiny import TINY_TOPOLOGY as TOPO
 
 
 @pytest.fixture
