@@ -104,7 +104,8 @@ def main(argv: list[str]) -> int:
                 interrupt.finishing = True
                 finish_interrupted(run_dir)
         server.close()
-        write_json(state_path, {"state": "down", **me}, private=True)
+        if (run_dir / "events").is_dir():  # not deleted under us (see Cluster.run_dir_deleted)
+            write_json(state_path, {"state": "down", **me}, private=True)
         return 0
     except BaseException as exc:  # tell `up` why, then exit
         try:

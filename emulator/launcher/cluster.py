@@ -149,7 +149,7 @@ class Cluster:
                 self._note_exit(p)
                 p.close()
             self.control.close()
-            if self.started_ms:
+            if self.started_ms and not self.run_dir_deleted():
                 _manifest.write(self)
         if signalled:
             raise KeyboardInterrupt
@@ -206,7 +206,14 @@ class Cluster:
                                  "pid": self.procs[name].pid, **info}
         if plan.broker is not None:
             event.update(broker=plan.broker, broker_id=plan.broker_id)
-        append_event(self.run_dir / "events" / f"{name}.jsonl", event)
+        if not self.run_dir_deleted():
+            append_event(self.run_dir / "events" / f"{name}.jsonl", event)
+
+    def run_dir_deleted(self) -> bool:
+        """The run directory was deleted under a live cluster (``rm -rf`` before ``down``): the
+        shutdown still stops every node, but writes nothing, so no ghost of a run reappears
+        (and no write error cuts the shutdown short)."""
+        return not (self.run_dir / "events").is_dir()
 
     def check(self) -> None:
         """Raise :class:`ClusterError` if a node died that no fault killed."""
@@ -312,7 +319,8 @@ class Cluster:
         self.control.call(name, "set_clock", {"setting": setting.to_dict()}, 5000)
 
     def record(self, event: dict[str, Any]) -> None:
-        append_event(self.run_dir / "faults.jsonl", {"ts": host_ms(), **event})
+        if not self.run_dir_deleted():
+            append_event(self.run_dir / "faults.jsonl", {"ts": host_ms(), **event})
 
     def node_exited(self, name: str, sig: int) -> None:
         """The injector killed ``name``: its ``node.exit`` is written now, once."""

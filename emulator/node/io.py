@@ -125,6 +125,8 @@ class StoreDir:
         self._persisted[relpath] = (last, text)
         path = self._path(relpath)
         self._close_append(relpath)
+        if not os.path.isdir(self.root):  # type: ignore[arg-type]  # _path checked it is set
+            return  # the run directory was deleted under us: recreating it would leave a ghost run
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
