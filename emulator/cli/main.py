@@ -7,6 +7,7 @@ line per problem and exits 2; any other failure exits 1. No traceback reaches a 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -243,8 +244,11 @@ def _register_commands() -> None:
     register_fault_verbs(main)
     global _report_import_error
     try:
-        import pyspark.sql  # noqa: F401  (the `spark` extra; reports.cli itself imports it lazily)
-
+        # Whether the `spark` extra is installed, without importing it: pyspark costs a third
+        # of a second, and `rmqemu --help` or `rmqemu down` need none of it (reports.cli
+        # imports it lazily, when a report is made).
+        if importlib.util.find_spec("pyspark") is None:
+            raise ImportError("No module named 'pyspark'")
         from reports.cli import report_command
     except ImportError as exc:
         _report_import_error = exc

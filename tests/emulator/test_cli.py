@@ -25,3 +25,11 @@ def test_launch_report_without_pyspark_refuses_before_spawning(tmp_path: Path) -
     out = run("launch", str(topo), "--report", "--root", str(tmp_path / "runs"), cwd=tmp_path)
     assert out.returncode == 2 and "--report needs PySpark" in out.stderr
     assert not (tmp_path / "runs").exists()  # no run started
+
+
+def test_the_cli_does_not_import_pyspark_until_a_report_is_made(tmp_path: Path) -> None:
+    """`rmqemu --help`, `down`, `validate` need no Spark: importing it costs a third of a second."""
+    probe = "import sys; import emulator.cli.main; print('pyspark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
