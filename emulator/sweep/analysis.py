@@ -175,7 +175,7 @@ td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3
 .FAIL,.BROKEN{color:#c0392b;font-weight:bold}h1 span{font-size:60%}</style></head><body>
 <h1>{{ verdict }} <span>sweep {{ spec.name }}: {{ cells|length }} cell(s) x {{ spec.seeds|length }} seed(s)</span></h1>
 <p>Topology {{ spec.topology_path }}; expectations:
-{% for e in spec.expect %}<code>{{ e.path }} {{ e.describe() }}</code>{% if not loop.last %}, {% endif %}{% else %}none{% endfor %}.</p>
+{% for e in spec.expect %}<code>{{ e.path }} {{ e.describe() }}</code>{% if not loop.last %}, {% endif %}{% else %}none{% endfor %}{% if spec.expect %} (from {{ spec.expect_from }}){% endif %}.</p>
 {% for f in figures %}<p><img src="{{ f.name }}" alt="headline metrics against {{ f.stem }}"></p>{% endfor %}
 <h2>Cells</h2><table><tr><th>cell</th><th>values</th><th>runs</th><th>verdict</th>
 {% for p in headline %}<th>{{ headline[p] }} (median)</th>{% endfor %}</tr>

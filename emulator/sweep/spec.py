@@ -11,7 +11,7 @@ are tested without running anything. A sweep file::
       timing.scale: [0.01, 0.02]
     nemesis: {kinds: [kill, pause], interval: 30s}  # optional, else the topology's faults
     parallel: auto                                  # or a number of runs at once
-    expect: {consumption.lost: 0}
+    expect: {consumption.lost: 0}                   # optional, else the topology's expect:
 
 Every combination of the ``vary`` values is a *cell*; every cell runs once per seed.
 """
@@ -72,6 +72,7 @@ class SweepSpec:
     parallel: int | str = "auto"
     expect: list[Expectation] = field(default_factory=list)
     expect_raw: dict[str, Any] = field(default_factory=dict)
+    expect_from: str = ""  # the file the rules came from: the sweep's, else its topology's
 
     def cells(self) -> list[Cell]:
         keys = list(self.vary)
@@ -125,8 +126,13 @@ def parse_sweep(data: Any, source: str, base_dir: Path = Path(".")) -> SweepSpec
         problems.append(f"seeds x vary: {runs} runs, more than {MAX_RUNS} (split the sweep)")
     if problems:
         raise TopologyError(source, problems)
-    spec = SweepSpec(name, source, topo_path, seeds, vary, nemesis, parallel, expect, dict(data.get("expect") or {}))
     base = load_topology(topo_path)  # the base topology itself must be valid ...
+    expect_raw = dict(data.get("expect") or {})
+    expect_from = source
+    if "expect" not in data and base.expect:  # no rules of its own: the topology's, as `report` does
+        expect_raw, expect_from = dict(base.expect), str(topo_path)
+        expect = parse_expect(expect_raw, "expect")
+    spec = SweepSpec(name, source, topo_path, seeds, vary, nemesis, parallel, expect, expect_raw, expect_from)
     for cell in spec.cells():  # ... and so must every cell of the grid, before anything runs
         cell_topology(base, cell, seeds[0], f"{source} (cell {cell.label()})")
     return spec

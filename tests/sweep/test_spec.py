@@ -99,3 +99,16 @@ def test_a_sweep_expectation_on_a_path_metrics_json_lacks_is_refused(topo_dir: P
         "expect.consumption.lots: metrics.json has no such path (did you mean consumption.lost? docs/metrics.md "
         "lists them)",
         "expect.misrouted: is a group, not one number or true/false (docs/metrics.md lists the paths)"]
+
+
+def test_a_sweep_without_expect_judges_by_its_topologys_and_an_empty_one_by_none(topo_dir: Path) -> None:
+    """As ``rmqemu report`` does: no rules of the sweep's own -> the topology's; ``expect: {}`` -> none."""
+    (topo_dir / "tiny.yaml").write_text(TOPO + "expect: {consumption.lost: 0, sends.ok: {min: 5}}\n")
+    inherited = parse_sweep({"sweep": "s", "topology": "tiny.yaml"}, "s.yaml", topo_dir)
+    assert [e.path for e in inherited.expect] == ["consumption.lost", "sends.ok"]
+    assert inherited.expect_from == str(topo_dir / "tiny.yaml")
+    assert inherited.to_dict()["expect"] == {"consumption.lost": 0, "sends.ok": {"min": 5}}  # resumes alike
+    own = parse_sweep({"sweep": "s", "topology": "tiny.yaml", "expect": {"misrouted.total": {"max": 3}}},
+                      "s.yaml", topo_dir)
+    assert [e.path for e in own.expect] == ["misrouted.total"] and own.expect_from == "s.yaml"
+    assert parse_sweep({"sweep": "s", "topology": "tiny.yaml", "expect": {}}, "s.yaml", topo_dir).expect == []
