@@ -54,3 +54,15 @@ def test_paths_must_name_a_value_the_metrics_have() -> None:
         "expect.consumption.by_topic: is a table, not a value; name one of its fields",
         "expect.timing: is a group, not a value; name one of its fields",
     ]
+
+
+def test_a_count_under_a_key_the_run_did_not_produce_is_zero_not_bad_input() -> None:
+    """``by_reason_outcome`` lists only the reasons and outcomes that occurred: a rule on a timeout
+    that never happened holds (0), a rule that needs one fails with 0, not exit 2."""
+    metrics = {**METRICS, "misrouted": {"total": 53, "by_reason_outcome": {"dead": {"ok": 3}}}}
+    verdicts = judge(parse_expect({"misrouted.by_reason_outcome.dead.timeout": {"max": 0},
+                                   "misrouted.by_reason_outcome.paused.ok": {"min": 1},
+                                   "misrouted.by_reason_outcome.dead.ok": 3}), metrics)
+    assert [(v.value, v.passed) for v in verdicts] == [(0, True), (0, False), (3, True)]
+    with pytest.raises(ExpectationError):  # a fixed path the document lacks is still bad input
+        judge(parse_expect({"misrouted.by_reason.dead": 0}), metrics)

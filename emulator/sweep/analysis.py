@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from emulator.sweep.runner import RunResult
 from emulator.sweep.spec import SweepRun, SweepSpec
-from rmqemu.verdicts import judge, lookup
+from rmqemu.verdicts import judge, value_at
 
 #: metric path -> what the plots call it
 HEADLINE: dict[str, str] = {
@@ -73,7 +73,7 @@ def _row(spec: SweepSpec, run: SweepRun, result: RunResult, metrics: dict[str, A
         row.update({path: None for path in columns})
         return row
     for path in columns:
-        value = lookup(metrics, path)
+        value = value_at(metrics, path)
         row[path] = value if isinstance(value, (int, float, bool)) else None
     verdicts = judge(spec.expect, metrics, "expect") if spec.expect else []
     missed = [v.line() for v in verdicts if not v.passed]
