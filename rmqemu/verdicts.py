@@ -94,6 +94,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+#: What an editor is told an ``expect:`` rule looks like (the topology's JSON schema); the
+#: functions below check it for real.
+EXPECT_RULE_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "number"}, {"type": "boolean"},
+    {"type": "object", "properties": {"max": {"type": "number"}, "min": {"type": "number"}},
+     "additionalProperties": False, "minProperties": 1}]}
+
+
 def parse_expect(raw: Any, source: str = "expect") -> list[Expectation]:
     """The rules of an ``expect:`` mapping; every malformed one is named in one error."""
     if raw is None:
@@ -120,6 +128,23 @@ def parse_expect(raw: Any, source: str = "expect") -> list[Expectation]:
     if problems:
         raise ExpectationError("\n".join(problems))
     return rules
+
+
+def expect_problems(raw: Any, source: str = "expect") -> list[str]:
+    """Every problem of an ``expect:`` mapping, one line each: malformed rules (:func:`parse_expect`)
+    and paths metrics.json has no single value at (the metric registry), so ``validate`` catches
+    a typo before the run rather than after it. Topology and sweep files both check with this."""
+    if raw is not None and not isinstance(raw, Mapping):
+        return [f"{source}: expected a mapping from metric paths to rules, got {type(raw).__name__}"]
+    problems: list[str] = []
+    for path, rule in (raw or {}).items():  # one at a time: every bad rule and every bad path
+        try:
+            parse_expect({path: rule}, source)
+        except ExpectationError as exc:
+            problems += str(exc).splitlines()
+        if isinstance(path, str) and path and (why := metric_paths.problem(path)):
+            problems.append(f"{source}.{path}: {why}")
+    return problems
 
 
 _MISSING = object()

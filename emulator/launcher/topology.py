@@ -18,9 +18,7 @@ from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, 
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
 from emulator.launcher.fault_spec import FaultSpec, parse_duration
-from rmqemu import metric_paths
-from rmqemu.errors import ExpectationError
-from rmqemu.verdicts import parse_expect
+from rmqemu.verdicts import EXPECT_RULE_SCHEMA, expect_problems
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)
 #: The topology ``name`` becomes a directory name (``runs/<name>-<time>-<hex>``), so it is a slug,
@@ -39,13 +37,6 @@ MAX_ENTRIES = 1024  # entries of any one list (topics, faults, ...)
 #: The end-of-run drain's bound (cluster s): at the default persistConsumerOffsetInterval (5 s) a
 #: caught-up group's committed offsets reach the brokers within a few cluster seconds.
 DEFAULT_DRAIN_TIMEOUT_S = 30.0
-
-
-#: What an editor is told an ``expect:`` rule looks like (rmqemu.verdicts checks it for real).
-EXPECT_RULE_SCHEMA: dict[str, Any] = {"anyOf": [
-    {"type": "number"}, {"type": "boolean"},
-    {"type": "object", "properties": {"max": {"type": "number"}, "min": {"type": "number"}},
-     "additionalProperties": False, "minProperties": 1}]}
 
 
 def _valid_group(v: str) -> str:
@@ -256,14 +247,7 @@ class Topology(Strict):
     def _expect(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
         """Rules well formed and every path one value metrics.json has (known from the metric
         registry, so ``validate`` catches a typo before the run, not after it)."""
-        problems: list[str] = []
-        for path, rule in (v or {}).items():  # one at a time: every bad rule and every bad path
-            try:
-                parse_expect({path: rule}, "expect")
-            except ExpectationError as exc:
-                problems += str(exc).splitlines()
-            if isinstance(path, str) and (why := metric_paths.problem(path)):
-                problems.append(f"expect.{path}: {why}")
+        problems = expect_problems(v)
         if problems:
             raise ValueError("; ".join(problems))
         return v or None

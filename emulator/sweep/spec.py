@@ -29,8 +29,7 @@ from emulator.launcher.topology import Topology
 from emulator.launcher.topology_load import load_topology, parse_topology
 from emulator.launcher.topology_yaml import read_yaml
 from rmqemu.errors import TopologyError
-from rmqemu import metric_paths
-from rmqemu.verdicts import Expectation, parse_expect
+from rmqemu.verdicts import Expectation, expect_problems, parse_expect
 
 KEYS = {"sweep", "topology", "seeds", "vary", "nemesis", "parallel", "expect"}
 MAX_RUNS = 1000  # cells x seeds: a typo in a range must not queue a week of runs
@@ -115,18 +114,14 @@ def parse_sweep(data: Any, source: str, base_dir: Path = Path(".")) -> SweepSpec
     if nemesis is not None and not (isinstance(nemesis, dict) and set(nemesis) <= {"kinds", "interval", "concurrency"}
                                     and nemesis.get("kinds")):
         problems.append("nemesis: a mapping {kinds: [...], interval: 30s, concurrency: 1} (kinds required)")
-    try:
-        expect = parse_expect(data.get("expect"), "expect")
-    except ValueError as exc:
-        problems += str(exc).splitlines()
-        expect = []
-    problems += [f"expect.{e.path}: {why}" for e in expect if (why := metric_paths.problem(e.path))]
+    problems += expect_problems(data.get("expect"))
     runs = max(1, len(seeds)) * _product(len(v) for v in vary.values())
     if runs > MAX_RUNS:
         problems.append(f"seeds x vary: {runs} runs, more than {MAX_RUNS} (split the sweep)")
     if problems:
         raise TopologyError(source, problems)
     base = load_topology(topo_path)  # the base topology itself must be valid ...
+    expect = parse_expect(data.get("expect"))
     expect_raw = dict(data.get("expect") or {})
     expect_from = source
     if "expect" not in data and base.expect:  # no rules of its own: the topology's, as `report` does
