@@ -20,9 +20,22 @@ from typing import Any, Callable
 from emulator.cli.supervisor import call, read_state
 from emulator.cli.supervisor_record import find_records, is_running, kill_leftovers, remove_record, stop_supervisor
 from emulator.launcher.run_dir import DEFAULT_ROOT, read_json, resolve_run
+from emulator.launcher.topology_load import parse_topology
 from rmqemu.errors import RmqemuError, RunDirError
 
-DOWN_TIMEOUT_S = 60.0
+DOWN_TIMEOUT_S = 60.0  # wall s for the nodes' own stops, on top of the drain's bound
+
+
+def stop_wait_s(path: Path) -> float:
+    """How long ``down`` waits for the supervisor: its shutdown drains the consumers for up to
+    ``timing.drainTimeout`` cluster seconds before the nodes' own stops, so a long drain at a
+    large scale is waited for rather than cut short by SIGTERM."""
+    try:
+        manifest = read_json(path / "manifest.json")
+        timing = parse_topology(manifest["topology"], str(path / "manifest.json")).timing
+        return DOWN_TIMEOUT_S + timing.drainTimeout * float(manifest.get("scale") or timing.scale)
+    except (OSError, KeyError, ValueError, TypeError, RmqemuError):  # no readable manifest: the plain bound
+        return DOWN_TIMEOUT_S
 
 
 def _manifest_nodes(path: Path) -> dict[str, dict[str, Any]]:
@@ -64,7 +77,7 @@ def down(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_ROO
     state = read_state(path)
     if state.get("state") == "up":
         call(path, "down")
-        deadline = time.monotonic() + DOWN_TIMEOUT_S
+        deadline = time.monotonic() + stop_wait_s(path)
         while time.monotonic() < deadline:
             state = read_state(path)
             if state.get("state") != "up":
