@@ -76,6 +76,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """A failed test that started clusters says where their run directories are (events, logs)."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.failed:
+        item.rmqemu_failed = True  # type: ignore[attr-defined]  (teardown then skips the drain)
     dirs = getattr(item, "rmqemu_run_dirs", None)
     if report.failed and dirs:
         report.sections.append(("rmqemu run directories", "\n".join(str(d) for d in dirs)))
@@ -86,7 +88,9 @@ def start_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Ca
     """``start_cluster(topology, **overrides)``: a started :class:`emulator.Cluster` (the fault
     verbs as methods, docs/testing.md); ``topology`` is a path or a dict; overrides replace
     top-level keys (``duration="60s"``, ``faults=[]``). Every cluster is finished at teardown,
-    whatever the test did: faults healed, every process stopped."""
+    whatever the test did: faults healed, every process stopped; after a failed test without
+    the end-of-run drain (the run is evidence, not a measurement, and a stuck group would
+    hold the teardown for ``timing.drainTimeout``)."""
     from emulator.chaos import Cluster  # imported here: the plugin loads in every pytest run
 
     clusters: list[Cluster] = []
@@ -107,9 +111,10 @@ def start_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Ca
         yield start
     finally:
         errors = []
+        drain = not getattr(request.node, "rmqemu_failed", False)
         for cluster in clusters:
             try:
-                cluster.finish()
+                cluster.finish(drain=drain)
             except Exception as exc:  # noqa: BLE001 - finish the others, then report
                 errors.append(exc)
         if errors:

@@ -45,3 +45,5 @@ def test_a_failing_user_test_leaves_no_process_behind(tmp_path: Path) -> None:
     procs = run_processes(Path(out.read_text()))
     assert len(procs) == 2  # the namesrv and the broker were spawned ...
     assert not [p for p in procs if process_alive(*p)]  # ... and none outlived the failed test
+    kinds = (Path(out.read_text()) / "faults.jsonl").read_text()
+    assert '"run.stop"' in kinds and '"run.drain"' not in kinds  # stopped without the drain
