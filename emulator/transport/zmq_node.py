@@ -86,8 +86,11 @@ class ZmqTransport:
             self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
             self.poller.register(self.control.sock, always=True)
             self.poller.register(self.control.mon)
+            if self.control.parent_fd is not None:
+                self.poller.register(self.control.parent_fd)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
+        self.idle_due = 0.0  # no channel can go idle before this (as of the last idle check)
         self.bad_input_gate = EventGate()
 
     @property
@@ -168,6 +171,9 @@ class ZmqTransport:
                 self.control.on_readable(out)
             if self.control.mon in ready:
                 self.control.on_monitor(now)
+            if self.control.parent_fd is not None and self.control.parent_fd in ready:
+                self.control.parent_exited = True
+                self.poller.unregister(self.control.parent_fd)  # it stays readable: report once
             self.control.check(now, out)
         for fd in self.watched:
             if fd in ready:
@@ -180,7 +186,7 @@ class ZmqTransport:
         dues = [delayed_due] if delayed_due is not None else []
         dues += self.outbound.next_due_ms(now)
         if self.conns.conns():
-            dues.append(self.next_idle_check)
+            dues.append(max(self.next_idle_check, self.idle_due))
         if self.control is not None:
             dues.append(self.control.next_due_ms(now))
         return min(dues) if dues else None
@@ -251,14 +257,23 @@ class ZmqTransport:
         out.append(Received(channel, peer, frame, outbound, addr))
 
     def _check_idle(self, now: float) -> None:
-        """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel."""
+        """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel.
+
+        Checked whenever the loop is awake and a check interval has passed, but the loop is not
+        woken for it before ``idle_due``: the earliest a channel can go idle, from the oldest
+        activity seen at the last check (activity only moves later, and a channel opened since
+        goes idle later still). A busy node's channels never make it wake for this."""
         if now < self.next_idle_check:
             return
         self.next_idle_check = now + min(max(self.idle_ms / IDLE_CHECK_FRACTION, 10.0), 1000.0)
+        oldest = now
         for conn in self.conns.conns():
             if now - conn.last_ms > self.idle_ms and conn.channel not in self.closing:
                 self.counters["idle_closed"] += 1
                 self.close_channel(conn.channel, "idle")
+            elif conn.last_ms < oldest and conn.channel not in self.closing:
+                oldest = conn.last_ms
+        self.idle_due = oldest + self.idle_ms
 
     # ------------------------------------------------------------------ configuration
 
@@ -288,7 +303,7 @@ class ZmqTransport:
 
     def close(self) -> None:
         self.outbound.close()
-        self.poller.close()
+        self.poller.close()  # before the control client closes its parent pidfd
         if self.control is not None:
             self.control.close()
         self.router_mon.close()
