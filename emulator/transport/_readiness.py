@@ -32,25 +32,21 @@ class EpollPoller:
         self.epoll = select.epoll()
         self.by_fd: dict[int, Pollable] = {}
         self.fd_of: dict[Pollable, int] = {}
-        self.always: set[zmq.Socket] = set()  # re-checked before every wait (the caller sends on them)
         self.check: set[zmq.Socket] = set()  # re-checked before the next wait
 
-    def register(self, item: Pollable, _flags: int = _POLLIN, always: bool = False) -> None:
+    def register(self, item: Pollable, _flags: int = _POLLIN) -> None:
         fd = item.getsockopt(_FD) if isinstance(item, zmq.Socket) else int(item)
         self.by_fd[fd] = item
         self.fd_of[item] = fd
         self.epoll.register(fd, select.EPOLLIN)
         if isinstance(item, zmq.Socket):
             self.check.add(item)  # whatever it holds already must not wait for a signal
-            if always:
-                self.always.add(item)
 
     def unregister(self, item: Pollable) -> None:
         fd = self.fd_of.pop(item, None)
         if fd is not None:
             self.by_fd.pop(fd, None)
             self.epoll.unregister(fd)
-        self.always.discard(item)  # type: ignore[arg-type]
         self.check.discard(item)  # type: ignore[arg-type]
 
     def touched(self, sock: zmq.Socket) -> None:
@@ -60,7 +56,7 @@ class EpollPoller:
     def poll(self, timeout_ms: float) -> list[tuple[Pollable, int]]:
         """The registered items with input, waiting up to ``timeout_ms`` for one."""
         ready: dict[Pollable, int] = {}
-        for sock in self.check | self.always:
+        for sock in self.check:
             if sock.getsockopt(_EVENTS) & _POLLIN:
                 ready[sock] = _POLLIN
         self.check = set()

@@ -24,7 +24,7 @@ import random
 from typing import Any
 
 import zmq
-from emulator.transport._frames import NOBLOCK, send_parts
+from emulator.transport._frames import recv_parts, send_parts
 from emulator.transport._monitor import recv_monitor_message
 
 from emulator.node.clock import mono_ms
@@ -78,13 +78,13 @@ class ZmqTransport:
         self.names: dict[str, str] = {}  # addr -> node name
         self.shaper = ShapedSender(name, self.links, self._deliver, self._peer_of, self._reachable, self.counters)
         self.poller = EpollPoller()
-        self.poller.register(self.router, always=True)  # replies are sent on it every step
+        self.poller.register(self.router)
         self.poller.register(self.router_mon)
         self.outbound = OutboundSet(self.ctx, name.encode(), self.heartbeat_ms, self.poller)
         self.control: ControlClient | None = None
         if control_endpoint:
             self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
-            self.poller.register(self.control.sock, always=True)
+            self.poller.register(self.control.sock)
             self.poller.register(self.control.mon)
             if self.control.parent_fd is not None:
                 self.poller.register(self.control.parent_fd)
@@ -128,6 +128,7 @@ class ZmqTransport:
                 return False
             try:
                 send_parts(self.router, [conn.identity, *encode(frame)])
+                self.poller.touched(self.router)  # a send may take its input signal (see _readiness)
                 conn.last_ms = now
                 ok = True
             except zmq.ZMQError:  # EHOSTUNREACH (peer gone) or EAGAIN (its buffer is full)
@@ -171,6 +172,7 @@ class ZmqTransport:
                 self.control.on_readable(out)
             if self.control.mon in ready:
                 self.control.on_monitor(now)
+                self.poller.touched(self.control.sock)  # it may have sent a hello
             if self.control.parent_fd is not None and self.control.parent_fd in ready:
                 self.control.parent_exited = True
                 self.poller.unregister(self.control.parent_fd)  # it stays readable: report once
@@ -214,7 +216,7 @@ class ZmqTransport:
     def _recv_router(self, now: float, out: list[TransportEvent]) -> None:
         router = self.router
         while router.getsockopt(_EVENTS) & _POLLIN:  # cheaper than ending on a raised zmq.Again
-            parts = router.recv_multipart(NOBLOCK, copy=False)
+            parts = recv_parts(router)
             identity = parts[0].bytes
             peer = self.peer_labels.get(identity)
             if peer is None:
@@ -236,11 +238,11 @@ class ZmqTransport:
         peer = self.names.get(ob.addr, ob.addr)
         sock = ob.sock
         while sock.getsockopt(_EVENTS) & _POLLIN:
-            parts = sock.recv_multipart(NOBLOCK)
+            parts = recv_parts(sock)
             if self.links.on_receive(peer, self.name).dropped:
                 self.counters["dropped_in"] += 1
                 continue
-            self._decode(out_channel(ob.addr), peer, parts, out, outbound=True, addr=ob.addr)
+            self._decode(out_channel(ob.addr), peer, [p.bytes for p in parts], out, outbound=True, addr=ob.addr)
 
     def _decode(self, channel: str, peer: str, parts: list[bytes], out: list[TransportEvent],
                 outbound: bool, addr: str | None = None) -> None:
@@ -292,10 +294,12 @@ class ZmqTransport:
     def ready(self, info: dict[str, Any]) -> None:
         if self.control is not None:
             self.control.ready(info)
+            self.poller.touched(self.control.sock)
 
     def ack(self, cmd_id: str, ok: bool, result: dict[str, Any]) -> None:
         if self.control is not None:
             self.control.ack(cmd_id, ok, result)
+            self.poller.touched(self.control.sock)
 
     def stats(self) -> dict[str, Any]:
         return {**self.counters, "channels": self.conns.channels(), "outbound": self.outbound.addrs(),
