@@ -98,6 +98,9 @@ class ConnTracker:
     def conns(self) -> list[Conn]:
         return list(self._by_fd.values())
 
+    def __len__(self) -> int:
+        return len(self._by_fd)
+
     def channels(self) -> list[str]:
         return sorted(self._by_channel)
 

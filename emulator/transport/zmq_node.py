@@ -152,8 +152,8 @@ class ZmqTransport:
         ready = dict(self.poller.poll(wait))
         out: list[TransportEvent] = []
         now = mono_ms()
-        # zmq_poll is level-triggered for zmq sockets: a socket not in `ready` has nothing to
-        # read now, and one not fully drained shows up again at the next poll.
+        # A socket not in `ready` has nothing to read now; one in it may (each reader below
+        # drains its socket until ZMQ_EVENTS says it is empty, see _readiness).
         if self.router_mon in ready:
             self._drain_router_monitor(now, out)  # reads the frames queued before each close first
         if self.router in ready:
@@ -184,14 +184,18 @@ class ZmqTransport:
         return out
 
     def _next_due(self, now: float) -> float | None:
-        delayed_due = self.shaper.next_due()
-        dues = [delayed_due] if delayed_due is not None else []
-        dues += self.outbound.next_due_ms(now)
-        if self.conns.conns():
-            dues.append(max(self.next_idle_check, self.idle_due))
+        """When the transport's own work (delayed frames, backlogs, idle closes, the control
+        plane) next needs the loop awake; None for never. Asked before every wait."""
+        due = float("inf")
+        if self.shaper.delayed:
+            due = self.shaper.delayed[0][0]
+        if self.outbound.backlogged:
+            due = min(due, *self.outbound.next_due_ms(now))
+        if len(self.conns):
+            due = min(due, max(self.next_idle_check, self.idle_due))
         if self.control is not None:
-            dues.append(self.control.next_due_ms(now))
-        return min(dues) if dues else None
+            due = min(due, self.control.next_due_ms(now))
+        return None if due == float("inf") else due
 
     def _drain_router_monitor(self, now: float, out: list[TransportEvent]) -> None:
         """Connection events in order. Before a close is applied, the frames its peer sent are
@@ -223,7 +227,7 @@ class ZmqTransport:
                 if len(self.peer_labels) > 4096:  # random routing ids (a fuzzer) must not grow it forever
                     self.peer_labels.clear()
                 peer = self.peer_labels[identity] = peer_label(identity)
-            blocked = self.links.on_receive(peer, self.name).dropped
+            blocked = bool(self.links.rules) and self.links.on_receive(peer, self.name).dropped
             conn, _new = self.conns.on_frame(parts[-1].get(_SRCFD), identity, peer, now, touch=not blocked)
             while self.conns.implicit_closes:
                 old = self.conns.implicit_closes.pop(0)
@@ -239,7 +243,7 @@ class ZmqTransport:
         sock = ob.sock
         while sock.getsockopt(_EVENTS) & _POLLIN:
             parts = recv_parts(sock)
-            if self.links.on_receive(peer, self.name).dropped:
+            if self.links.rules and self.links.on_receive(peer, self.name).dropped:
                 self.counters["dropped_in"] += 1
                 continue
             self._decode(out_channel(ob.addr), peer, [p.bytes for p in parts], out, outbound=True, addr=ob.addr)
