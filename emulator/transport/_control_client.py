@@ -17,6 +17,7 @@ send a signed ``hello``.
 from __future__ import annotations
 
 import os
+from collections.abc import Container
 from typing import Any
 
 import zmq
@@ -113,6 +114,20 @@ class ControlClient:
                     self.send({"t": "hello"})
                 except zmq.ZMQError:
                     pass
+
+    def service(self, ready: Container[Any], now_ms: float, out: list[TransportEvent], poller: Any) -> None:
+        """One turn of the node's loop: read what of ours is ``ready`` (the control socket, its
+        monitor, the parent's pidfd), then :meth:`check`. ``poller`` is the transport's
+        :class:`~emulator.transport._readiness.EpollPoller`."""
+        if self.sock in ready:
+            self.on_readable(out)
+        if self.mon in ready:
+            self.on_monitor(now_ms)
+            poller.touched(self.sock)  # it may have sent a hello
+        if self.parent_fd is not None and self.parent_fd in ready:
+            self.parent_exited = True
+            poller.unregister(self.parent_fd)  # it stays readable: report it once
+        self.check(now_ms, out)
 
     def check(self, now_ms: float, out: list[TransportEvent]) -> None:
         """Report the launcher's loss once."""

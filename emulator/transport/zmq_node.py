@@ -168,15 +168,7 @@ class ZmqTransport:
         self.shaper.flush(now)
         self._check_idle(now)
         if self.control is not None:
-            if self.control.sock in ready:
-                self.control.on_readable(out)
-            if self.control.mon in ready:
-                self.control.on_monitor(now)
-                self.poller.touched(self.control.sock)  # it may have sent a hello
-            if self.control.parent_fd is not None and self.control.parent_fd in ready:
-                self.control.parent_exited = True
-                self.poller.unregister(self.control.parent_fd)  # it stays readable: report once
-            self.control.check(now, out)
+            self.control.service(ready, now, out, self.poller)
         for fd in self.watched:
             if fd in ready:
                 out.append(Woken(fd))
@@ -263,23 +255,15 @@ class ZmqTransport:
         out.append(Received(channel, peer, frame, outbound, addr))
 
     def _check_idle(self, now: float) -> None:
-        """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel.
-
-        Checked whenever the loop is awake and a check interval has passed, but the loop is not
-        woken for it before ``idle_due``: the earliest a channel can go idle, from the oldest
-        activity seen at the last check (activity only moves later, and a channel opened since
-        goes idle later still). A busy node's channels never make it wake for this."""
+        """Close idle channels (``ConnTracker.idle_scan``) whenever the loop is awake and a check
+        interval has passed; the loop is not woken for it before ``idle_due``."""
         if now < self.next_idle_check:
             return
         self.next_idle_check = now + min(max(self.idle_ms / IDLE_CHECK_FRACTION, 10.0), 1000.0)
-        oldest = now
-        for conn in self.conns.conns():
-            if now - conn.last_ms > self.idle_ms and conn.channel not in self.closing:
-                self.counters["idle_closed"] += 1
-                self.close_channel(conn.channel, "idle")
-            elif conn.last_ms < oldest and conn.channel not in self.closing:
-                oldest = conn.last_ms
-        self.idle_due = oldest + self.idle_ms
+        idle, self.idle_due = self.conns.idle_scan(now, self.idle_ms, self.closing)
+        for conn in idle:
+            self.counters["idle_closed"] += 1
+            self.close_channel(conn.channel, "idle")
 
     # ------------------------------------------------------------------ configuration
 
