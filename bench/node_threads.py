@@ -81,7 +81,8 @@ def main() -> int:
         for i, v in enumerate((1, user - user0, system - system0, vcs - vcs0, nvcs - nvcs0)):
             row[i] += v
     print(f"{dt:.1f} s window, load average {os.getloadavg()[0]:.1f}")
-    print("| role | thread | nodes | user s | system s | voluntary cs/s | involuntary cs/s |\n|---|---|---|---|---|---|---|")
+    print("| role | thread | nodes | user s | system s | voluntary cs/s | involuntary cs/s |")
+    print("|---|---|---|---|---|---|---|")
     for (role, thread), (n, user, system, vcs, nvcs) in sorted(rows.items()):
         print(f"| {role} | {thread} | {n} | {user:.2f} | {system:.2f} | {vcs / dt:.0f} | {nvcs / dt:.0f} |")
     cpu = sum(r[1] + r[2] for r in rows.values())

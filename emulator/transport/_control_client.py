@@ -2,10 +2,11 @@
 
 "Lost" has two signs, either enough: the launcher process is gone (a pidfd of the parent, which
 the transport's poller watches, becomes readable when it exits; where pidfds are missing, the
-parent pid is checked every :data:`PPID_CHECK_MS` instead: the kernel re-parents an orphan), or the control connection dropped and did not come back within
-:data:`RECONNECT_GRACE_MS` (a SIGSTOPped node's own heartbeat may time out when it resumes; the
-DEALER then reconnects at once, which is not a loss). ZMQ heartbeats on the connection catch a
-launcher that hangs without dying.
+parent pid is checked every :data:`PPID_CHECK_MS` instead: the kernel re-parents an orphan), or
+the control connection dropped and did not come back within :data:`RECONNECT_GRACE_MS` (a
+SIGSTOPped node's own heartbeat may time out when it resumes; the DEALER then reconnects at
+once, which is not a loss). ZMQ heartbeats on the connection catch a launcher that hangs
+without dying.
 
 Messages are signed with the key the launcher handed this process at spawn and numbered
 (:mod:`._auth`); a command that does not verify or replays an old number is refused
