@@ -81,7 +81,10 @@ class CpuSampler(threading.Thread):
                 for child in self.root.children(recursive=True):
                     try:
                         if child.pid not in self.names:
-                            self.names[child.pid] = child.cmdline()[-1]
+                            argv = child.cmdline()
+                            if "emulator.node" not in argv:  # forked, not yet exec'd, or a zombie
+                                continue  # (an empty argv used to end this thread: 0 % CPU rows)
+                            self.names[child.pid] = argv[-1]
                         t = child.cpu_times()
                         self.last[child.pid] = t.user + t.system
                     except psutil.Error:

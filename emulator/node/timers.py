@@ -125,4 +125,12 @@ class PendingRequests:
         return None
 
     def next_deadline(self) -> float | None:
-        return self._deadlines[0][0] if self._deadlines else None
+        """The earliest deadline of a request still waiting. The heap keeps the deadlines of
+        answered requests (removing from the middle of a heap is costly), so they are dropped
+        here as they reach its top: otherwise the loop would wake at each answered request's
+        deadline with nothing to do (a producer sends a request per message: a third of its
+        wake-ups were those)."""
+        deadlines, waiting = self._deadlines, self.by_opaque
+        while deadlines and deadlines[0][1] not in waiting:
+            heapq.heappop(deadlines)
+        return deadlines[0][0] if deadlines else None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+from collections.abc import Container
 from dataclasses import dataclass
 
 
@@ -97,6 +98,24 @@ class ConnTracker:
 
     def conns(self) -> list[Conn]:
         return list(self._by_fd.values())
+
+    def __len__(self) -> int:
+        return len(self._by_fd)
+
+    def idle_scan(self, now_ms: float, idle_ms: float, closing: Container[str]) -> tuple[list[Conn], float]:
+        """Netty's all-idle rule: the connections with no frame in or out for more than ``idle_ms``
+        (except those already ``closing``), and the earliest time another one can go idle. That
+        time only moves later (activity moves ``last_ms`` forward; a connection opened after
+        ``now_ms`` goes idle after it), so the caller need not wake before it to check again."""
+        idle, oldest = [], now_ms
+        for conn in self._by_fd.values():
+            if conn.channel in closing:
+                continue
+            if now_ms - conn.last_ms > idle_ms:
+                idle.append(conn)
+            elif conn.last_ms < oldest:
+                oldest = conn.last_ms
+        return idle, oldest + idle_ms
 
     def channels(self) -> list[str]:
         return sorted(self._by_channel)

@@ -1,10 +1,12 @@
 """A node's end of the control plane: say ready, receive commands, ack them, notice a lost launcher.
 
-"Lost" has two signs, either enough: the launcher process is gone (our parent pid changed: the
-kernel re-parents an orphan), or the control connection dropped and did not come back within
-:data:`RECONNECT_GRACE_MS` (a SIGSTOPped node's own heartbeat may time out when it resumes; the
-DEALER then reconnects at once, which is not a loss). ZMQ heartbeats on the connection catch a
-launcher that hangs without dying.
+"Lost" has two signs, either enough: the launcher process is gone (a pidfd of the parent, which
+the transport's poller watches, becomes readable when it exits; where pidfds are missing, the
+parent pid is checked every :data:`PPID_CHECK_MS` instead: the kernel re-parents an orphan), or
+the control connection dropped and did not come back within :data:`RECONNECT_GRACE_MS` (a
+SIGSTOPped node's own heartbeat may time out when it resumes; the DEALER then reconnects at
+once, which is not a loss). ZMQ heartbeats on the connection catch a launcher that hangs
+without dying.
 
 Messages are signed with the key the launcher handed this process at spawn and numbered
 (:mod:`._auth`); a command that does not verify or replays an old number is refused
@@ -16,6 +18,7 @@ send a signed ``hello``.
 from __future__ import annotations
 
 import os
+from collections.abc import Container
 from typing import Any
 
 import zmq
@@ -48,8 +51,10 @@ class ControlClient:
         self.mon = self.sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
         self.sock.connect(endpoint)
         self.ppid = os.getppid()
+        self.parent_fd = _pidfd(self.ppid)  # readable once the launcher exits: no polling for it
+        self.parent_exited = False  # set when parent_fd turns readable
         self.down_since: float | None = None
-        self.next_ppid_check = 0.0
+        self.next_ppid_check = 0.0  # the first check also catches a parent gone before the pidfd
         self.lost = False
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -111,14 +116,28 @@ class ControlClient:
                 except zmq.ZMQError:
                     pass
 
+    def service(self, ready: Container[Any], now_ms: float, out: list[TransportEvent], poller: Any) -> None:
+        """One turn of the node's loop: read what of ours is ``ready`` (the control socket, its
+        monitor, the parent's pidfd), then :meth:`check`. ``poller`` is the transport's
+        :class:`~emulator.transport._readiness.EpollPoller`."""
+        if self.sock in ready:
+            self.on_readable(out)
+        if self.mon in ready:
+            self.on_monitor(now_ms)
+            poller.touched(self.sock)  # it may have sent a hello
+        if self.parent_fd is not None and self.parent_fd in ready:
+            self.parent_exited = True
+            poller.unregister(self.parent_fd)  # it stays readable: report it once
+        self.check(now_ms, out)
+
     def check(self, now_ms: float, out: list[TransportEvent]) -> None:
         """Report the launcher's loss once."""
         if self.lost:
             return
         reason = None
-        if now_ms >= self.next_ppid_check:
-            self.next_ppid_check = now_ms + PPID_CHECK_MS
-            if os.getppid() != self.ppid:
+        if now_ms >= self.next_ppid_check or self.parent_exited:
+            self.next_ppid_check = now_ms + PPID_CHECK_MS if self.parent_fd is None else float("inf")
+            if os.getppid() != self.ppid or self.parent_exited:
                 reason = "the launcher process exited"
         if reason is None and self.down_since is not None and now_ms - self.down_since > RECONNECT_GRACE_MS:
             reason = f"control connection down for more than {RECONNECT_GRACE_MS:.0f} ms"
@@ -135,3 +154,15 @@ class ControlClient:
     def close(self) -> None:
         self.mon.close()
         self.sock.close()
+        if self.parent_fd is not None:
+            os.close(self.parent_fd)
+            self.parent_fd = None
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd of ``pid`` (Linux 5.3+), or None where there is none: then the loop polls
+    ``getppid`` every :data:`PPID_CHECK_MS`, five wake-ups a second of every idle node."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None

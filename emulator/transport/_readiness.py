@@ -4,8 +4,12 @@
 for ``ZMQ_EVENTS`` and ``poll(2)``s all their descriptors: measured here, one 1 ms wait cost 51 us
 of CPU with one socket and 181 us with 61 (a client of a 56-node cluster: a DEALER and a monitor
 per peer), and a node waits a hundred times a second. This waits with ``epoll`` on each socket's
-``ZMQ_FD`` instead (registered once), and asks ``ZMQ_EVENTS`` only of the sockets whose
-descriptor fired and of those the caller used since the last wait: 43 us for the same 61.
+``ZMQ_FD`` instead (registered once), and asks ``ZMQ_EVENTS`` only of the sockets the caller sent
+on since the last wait: 43 us for the same 61. A socket whose descriptor fired is returned
+without asking (it *may* have input: the signal can also be another command), because every
+reader of the transport drains its socket in a loop that asks ``ZMQ_EVENTS`` anyway; asking
+twice was one more ``getsockopt`` (an enum lookup in pyzmq, a ``process_commands`` in libzmq)
+per socket and wake-up.
 
 ``ZMQ_FD`` is not a data descriptor: it signals that the socket has commands to process, and a
 ``send``/``recv`` on the socket may process them (and the signal) while leaving messages
@@ -26,31 +30,28 @@ Pollable = Union[zmq.Socket, int]
 
 
 class EpollPoller:
-    """The subset of :class:`zmq.Poller` the transport uses (POLLIN only), over epoll."""
+    """The subset of :class:`zmq.Poller` the transport uses (POLLIN only), over epoll; a socket it
+    returns may turn out to have nothing to read (see the module docstring)."""
 
     def __init__(self) -> None:
         self.epoll = select.epoll()
         self.by_fd: dict[int, Pollable] = {}
         self.fd_of: dict[Pollable, int] = {}
-        self.always: set[zmq.Socket] = set()  # re-checked before every wait (the caller sends on them)
         self.check: set[zmq.Socket] = set()  # re-checked before the next wait
 
-    def register(self, item: Pollable, _flags: int = _POLLIN, always: bool = False) -> None:
+    def register(self, item: Pollable, _flags: int = _POLLIN) -> None:
         fd = item.getsockopt(_FD) if isinstance(item, zmq.Socket) else int(item)
         self.by_fd[fd] = item
         self.fd_of[item] = fd
         self.epoll.register(fd, select.EPOLLIN)
         if isinstance(item, zmq.Socket):
             self.check.add(item)  # whatever it holds already must not wait for a signal
-            if always:
-                self.always.add(item)
 
     def unregister(self, item: Pollable) -> None:
         fd = self.fd_of.pop(item, None)
         if fd is not None:
             self.by_fd.pop(fd, None)
             self.epoll.unregister(fd)
-        self.always.discard(item)  # type: ignore[arg-type]
         self.check.discard(item)  # type: ignore[arg-type]
 
     def touched(self, sock: zmq.Socket) -> None:
@@ -58,17 +59,15 @@ class EpollPoller:
         self.check.add(sock)
 
     def poll(self, timeout_ms: float) -> list[tuple[Pollable, int]]:
-        """The registered items with input, waiting up to ``timeout_ms`` for one."""
+        """The registered items that have or may have input, waiting up to ``timeout_ms`` for one."""
         ready: dict[Pollable, int] = {}
-        for sock in self.check | self.always:
+        for sock in self.check:
             if sock.getsockopt(_EVENTS) & _POLLIN:
                 ready[sock] = _POLLIN
         self.check = set()
         for fd, _mask in self.epoll.poll(0 if ready else max(0.0, timeout_ms) / 1000.0):
             item = self.by_fd.get(fd)
-            if item is None or item in ready:
-                continue
-            if not isinstance(item, zmq.Socket) or item.getsockopt(_EVENTS) & _POLLIN:
+            if item is not None:
                 ready[item] = _POLLIN
         return list(ready.items())
 

@@ -24,7 +24,7 @@ import random
 from typing import Any
 
 import zmq
-from emulator.transport._frames import NOBLOCK, send_parts
+from emulator.transport._frames import recv_parts, send_parts
 from emulator.transport._monitor import recv_monitor_message
 
 from emulator.node.clock import mono_ms
@@ -78,16 +78,19 @@ class ZmqTransport:
         self.names: dict[str, str] = {}  # addr -> node name
         self.shaper = ShapedSender(name, self.links, self._deliver, self._peer_of, self._reachable, self.counters)
         self.poller = EpollPoller()
-        self.poller.register(self.router, always=True)  # replies are sent on it every step
+        self.poller.register(self.router)
         self.poller.register(self.router_mon)
         self.outbound = OutboundSet(self.ctx, name.encode(), self.heartbeat_ms, self.poller)
         self.control: ControlClient | None = None
         if control_endpoint:
             self.control = ControlClient(self.ctx, control_endpoint, control_key, name)
-            self.poller.register(self.control.sock, always=True)
+            self.poller.register(self.control.sock)
             self.poller.register(self.control.mon)
+            if self.control.parent_fd is not None:
+                self.poller.register(self.control.parent_fd)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
+        self.idle_due = 0.0  # no channel can go idle before this (as of the last idle check)
         self.bad_input_gate = EventGate()
 
     @property
@@ -125,6 +128,7 @@ class ZmqTransport:
                 return False
             try:
                 send_parts(self.router, [conn.identity, *encode(frame)])
+                self.poller.touched(self.router)  # a send may take its input signal (see _readiness)
                 conn.last_ms = now
                 ok = True
             except zmq.ZMQError:  # EHOSTUNREACH (peer gone) or EAGAIN (its buffer is full)
@@ -148,8 +152,8 @@ class ZmqTransport:
         ready = dict(self.poller.poll(wait))
         out: list[TransportEvent] = []
         now = mono_ms()
-        # zmq_poll is level-triggered for zmq sockets: a socket not in `ready` has nothing to
-        # read now, and one not fully drained shows up again at the next poll.
+        # A socket not in `ready` has nothing to read now; one in it may (each reader below
+        # drains its socket until ZMQ_EVENTS says it is empty, see _readiness).
         if self.router_mon in ready:
             self._drain_router_monitor(now, out)  # reads the frames queued before each close first
         if self.router in ready:
@@ -164,11 +168,7 @@ class ZmqTransport:
         self.shaper.flush(now)
         self._check_idle(now)
         if self.control is not None:
-            if self.control.sock in ready:
-                self.control.on_readable(out)
-            if self.control.mon in ready:
-                self.control.on_monitor(now)
-            self.control.check(now, out)
+            self.control.service(ready, now, out, self.poller)
         for fd in self.watched:
             if fd in ready:
                 out.append(Woken(fd))
@@ -176,14 +176,18 @@ class ZmqTransport:
         return out
 
     def _next_due(self, now: float) -> float | None:
-        delayed_due = self.shaper.next_due()
-        dues = [delayed_due] if delayed_due is not None else []
-        dues += self.outbound.next_due_ms(now)
-        if self.conns.conns():
-            dues.append(self.next_idle_check)
+        """When the transport's own work (delayed frames, backlogs, idle closes, the control
+        plane) next needs the loop awake; None for never. Asked before every wait."""
+        due = float("inf")
+        if self.shaper.delayed:
+            due = self.shaper.delayed[0][0]
+        if self.outbound.backlogged:
+            due = min(due, *self.outbound.next_due_ms(now))
+        if len(self.conns):
+            due = min(due, max(self.next_idle_check, self.idle_due))
         if self.control is not None:
-            dues.append(self.control.next_due_ms(now))
-        return min(dues) if dues else None
+            due = min(due, self.control.next_due_ms(now))
+        return None if due == float("inf") else due
 
     def _drain_router_monitor(self, now: float, out: list[TransportEvent]) -> None:
         """Connection events in order. Before a close is applied, the frames its peer sent are
@@ -208,14 +212,14 @@ class ZmqTransport:
     def _recv_router(self, now: float, out: list[TransportEvent]) -> None:
         router = self.router
         while router.getsockopt(_EVENTS) & _POLLIN:  # cheaper than ending on a raised zmq.Again
-            parts = router.recv_multipart(NOBLOCK, copy=False)
+            parts = recv_parts(router)
             identity = parts[0].bytes
             peer = self.peer_labels.get(identity)
             if peer is None:
                 if len(self.peer_labels) > 4096:  # random routing ids (a fuzzer) must not grow it forever
                     self.peer_labels.clear()
                 peer = self.peer_labels[identity] = peer_label(identity)
-            blocked = self.links.on_receive(peer, self.name).dropped
+            blocked = bool(self.links.rules) and self.links.on_receive(peer, self.name).dropped
             conn, _new = self.conns.on_frame(parts[-1].get(_SRCFD), identity, peer, now, touch=not blocked)
             while self.conns.implicit_closes:
                 old = self.conns.implicit_closes.pop(0)
@@ -230,11 +234,11 @@ class ZmqTransport:
         peer = self.names.get(ob.addr, ob.addr)
         sock = ob.sock
         while sock.getsockopt(_EVENTS) & _POLLIN:
-            parts = sock.recv_multipart(NOBLOCK)
-            if self.links.on_receive(peer, self.name).dropped:
+            parts = recv_parts(sock)
+            if self.links.rules and self.links.on_receive(peer, self.name).dropped:
                 self.counters["dropped_in"] += 1
                 continue
-            self._decode(out_channel(ob.addr), peer, parts, out, outbound=True, addr=ob.addr)
+            self._decode(out_channel(ob.addr), peer, [p.bytes for p in parts], out, outbound=True, addr=ob.addr)
 
     def _decode(self, channel: str, peer: str, parts: list[bytes], out: list[TransportEvent],
                 outbound: bool, addr: str | None = None) -> None:
@@ -251,14 +255,15 @@ class ZmqTransport:
         out.append(Received(channel, peer, frame, outbound, addr))
 
     def _check_idle(self, now: float) -> None:
-        """Netty's all-idle handler: no frame in or out for ``idle_ms`` closes the channel."""
+        """Close idle channels (``ConnTracker.idle_scan``) whenever the loop is awake and a check
+        interval has passed; the loop is not woken for it before ``idle_due``."""
         if now < self.next_idle_check:
             return
         self.next_idle_check = now + min(max(self.idle_ms / IDLE_CHECK_FRACTION, 10.0), 1000.0)
-        for conn in self.conns.conns():
-            if now - conn.last_ms > self.idle_ms and conn.channel not in self.closing:
-                self.counters["idle_closed"] += 1
-                self.close_channel(conn.channel, "idle")
+        idle, self.idle_due = self.conns.idle_scan(now, self.idle_ms, self.closing)
+        for conn in idle:
+            self.counters["idle_closed"] += 1
+            self.close_channel(conn.channel, "idle")
 
     # ------------------------------------------------------------------ configuration
 
@@ -277,10 +282,12 @@ class ZmqTransport:
     def ready(self, info: dict[str, Any]) -> None:
         if self.control is not None:
             self.control.ready(info)
+            self.poller.touched(self.control.sock)
 
     def ack(self, cmd_id: str, ok: bool, result: dict[str, Any]) -> None:
         if self.control is not None:
             self.control.ack(cmd_id, ok, result)
+            self.poller.touched(self.control.sock)
 
     def stats(self) -> dict[str, Any]:
         return {**self.counters, "channels": self.conns.channels(), "outbound": self.outbound.addrs(),
@@ -288,7 +295,7 @@ class ZmqTransport:
 
     def close(self) -> None:
         self.outbound.close()
-        self.poller.close()
+        self.poller.close()  # before the control client closes its parent pidfd
         if self.control is not None:
             self.control.close()
         self.router_mon.close()

@@ -48,3 +48,15 @@ def test_another_peer_on_the_fd_closes_the_old_connection_once() -> None:
     assert t.disconnected(4) is None  # the late close of the old one: already applied
     t.accepted(4)  # the late accept of the new one: absorbed
     assert t.live(new.channel) is new and t.on_frame(4, b"admin-2", "admin-2", 3.0) == (new, False)
+
+
+def test_idle_scan_finds_the_idle_and_when_the_next_can_go_idle() -> None:
+    t = ConnTracker()
+    quiet, _ = t.on_frame(3, b"pg-1-0", "pg-1-0", 100.0)
+    busy, _ = t.on_frame(4, b"cg-1-0", "cg-1-0", 900.0)
+    closing, _ = t.on_frame(5, b"cg-2-0", "cg-2-0", 50.0)
+    idle, next_due = t.idle_scan(1_150.0, 1_000.0, {closing.channel})
+    assert idle == [quiet]  # the one closing already is not closed twice
+    assert next_due == 1_900.0  # the busy one's last frame + idle_ms: no reason to look before
+    assert t.idle_scan(1_060.0, 1_000.0, set()) == ([closing], 1_100.0)  # with nothing closing, the oldest is idle
+    assert ConnTracker().idle_scan(5.0, 1_000.0, set()) == ([], 1_005.0)  # none yet: a new one idles later

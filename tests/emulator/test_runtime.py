@@ -131,6 +131,22 @@ def test_request_gets_its_response_once_and_a_late_one_is_ignored(rig) -> None:
     assert len(role.replies) == 1 and len(events("pull")) == 1
 
 
+def test_an_answered_request_does_not_wake_the_loop_at_its_deadline(rig) -> None:
+    rt, role, t, clock, _e = rig
+    rt.start()
+    rt._perform([Request(PEER, request(105), 30, role.reply_handler),
+                 Request(PEER, request(106), 60, role.reply_handler)])
+    t.respond(t.requests(105)[0])
+    rt.step(0)
+    before = clock.current_ms
+    rt.step(max_wait_ms=1_000)  # the fake transport's poll advances the clock by what it waits
+    assert clock.current_ms == before + 60  # the waiting request's deadline, not the answered one's
+    assert role.replies[-1] is None  # and that one timed out
+    before = clock.current_ms
+    rt.step(max_wait_ms=1_000)
+    assert clock.current_ms == before + 1_000  # nothing left to wake up for
+
+
 def test_request_timeout_and_refused_connect_answer_none(rig) -> None:
     rt, role, t, clock, _e = rig
     rt.start()
