@@ -43,10 +43,17 @@ def unavailable_windows(send_df: DataFrame, measure_end: float) -> DataFrame:
 
     A window opens at a non-ok attempt that is the pair's first or follows an ok one, and
     ends at the pair's next ok attempt, else at the measured end. One sort per pair: the
-    previous attempt's outcome and the next ok ``ts`` are two window functions over it."""
-    w = Window.partitionBy("producer", "topic").orderBy("ts", "seq")
-    prev_ok = F.lag("ok").over(w)
-    next_ok = F.min(F.when(F.col("ok"), F.col("ts"))).over(w.rowsBetween(1, Window.unboundedFollowing))
+    previous attempt's outcome and the next ok ``ts`` are two window functions over it.
+
+    The next ok ``ts`` is a running minimum over the pair's attempts in *reverse* order
+    (every attempt before this one in that order): Spark computes a frame that ends at
+    ``unboundedFollowing`` again for every row (quadratic in a pair's attempts: a 1M-event
+    run's report never finished), a frame that starts at ``unboundedPreceding`` in one pass.
+    A pair's attempts are one producer's, so ``(ts, seq)`` orders them strictly either way."""
+    keys = ("producer", "topic")
+    prev_ok = F.lag("ok").over(Window.partitionBy(*keys).orderBy("ts", "seq"))
+    reverse = Window.partitionBy(*keys).orderBy(F.col("ts").desc(), F.col("seq").desc())
+    next_ok = F.min(F.when(F.col("ok"), F.col("ts"))).over(reverse.rowsBetween(Window.unboundedPreceding, -1))
     opens = ~F.col("ok") & F.coalesce(prev_ok, F.lit(True))
     return (measured_attempts(send_df, measure_end)
             .withColumn("_opens", opens).withColumn("_next_ok", next_ok)
