@@ -121,12 +121,10 @@ def parse_sweep(data: Any, source: str, base_dir: Path = Path(".")) -> SweepSpec
     if problems:
         raise TopologyError(source, problems)
     base = load_topology(topo_path)  # the base topology itself must be valid ...
-    expect = parse_expect(data.get("expect"))
-    expect_raw = dict(data.get("expect") or {})
-    expect_from = source
+    expect_raw, expect_from = dict(data.get("expect") or {}), source
     if "expect" not in data and base.expect:  # no rules of its own: the topology's, as `report` does
         expect_raw, expect_from = dict(base.expect), str(topo_path)
-        expect = parse_expect(expect_raw, "expect")
+    expect = parse_expect(expect_raw)
     spec = SweepSpec(name, source, topo_path, seeds, vary, nemesis, parallel, expect, expect_raw, expect_from)
     for cell in spec.cells():  # ... and so must every cell of the grid, before anything runs
         cell_topology(base, cell, seeds[0], f"{source} (cell {cell.label()})")

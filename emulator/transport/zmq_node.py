@@ -178,11 +178,10 @@ class ZmqTransport:
     def _next_due(self, now: float) -> float | None:
         """When the transport's own work (delayed frames, backlogs, idle closes, the control
         plane) next needs the loop awake; None for never. Asked before every wait."""
-        due = float("inf")
-        if self.shaper.delayed:
-            due = self.shaper.delayed[0][0]
-        if self.outbound.backlogged:
-            due = min(due, *self.outbound.next_due_ms(now))
+        delayed_due = self.shaper.next_due()
+        due = float("inf") if delayed_due is None else delayed_due
+        if self.outbound.backlogged:  # (a backlog whose queue a refusal emptied has no due: [])
+            due = min([due, *self.outbound.next_due_ms(now)])
         if len(self.conns):
             due = min(due, max(self.next_idle_check, self.idle_due))
         if self.control is not None:

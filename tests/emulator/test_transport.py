@@ -194,6 +194,20 @@ def test_a_refused_connect_fails_the_send(net: Net) -> None:
         net.pump()
 
 
+def test_a_backlog_whose_queue_a_refusal_emptied_has_no_due_time(net: Net) -> None:
+    """Until the next flush drops it, an outbound connection may stay in the backlog with an
+    empty queue (a refused connect fails its frames at once): the next wake-up ignores it."""
+    br = net.add("broker-a-0")
+    dead = ZmqTransport("gone")
+    addr = dead.address
+    dead.close()
+    br.send_to_addr(addr, request(104).with_opaque(4))
+    (ob,) = br.outbound.backlogged or [br.outbound.get(addr)]
+    ob.queue.clear()
+    br.outbound.backlogged.add(ob)
+    assert br._next_due(0.0) != 1.0  # computed, without the backlog: no error, no 1 ms spin
+
+
 def test_control_plane_ready_commands_acks_signatures_and_gone() -> None:
     server = ControlServer("secret")
     node = ZmqTransport("broker-a-0", control_endpoint=server.endpoint, control_key=server.enroll("broker-a-0"))
