@@ -3,6 +3,7 @@ plugin's session lives as long as its worker, and every table left cached would 
 and be matched against by every later query's analysis."""
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,31 @@ def test_compute_keeps_the_events_cached_for_its_analysis(spark, tmp_path: Path,
     source = loaded[0].source
     assert source is not None and source.storageLevel.useMemory
     source.unpersist()
+
+
+def _py4j_proxies() -> int:
+    from py4j.java_gateway import JavaObject
+
+    return sum(isinstance(o, JavaObject) for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("call", ["metrics", "report"])
+def test_a_call_frees_the_jvm_objects_it_made(spark, tmp_path: Path, call: str) -> None:
+    """py4j proxies form reference cycles (a JavaObject keeps its JavaMembers, each pointing
+    back), so without a collection at the end of the call the JVM objects of a finished
+    analysis (plans, checkpointed tables) stay pinned until Python's cyclic collector happens
+    to run. The automatic collector is off here, so only the call's own collection counts."""
+    run = write_run(tmp_path / "run", *kill_scenario())
+    job.metrics(spark, str(run))  # the first call creates the session's long-lived proxies
+    gc.collect()
+    before = _py4j_proxies()
+    gc.disable()
+    try:
+        if call == "metrics":
+            assert job.metrics(spark, str(run))["events"] > 0
+        else:
+            assert job.run_report(spark, str(run), tmp_path / "out", parquet=False).metrics["events"] > 0
+        left = _py4j_proxies() - before
+    finally:
+        gc.enable()
+    assert left <= 10, f"{left} py4j proxies of the call still alive"
