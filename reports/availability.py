@@ -26,20 +26,23 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window, functions as F
 
+from reports.intervals import RUN, keyed, scalar
+from reports.truth import Scalar
+
 #: Outcomes that carry no answer from a broker: left out of availability (see above).
 NO_ANSWER_OUTCOMES: tuple[str, ...] = ("oneway",)
 
 
-def measured_attempts(send_df: DataFrame, measure_end: float) -> DataFrame:
+def measured_attempts(send_df: DataFrame, measure_end: Scalar) -> DataFrame:
     """The attempts availability is judged on: those of the measured run that expect an
     answer, with boolean ``ok``. Keeps every column of ``send_df``."""
     answered = ~F.coalesce(F.col("outcome").isin(*NO_ANSWER_OUTCOMES), F.lit(False))
-    return (send_df.filter((F.col("ts") <= F.lit(float(measure_end))) & answered)
+    return (send_df.filter((F.col("ts") <= scalar(measure_end)) & answered)
             .withColumn("ok", F.coalesce(F.col("outcome") == "ok", F.lit(False))))
 
 
-def unavailable_windows(send_df: DataFrame, measure_end: float) -> DataFrame:
-    """``producer, topic, start, end``: the unavailability windows (docs/design.md §9).
+def unavailable_windows(send_df: DataFrame, measure_end: Scalar) -> DataFrame:
+    """``run, producer, topic, start, end``: the unavailability windows (docs/design.md §9).
 
     A window opens at a non-ok attempt that is the pair's first or follows an ok one, and
     ends at the pair's next ok attempt, else at the measured end. One sort per pair: the
@@ -50,7 +53,7 @@ def unavailable_windows(send_df: DataFrame, measure_end: float) -> DataFrame:
     ``unboundedFollowing`` again for every row (quadratic in a pair's attempts: a 1M-event
     run's report never finished), a frame that starts at ``unboundedPreceding`` in one pass.
     A pair's attempts are one producer's, so ``(ts, seq)`` orders them strictly either way."""
-    keys = ("producer", "topic")
+    keys = (RUN, "producer", "topic")
     prev_ok = F.lag("ok").over(Window.partitionBy(*keys).orderBy("ts", "seq"))
     reverse = Window.partitionBy(*keys).orderBy(F.col("ts").desc(), F.col("seq").desc())
     next_ok = F.min(F.when(F.col("ok"), F.col("ts"))).over(reverse.rowsBetween(Window.unboundedPreceding, -1))
@@ -58,26 +61,27 @@ def unavailable_windows(send_df: DataFrame, measure_end: float) -> DataFrame:
     return (measured_attempts(send_df, measure_end)
             .withColumn("_opens", opens).withColumn("_next_ok", next_ok)
             .filter(F.col("_opens"))
-            .select("producer", "topic", F.col("ts").alias("start"),
-                    F.coalesce("_next_ok", F.lit(float(measure_end))).alias("end"))
+            .select(RUN, "producer", "topic", F.col("ts").alias("start"),
+                    F.coalesce("_next_ok", scalar(measure_end)).alias("end"))
             .filter(F.col("end") > F.col("start")))
 
 
 def availability_by_pair(send_df: DataFrame, windows: DataFrame) -> DataFrame:
-    """``producer, topic, windows, total_ms, max_ms`` for every (producer, topic) that made
+    """``run, producer, topic, windows, total_ms, max_ms`` for every (producer, topic) that made
     an attempt; a pair that was never unavailable has ``windows`` 0 (so a fault-free run
     can be checked pair by pair)."""
-    pairs = send_df.select("producer", "topic").distinct()
-    per = (windows.withColumn("_d", F.col("end") - F.col("start")).groupBy("producer", "topic")
+    keys = keyed(["producer", "topic"])
+    pairs = send_df.select(*keys).distinct()
+    per = (windows.withColumn("_d", F.col("end") - F.col("start")).groupBy(*keys)
            .agg(F.count(F.lit(1)).alias("windows"), F.sum("_d").alias("total_ms"), F.max("_d").alias("max_ms")))
-    return (pairs.join(per, ["producer", "topic"], "left")
-            .select("producer", "topic", F.coalesce("windows", F.lit(0)).cast("long").alias("windows"),
+    return (pairs.join(per, keys, "left")
+            .select(*keys, F.coalesce("windows", F.lit(0)).cast("long").alias("windows"),
                     F.coalesce("total_ms", F.lit(0.0)).alias("total_ms"),
                     F.coalesce("max_ms", F.lit(0.0)).alias("max_ms")))
 
 
 def with_impact(rows: DataFrame, faults: DataFrame, windows: DataFrame, classified: DataFrame,
-                measure_end: float) -> DataFrame:
+                measure_end: Scalar) -> DataFrame:
     """``rows`` (one per fault, with at least ``fault_id, start, end, converged_ms``) plus
     ``impact_end`` (the attribution window's end), ``rto_ms``, ``failed_sends`` and
     ``misrouted_sends``.
@@ -99,19 +103,21 @@ def with_impact(rows: DataFrame, faults: DataFrame, windows: DataFrame, classifi
     failed, mis = ~F.col("ok"), F.col("reason").isNotNull()
     blank = F.lit(None).cast("string").alias("_fid")
     marks = (att.filter(failed | mis)
-             .select(blank, F.col("ts").alias("_t"), failed.cast("long").alias("_failed"),
+             .select(RUN, blank, F.col("ts").alias("_t"), failed.cast("long").alias("_failed"),
                      mis.cast("long").alias("_mis"), F.lit(None).cast("double").alias("_len"))
-             .unionByName(windows.select(blank, F.col("start").alias("_t"), F.lit(0).cast("long").alias("_failed"),
+             .unionByName(windows.select(RUN, blank, F.col("start").alias("_t"), F.lit(0).cast("long").alias("_failed"),
                                          F.lit(0).cast("long").alias("_mis"),
                                          (F.col("end") - F.col("start")).alias("_len")))
-             .unionByName(faults.select(F.col("fault_id").alias("_fid"), F.lit(None).cast("double").alias("_t"),
+             .unionByName(faults.select(RUN, F.col("fault_id").alias("_fid"), F.lit(None).cast("double").alias("_t"),
                                         F.lit(0).cast("long").alias("_failed"), F.lit(0).cast("long").alias("_mis"),
                                         F.lit(None).cast("double").alias("_len"))))
     r = rows.withColumn("impact_end", F.greatest(
         "end", F.col("start") + F.coalesce("converged_ms", F.lit(0.0))))
-    inside = F.col("_fid").isNull() & (F.col("_t") >= F.col("start")) & (F.col("_t") < F.col("impact_end"))
-    return (r.join(marks, (F.col("_fid") == F.col("fault_id")) | inside)
-            .groupBy(*r.columns)
+    inside = F.col("_fid").isNull() & (F.col("_t") >= F.col("r.start")) & (F.col("_t") < F.col("impact_end"))
+    # aliases, not a renamed ``run``: a renamed column would lose the partitioning by run
+    return (r.alias("r").join(marks.alias("m"), (F.col("r.run") == F.col("m.run"))
+                              & ((F.col("_fid") == F.col("fault_id")) | inside))
+            .groupBy(*[F.col(f"r.{c}") for c in r.columns])
             .agg(F.coalesce(F.max("_len"), F.lit(0.0)).alias("rto_ms"),
                  F.sum("_failed").cast("long").alias("failed_sends"),
                  F.sum("_mis").cast("long").alias("misrouted_sends")))

@@ -16,8 +16,8 @@ COLUMNS = ("completed", "waited_ms", "timeout_ms", "lag_total", "lag_left", "unr
 
 
 def query(events: DataFrame) -> DataFrame:
-    """The run's ``run.drain`` lines (one, normally), with ``ts``."""
-    return events.filter(F.col("kind") == "run.drain").select("ts", *COLUMNS)
+    """Each run's ``run.drain`` lines (one, normally), with ``run`` and ``ts``."""
+    return events.filter(F.col("kind") == "run.drain").select("run", "ts", *COLUMNS)
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -61,6 +61,13 @@ def collect_all(queries: Mapping[Hashable, DataFrame]) -> dict[Hashable, Rows]:
     return out
 
 
+def of_run(rows: Rows, key: str) -> Rows:
+    """The rows of run ``key`` (every query has a ``run`` column: one query answers for
+    every run of the analysis), without that column, so a run's document is what it was
+    when each run had queries of its own."""
+    return [{k: v for k, v in r.items() if k != "run"} for r in rows if r.get("run") == key]
+
+
 def _key(value: Any) -> tuple[bool, Any]:
     """Sort key of one value as Spark's ascending ``orderBy`` puts it: nulls first."""
     return (value is not None, value)

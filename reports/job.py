@@ -5,10 +5,11 @@ Why the session is a parameter: the CLI builds it once at the entry point (local
 without JVM start-up. Nothing below builds or stops a session.
 
 The Spark work of a report of one run or many: one scan of every run's logs into one
-cached table with a ``run`` column (dropped from the cache when the report is done, so a
-warm session does not accumulate them), one small job for their bounds and broken lines, ONE
-action per run collecting all its metrics and plot queries (:mod:`reports.gather`), and,
-only when Parquet is written, one job per table. Building the DataFrames (driver work)
+cached table with a ``run`` column, hash-partitioned by it (dropped from the cache when the
+report is done, so a warm session does not accumulate them), one small job for their bounds
+and broken lines, ONE analysis of all the runs together (every table keyed by ``run``) and ONE
+action collecting every metrics and plot query of every run (:mod:`reports.gather`), and,
+only when Parquet is written, one job per table and run. Building the DataFrames (driver work)
 and drawing the plots (pandas, matplotlib) run on a few threads.
 
 Entry points: :func:`run_reports` / :func:`run_report` (everything written),
@@ -32,10 +33,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from reports import gather, html, plotdata, plots
-from reports.load import RunData, load_runs, release_runs
+from reports.load import RunData, as_one, load_runs, release_runs
 from reports.metrics import assemble, metric_queries, metric_results
 from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
-from reports.pipeline import TABLES, Analysis, analysis_of, analysis_steps
+from reports.pipeline import TABLES, Analysis, analysis_steps
 from reports.tasks import Step, run_steps, step
 from rmqemu.errors import RunInputError
 
@@ -85,8 +86,10 @@ def _analysing(runs: list[RunData]) -> str:
 
 @dataclass
 class _Collected:
-    """One run's analysis and its collected small results (metrics rows, plot queries)."""
+    """One run, the analysis (of all the runs) and the collected small results (metrics
+    document of this run; plot queries and rows of all the runs, split by :mod:`reports.plotdata`)."""
 
+    run: RunData
     analysis: Analysis
     metrics: dict[str, Any]
     plot_queries: dict[str, Any]
@@ -95,14 +98,14 @@ class _Collected:
 
 def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too: bool,
              workers: int = 1, release: bool = False) -> list[_Collected]:
-    """Load the runs as one table, build each run's analysis and queries (DataFrames not
-    yet computed: driver work, on ``workers`` threads), and collect every metrics (and
-    plot) query of a run in ONE Spark action (:mod:`reports.gather`), the runs' actions
-    side by side on the threads.
+    """Load the runs as one table, build ONE analysis of all of them and its queries
+    (DataFrames not yet computed: driver work, on ``workers`` threads), and collect every
+    metrics (and plot) query in ONE Spark action (:mod:`reports.gather`).
 
-    Why an action per run and not one for all: one plan holding every query of 4 runs
-    took 8.7x one run's time (20 runs: the driver JIT's code cache filled up), Spark's
-    optimizer being superlinear in the size of a plan; per run, the cost is linear.
+    Why one for all: every transform is keyed by ``run`` (:mod:`reports.intervals`), so the
+    plan of N runs is the size of the plan of one; its windows, group-bys and joins need no
+    shuffle over the events hash-partitioned by ``run``. (Before the keying, one plan held a
+    copy of every query per run, and 4 runs took 8.7x one run's time.)
 
     ``release``: drop the runs' cached events at the end (:func:`reports.load.release_runs`;
     always on failure), for callers that read nothing more."""
@@ -122,22 +125,17 @@ def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int)
     """The analysis of the loaded ``runs`` and their collected results (see :func:`_collect`)."""
     stage("analyse", _analysing(runs) + "; assembling metrics" + (", plot data" if plots_too else "")
           + (f" ({workers} threads)" if workers > 1 else ""))
-    steps: list[Step] = []
-    for i, run in enumerate(runs):
-        p = f"{i}:"
-        steps += analysis_steps(run, p)
-        names = [p + f.name for f in fields(Analysis) if f.name != "run"]
-        steps.append(step(p + "analysis", lambda *t, run=run, p=p, names=names: analysis_of(
-            run, dict(zip(names, t)), p), *names))
-        steps.append(step(p + "mq", metric_queries, p + "analysis"))
-        steps.append(step(p + "pq", plotdata.plot_queries if plots_too else (lambda a: {}), p + "analysis"))
-        steps.append(step(p + "got", lambda mq, pq: gather.collect_all(
-            {**{name: df for name, (df, _) in mq.items()}, **pq}), p + "mq", p + "pq"))
+    one = as_one(runs)
+    names = [f.name for f in fields(Analysis) if f.name != "run"]
+    steps: list[Step] = analysis_steps(one)
+    steps.append(step("analysis", lambda *t: Analysis(run=one, **dict(zip(names, t))), *names))
+    steps.append(step("mq", metric_queries, "analysis"))
+    steps.append(step("pq", plotdata.plot_queries if plots_too else (lambda a: {}), "analysis"))
+    steps.append(step("got", lambda mq, pq: gather.collect_all(
+        {**{name: df for name, (df, _) in mq.items()}, **pq}), "mq", "pq"))
     built = run_steps(steps, workers)
-    out = []
-    for i, run in enumerate(runs):
-        mq, pq, got = built[f"{i}:mq"], built[f"{i}:pq"], built[f"{i}:got"]
-        out.append(_Collected(built[f"{i}:analysis"], assemble(run, metric_results(mq, got)), pq, got))
+    a, mq, pq, got = built["analysis"], built["mq"], built["pq"], built["got"]
+    out = [_Collected(run, a, assemble(run, metric_results(mq, got, run.key)), pq, got) for run in runs]
     stage.done()
     return out
 
@@ -151,7 +149,7 @@ def compute_many(spark: SparkSession, run_dirs: list[str], progress: Progress = 
     (no plots, HTML or Parquet; nothing is written). Raises ``RunInputError`` for unusable
     input (a run dir given twice included). The SparkSession is the caller's."""
     collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers, release=True)
-    docs = {c.analysis.run.key: c.metrics for c in collected}
+    docs = {c.run.key: c.metrics for c in collected}
     del collected
     free_proxies()
     return docs
@@ -201,17 +199,17 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def table_steps(a: Analysis, out: Path, prefix: str = "t.") -> list[Step]:
+def table_steps(a: Analysis, out: Path, prefix: str = "t.", key: str | None = None) -> list[Step]:
     """One step per derived table (``pipeline.TABLES``): write it as Parquet under
-    ``out/<name>/``."""
+    ``out/<name>/`` (``key``: only that run's rows, without the ``run`` column)."""
     def writer(name: str, df: Any) -> Step:
         return step(prefix + name, lambda: df.write.mode("overwrite").parquet(str(out / name)))
-    return [writer(name, df) for name, df in a.tables().items()]
+    return [writer(name, df) for name, df in a.tables(key).items()]
 
 
-def write_tables(a: Analysis, out: Path, workers: int = 1) -> list[str]:
+def write_tables(a: Analysis, out: Path, workers: int = 1, key: str | None = None) -> list[str]:
     """Every derived table as Parquet under ``out/<name>/``; returns the names."""
-    run_steps(table_steps(a, out), workers)
+    run_steps(table_steps(a, out, key=key), workers)
     return list(TABLES)
 
 
@@ -242,7 +240,7 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     try:
         return _write_reports(collected, outs, stage, parquet, workers, expects)
     finally:
-        release_runs([c.analysis.run for c in collected])
+        release_runs([c.run for c in collected])
         del collected
         free_proxies()
 
@@ -256,7 +254,7 @@ def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages
           + (f" ({workers} threads)" if workers > 1 else ""))
 
     def draw(c: _Collected, out: Path) -> tuple[list[str], list[plots.Figure]]:
-        data = plotdata.assemble(c.analysis, c.plot_queries, c.plot_rows)
+        data = plotdata.assemble(c.run, c.analysis, c.plot_queries, c.plot_rows)
         return data.notes, plots.render_all(data, out)
 
     steps = []
@@ -264,7 +262,7 @@ def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages
         write_json(out / "metrics.json", c.metrics)
         steps.append(step(f"draw.{i}", lambda c=c, out=out: draw(c, out)))
         if parquet:
-            steps += table_steps(c.analysis, out / "parquet", f"t.{i}.")
+            steps += table_steps(c.analysis, out / "parquet", f"t.{i}.", c.run.key)
     done = run_steps(steps, workers)
     stage("html", "writing report.html")
     results = []

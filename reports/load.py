@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, functions as F
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F
 
 from rmqemu.errors import RunInputError
+from reports.intervals import RUN
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
+
+#: Width of the over-time plots' time bins: a run split into this many.
+TIME_BINS = 120
 
 
 @dataclass(frozen=True)
@@ -61,11 +65,46 @@ class RunData:
     up_ms: float | None = None  # the launcher's ``run.start``: every node is up
     key: str = ""  # the run dir as given: the value of the events' ``run`` column
     source: DataFrame | None = field(default=None, repr=False)  # the cached scan (release_runs)
+    #: (good events, node table) of every run of the load, unfiltered (:func:`as_one`)
+    loaded: tuple[DataFrame, DataFrame] | None = field(default=None, repr=False)
 
     @property
     def measure_end(self) -> float:
         """Where route views stop being measured: ``run.stop`` if logged, else the run end."""
         return self.run_end if self.stop_ms is None else min(self.stop_ms, self.run_end)
+
+    @property
+    def bin_ms(self) -> float:
+        """Width of the time bins of the over-time plots: the run split into ``TIME_BINS``."""
+        return max((self.run_end - self.run_start) / TIME_BINS, 1.0)
+
+
+#: The per-run numbers the analysis reads (:class:`RunData` attributes), as columns of :class:`Runs`.
+PER_RUN = ("run_start", "run_end", "measure_end", "stop_ms", "up_ms", "bin_ms")
+
+
+@dataclass
+class Runs:
+    """Every loaded run as one input of one analysis: all good events (hash-partitioned by
+    ``run``), all node tables, and each per-run number as a Column that looks the row's
+    ``run`` up (``run_start`` ... ``bin_ms``, the attributes :class:`RunData` has as floats).
+
+    Why columns and not a joined table of runs: a lookup in a map literal is an expression
+    on the row, no join, so no exchange; one plan then serves any number of runs."""
+
+    runs: list[RunData]
+    events: DataFrame
+    nodes: DataFrame
+
+    def __getattr__(self, name: str) -> Column:
+        if name not in PER_RUN:
+            raise AttributeError(name)
+        pairs = [x for r in self.runs for x in (F.lit(r.key), F.lit(getattr(r, name)).cast("double"))]
+        return F.create_map(*pairs)[F.col(RUN)]
+
+    def run(self, key: str) -> RunData:
+        """The :class:`RunData` of run ``key`` (the value of the ``run`` column)."""
+        return next(r for r in self.runs if r.key == key)
 
 
 def _is_uri(path: str) -> bool:
@@ -201,8 +240,8 @@ def _sql_literal(value: Any) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def manifest_nodes(spark: SparkSession, manifest: Manifest) -> DataFrame:
-    """The manifest's nodes as a local table (``NODE_SCHEMA``).
+def manifest_nodes(spark: SparkSession, manifest: Manifest, run: str = "") -> DataFrame:
+    """The manifest's nodes as a local table (``run`` and ``NODE_SCHEMA``).
 
     Why SQL ``VALUES`` and not ``createDataFrame``: an inline table is a local relation
     built by the parser, while ``createDataFrame`` ships pickled rows through an RDD,
@@ -216,32 +255,34 @@ def manifest_nodes(spark: SparkSession, manifest: Manifest) -> DataFrame:
             int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
             info.get("group"), auto if isinstance(auto, bool) else None,
         ))
-    cols = ", ".join(f"CAST(col{i + 1} AS {f.dataType.simpleString()}) AS {f.name}"
-                     for i, f in enumerate(NODE_SCHEMA.fields))
+    cols = f"{_sql_literal(run)} AS {RUN}, " + ", ".join(
+        f"CAST(col{i + 1} AS {f.dataType.simpleString()}) AS {f.name}" for i, f in enumerate(NODE_SCHEMA.fields))
     if not rows:
         return spark.sql(f"SELECT {cols} FROM VALUES ({', '.join(['NULL'] * len(NODE_SCHEMA.fields))}) WHERE false")
     values = ", ".join("(" + ", ".join(_sql_literal(v) for v in r) + ")" for r in rows)
     return spark.sql(f"SELECT {cols} FROM VALUES {values}")
 
 
-def node_table(spark: SparkSession, manifest: Manifest, events: DataFrame) -> DataFrame:
-    """One row per node: role, broker name/id, client group, auto-create flag.
+def node_table(spark: SparkSession, manifests: dict[str, Manifest], events: DataFrame) -> DataFrame:
+    """One row per run and node: role, broker name/id, client group, auto-create flag
+    (``manifests``: run key -> manifest; ``events`` of those runs).
 
     The manifest is the primary source; ``node.start`` events fill in nodes the manifest
     lacks (or a manifest without ``nodes``), so hand-made logs need not repeat themselves.
+    Hash-partitioned by ``run`` like the events, so the analysis joins it without a shuffle.
     """
-    from_manifest = manifest_nodes(spark, manifest)
+    from_manifest = reduce(DataFrame.unionByName, [manifest_nodes(spark, m, k) for k, m in manifests.items()])
     from_events = (
         events.filter(F.col("kind") == "node.start")
-        .groupBy("node")
+        .groupBy(RUN, "node")
         .agg(F.first("role", ignorenulls=True).alias("role"),
              F.first("broker", ignorenulls=True).alias("broker"),
              F.first("broker_id", ignorenulls=True).alias("broker_id"),
              F.first("group", ignorenulls=True).alias("group"))
-        .join(from_manifest.select("node"), "node", "left_anti")
+        .join(from_manifest.select(RUN, "node"), [RUN, "node"], "left_anti")
         .withColumn("auto_create", F.lit(None).cast("boolean"))
     )
-    return from_manifest.unionByName(from_events)
+    return from_manifest.unionByName(from_events).repartition(RUN)
 
 
 def _read_run(spark: SparkSession, run_dir: str) -> DataFrame:
@@ -255,7 +296,10 @@ def _read_run(spark: SparkSession, run_dir: str) -> DataFrame:
             raw = read_events(spark, paths[:1])
     else:
         raw = read_events(spark, event_paths(run_dir))
-    return raw.withColumn("run", F.lit(run_dir))
+    # Not a plain literal: Spark turns a repartition by a constant into a single partition,
+    # which no window, group-by or join keyed by ``run`` recognises as "partitioned by run"
+    # as soon as the other side of a join is (a run's rows are in one partition either way).
+    return raw.withColumn(RUN, F.concat(F.lit(run_dir), F.substring(F.col("file"), 1, 0)))
 
 
 def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
@@ -265,27 +309,32 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
     Why one table: the scan, the cache and the bounds/broken-line statistics are one job
     for all the runs, whatever their number; each run's ``events`` is a filter of the
     cached table on ``run`` (the in-memory cache skips the other runs' batches by their
-    min/max statistics)."""
+    min/max statistics). Why hash-partitioned by ``run`` before the cache: every window,
+    group-by and join of the analysis has ``run`` among its keys (:mod:`reports.intervals`),
+    which that partitioning satisfies, so they need no shuffle of their own (the one
+    exchange is here, once). :func:`as_one` makes all the runs one analysis input."""
     if len(set(run_dirs)) != len(run_dirs):
         raise RunInputError("the same run directory is given twice: " + ", ".join(
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
     raw = reduce(DataFrame.unionByName, [_read_run(spark, rd) for rd in run_dirs])
-    raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
+    raw = raw.repartition(RUN).cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
     good, _ = split_bad_lines(raw)
+    # lazily: computed (once) by the first analysis job that reads it
+    nodes = node_table(spark, dict(zip(run_dirs, manifests)), good).localCheckpoint(eager=False)
+    loaded = (good, nodes)
     runs = []
     for run_dir, manifest in zip(run_dirs, manifests):
         mine = [r for r in stats if r["run"] == run_dir]
         n = sum(r["good"] for r in mine)
         if not n:
             raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
-        events = good.filter(F.col("run") == run_dir)
+        mine_only = F.col(RUN) == run_dir
         runs.append(RunData(
             manifest=manifest,
-            events=events,
-            # lazily: computed (once) by the first analysis job that reads it
-            nodes=node_table(spark, manifest, events).localCheckpoint(eager=False),
+            events=good.filter(mine_only),
+            nodes=nodes.filter(mine_only),
             bad_lines={r["file"]: int(r["bad"]) for r in mine if r["bad"]},
             event_count=int(n),
             run_start=float(min(r["lo"] for r in mine if r["lo"] is not None)),
@@ -294,8 +343,22 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             up_ms=min((float(r["up"]) for r in mine if r["up"] is not None), default=None),
             key=run_dir,
             source=raw,
+            loaded=loaded,
         ))
     return runs
+
+
+def as_one(runs: list[RunData]) -> Runs:
+    """All of ``runs`` (of one :func:`load_runs`) as one analysis input: their events and
+    node tables unfiltered (one plan for all), per-run numbers as columns."""
+    loaded = runs[0].loaded
+    if loaded is None or any(r.loaded is not loaded for r in runs):
+        raise ValueError("as_one: the runs must come from one load_runs call")
+    if len(runs) == 1:
+        return Runs(runs=list(runs), events=runs[0].events, nodes=runs[0].nodes)
+    mine = F.col(RUN).isin(*sorted(r.key for r in runs))  # these runs, be they all of the load or not
+    events, nodes = loaded[0].filter(mine), loaded[1].filter(mine)
+    return Runs(runs=list(runs), events=events, nodes=nodes)
 
 
 def release_runs(runs: list[RunData]) -> None:

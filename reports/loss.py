@@ -23,34 +23,40 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, functions as F
 
+from reports.intervals import RUN, scalar
+from reports.truth import Scalar
+
 #: Consumer event kinds that show a group subscribes a topic.
 SUBSCRIBING_KINDS: tuple[str, ...] = ("rebalance", "pull", "consume")
 
 
 def subscriptions(events: DataFrame) -> DataFrame:
-    """``group, topic``: the topics each consumer group subscribed in the run."""
+    """``run, group, topic``: the topics each consumer group subscribed in the run."""
     return (events.filter(F.col("kind").isin(*SUBSCRIBING_KINDS)
                           & F.col("group").isNotNull() & F.col("topic").isNotNull())
-            .select("group", "topic").distinct())
+            .select(RUN, "group", "topic").distinct())
 
 
-def group_loss(events: DataFrame, send_df: DataFrame, until: float | None = None) -> DataFrame:
-    """``group, topic, expected, consumed, lost`` per subscribed (group, topic) (see the
+def group_loss(events: DataFrame, send_df: DataFrame, until: Scalar | None = None) -> DataFrame:
+    """``run, group, topic, expected, consumed, lost`` per subscribed (group, topic) (see the
     module docstring): ``expected`` messages acked in the measured run, ``consumed`` of
     them by the group, ``lost`` = ``expected - consumed``. ``until``: the ``run.stop``
-    time, at or after which a first ack is outside the measured run."""
-    first_ack = (send_df.filter(F.col("outcome") == "ok").groupBy("topic", "msg_id")
+    time, at or after which a first ack is outside the measured run (null: none)."""
+    first_ack = (send_df.filter(F.col("outcome") == "ok").groupBy(RUN, "topic", "msg_id")
                  .agg(F.min("ts").alias("_acked_ts")))
-    expected = first_ack if until is None else first_ack.filter(F.col("_acked_ts") < F.lit(float(until)))
-    pairs = subscriptions(events).join(send_df.select("topic").distinct(), "topic")
+    expected = first_ack
+    if until is not None:
+        stop = scalar(until)
+        expected = first_ack.filter(stop.isNull() | (F.col("_acked_ts") < stop))
+    pairs = subscriptions(events).join(send_df.select(RUN, "topic").distinct(), [RUN, "topic"])
     got = (events.filter(F.col("kind") == "consume")
-           .select("group", F.explode("msg_ids").alias("msg_id")).distinct()
+           .select(RUN, "group", F.explode("msg_ids").alias("msg_id")).distinct()
            .withColumn("_got", F.lit(1)))
-    per = (pairs.join(expected.select("topic", "msg_id"), "topic")
-           .join(got, ["group", "msg_id"], "left")
-           .groupBy("group", "topic")
+    per = (pairs.join(expected.select(RUN, "topic", "msg_id"), [RUN, "topic"])
+           .join(got, [RUN, "group", "msg_id"], "left")
+           .groupBy(RUN, "group", "topic")
            .agg(F.count(F.lit(1)).alias("expected"), F.count("_got").alias("consumed")))
-    return (pairs.join(per, ["group", "topic"], "left")
-            .select("group", "topic", F.coalesce("expected", F.lit(0)).cast("long").alias("expected"),
+    return (pairs.join(per, [RUN, "group", "topic"], "left")
+            .select(RUN, "group", "topic", F.coalesce("expected", F.lit(0)).cast("long").alias("expected"),
                     F.coalesce("consumed", F.lit(0)).cast("long").alias("consumed"))
             .withColumn("lost", F.col("expected") - F.col("consumed")))

@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame, functions as F
 
 from reports import availability, clients, drain, gather, loss, misrouted, timing
+from reports.intervals import RUN, scalar
 from reports.misrouted import REASONS
 from reports.load import RunData
 from reports.pipeline import Analysis
@@ -37,21 +38,23 @@ Query = tuple[DataFrame, list[str] | None]
 
 
 def metric_queries(a: Analysis) -> dict[str, Query]:
-    """The small queries behind ``metrics.json``, by name (what :func:`assemble` reads).
+    """The small queries behind ``metrics.json``, by name (what :func:`assemble` reads),
+    each with a ``run`` column: one query answers for every run of the analysis.
 
-    Nothing runs here: the report collects these together with the plot queries (and
-    those of other runs) in one action (:mod:`reports.gather`)."""
+    Nothing runs here: the report collects these together with the plot queries in one
+    action (:mod:`reports.gather`)."""
     run, ev = a.run, a.run.events
+    t0 = scalar(run.run_start)
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
     windows = availability.unavailable_windows(a.sends, run.measure_end)  # docs/design.md §9
     conv = availability.with_impact(
-        a.convergence.join(a.faults.select("fault_id", "targets", "end", "has_end"), "fault_id"),
+        a.convergence.join(a.faults.select(RUN, "fault_id", "targets", "end", "has_end"), [RUN, "fault_id"]),
         a.faults, windows, a.classified, run.measure_end)
-    conv = conv.select("fault_id", "fault", "targets",
-                       (F.col("start") - F.lit(run.run_start)).alias("start_offset_ms"),
-                       (F.col("end") - F.lit(run.run_start)).alias("end_offset_ms"), "has_end",
+    conv = conv.select(RUN, "fault_id", "fault", "targets",
+                       (F.col("start") - t0).alias("start_offset_ms"),
+                       (F.col("end") - t0).alias("end_offset_ms"), "has_end",
                        "converged_ms", "stale_views",
-                       (F.col("impact_end") - F.lit(run.run_start)).alias("impact_end_offset_ms"),
+                       (F.col("impact_end") - t0).alias("impact_end_offset_ms"),
                        "rto_ms", "failed_sends", "misrouted_sends")
     return {
         "m.consumption": (clients.consumption(ev, a.sends, run.stop_ms), ["topic"]),
@@ -64,17 +67,18 @@ def metric_queries(a: Analysis) -> dict[str, Query]:
         "m.latency": (clients.latency_percentiles(a.sends), None),
         "m.no_route": (clients.no_route_errors(a.sends), ["topic"]),
         "m.misrouted": (misrouted.misrouted_by_reason(a.classified), None),
-        "m.clients": (a.client_staleness.select("client", *cols), ["client", "topic"]),
-        "m.namesrvs": (a.namesrv_staleness.select("namesrv", *cols), ["namesrv", "topic"]),
+        "m.clients": (a.client_staleness.select(RUN, "client", *cols), ["client", "topic"]),
+        "m.namesrvs": (a.namesrv_staleness.select(RUN, "namesrv", *cols), ["namesrv", "topic"]),
         "m.faults": (conv, ["start_offset_ms", "fault_id"]),
         "m.timing": (timing.node_lag(ev, a.pauses, since=run.up_ms), ["node"]),
         "m.drain": (drain.query(ev), ["ts"]),
     }
 
 
-def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows]) -> dict[str, gather.Rows]:
-    """The collected rows of each query, sorted as the query says (stable JSON)."""
-    return {name: gather.ordered(got[name], order) for name, (_, order) in queries.items()}
+def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows], key: str) -> dict[str, gather.Rows]:
+    """Run ``key``'s collected rows of each query (without ``run``), sorted as the query
+    says (stable JSON)."""
+    return {name: gather.ordered(gather.of_run(got[name], key), order) for name, (_, order) in queries.items()}
 
 
 def _staleness(r: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +110,9 @@ def _availability(pairs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _sends(r: dict[str, Any]) -> dict[str, Any]:
-    out = {k: (v or 0) for k, v in r["m.outcomes"][0].items()}
+    # a run without sends has no row (the counts are grouped by run): all zeros
+    first = r["m.outcomes"][0] if r["m.outcomes"] else dict.fromkeys(clients.OUTCOME_COLUMNS, 0)
+    out = {k: (v or 0) for k, v in first.items()}
     out["latency"] = {row.pop("scope"): row for row in r["m.latency"]}
     errs = r["m.no_route"]
     out["no_route_errors"] = {"total": sum(e["errors"] for e in errs), "by_topic": errs}
@@ -148,7 +154,9 @@ def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_metrics(a: Analysis) -> dict[str, Any]:
-    """The whole ``metrics.json`` document of one analysis, its queries in one action."""
+    """The whole ``metrics.json`` document of a one-run analysis, its queries in one action."""
+    if not isinstance(a.run, RunData):
+        raise TypeError("build_metrics: an analysis of one run (reports.job.compute_many for several)")
     queries = metric_queries(a)
     got = gather.collect_all({name: df for name, (df, _) in queries.items()})
-    return assemble(a.run, metric_results(queries, got))
+    return assemble(a.run, metric_results(queries, got, a.run.key))

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, functions as F
 
-from reports.intervals import contains_ts
+from reports.intervals import RUN, contains_ts, scalar
 from reports.schema import AUTO_CREATE_TOPIC
-from reports.truth import broker_nodes
+from reports.truth import Scalar, broker_nodes
 
 #: How far before the run end a send at the run end is looked up (ms; above the float
 #: resolution of epoch-ms timestamps, about 0.0002 ms).
@@ -31,10 +31,10 @@ REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_t
 
 
 def sends(events: DataFrame) -> DataFrame:
-    """Send attempts: ``producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
+    """Send attempts: ``run, producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
     attempt, outcome, code, latency_ms, error, group``."""
     return events.filter(F.col("kind") == "send").select(
-        F.col("node").alias("producer"), "ts", "seq", "msg_id", "topic", "broker", "broker_id",
+        RUN, F.col("node").alias("producer"), "ts", "seq", "msg_id", "topic", "broker", "broker_id",
         "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group")
 
 
@@ -43,8 +43,8 @@ def _lookup(df: DataFrame, iv: DataFrame, keys: dict[str, str], flag: str,
     """Left-join interval table ``iv`` at each row's ``ts``; ``keys`` maps iv columns to
     row columns. Adds boolean ``flag`` and the ``values`` (iv column -> new name)."""
     values = values or {}
-    right = F.broadcast(iv.select(*keys, "start", "end", *values).alias("iv"))
-    cond = contains_ts("iv", F.col("l._at"))
+    right = F.broadcast(iv.select(RUN, *keys, "start", "end", *values).alias("iv"))
+    cond = contains_ts("iv", F.col("l._at")) & (F.col(f"iv.{RUN}") == F.col(f"l.{RUN}"))
     for ivc, col in keys.items():
         cond = cond & (F.col(f"iv.{ivc}") == F.col(f"l.{col}"))
     return df.alias("l").join(right, cond, "left").select(
@@ -54,7 +54,7 @@ def _lookup(df: DataFrame, iv: DataFrame, keys: dict[str, str], flag: str,
 
 def classify_sends(send_df: DataFrame, nodes: DataFrame, lives: DataFrame, pauses: DataFrame,
                    partitions: DataFrame, hosts: DataFrame, autocreate: DataFrame,
-                   write_queues: DataFrame, run_end: float | None = None) -> DataFrame:
+                   write_queues: DataFrame, run_end: Scalar | None = None) -> DataFrame:
     """All sends plus ``target`` (node), ``target_id`` and ``reason`` (null when the send
     was well routed or had no broker).
 
@@ -64,18 +64,18 @@ def classify_sends(send_df: DataFrame, nodes: DataFrame, lives: DataFrame, pause
     bn = F.broadcast(broker_nodes(nodes).withColumnRenamed("node", "_node").alias("bn"))
     df = send_df.withColumn(
         "target_id", F.coalesce("broker_id", F.lit(0)))
-    df = (df.alias("s").join(bn, (F.col("s.broker") == F.col("bn.broker"))
+    df = (df.alias("s").join(bn, (F.col("s.run") == F.col("bn.run")) & (F.col("s.broker") == F.col("bn.broker"))
                              & (F.col("s.target_id") == F.col("bn.broker_id")), "left")
           .select("s.*", F.when(F.col("s.broker").isNotNull(), F.coalesce("bn._node", F.concat_ws("-", "s.broker", F.col("s.target_id").cast("string"))))
                   .alias("target")))
     df = df.withColumn("_a", F.least("producer", "target")).withColumn("_b", F.greatest("producer", "target"))
     df = df.withColumn("_tbw", F.lit(AUTO_CREATE_TOPIC))
-    at = F.col("ts") if run_end is None else F.least(F.col("ts"), F.lit(float(run_end) - END_EPSILON_MS))
+    at = F.col("ts") if run_end is None else F.least(F.col("ts"), scalar(run_end) - F.lit(END_EPSILON_MS))
     df = df.withColumn("_at", at)
     df = _lookup(df, lives, {"node": "target"}, "_alive")
     df = _lookup(df, pauses, {"node": "target"}, "_paused")
     df = _lookup(df, partitions, {"a": "_a", "b": "_b"}, "_cut")
-    df = _lookup(df, hosts.select("node", "topic", "start", "end"), {"node": "target", "topic": "topic"}, "_hosts")
+    df = _lookup(df, hosts.select(RUN, "node", "topic", "start", "end"), {"node": "target", "topic": "topic"}, "_hosts")
     df = _lookup(df, autocreate, {"node": "target"}, "_auto")
     df = _lookup(df, write_queues, {"node": "target", "topic": "topic"}, "_wq0", {"write_queues": "_wq"})
     df = _lookup(df, write_queues, {"node": "target", "topic": "_tbw"}, "_wq1", {"write_queues": "_wq_default"})
@@ -90,13 +90,13 @@ def classify_sends(send_df: DataFrame, nodes: DataFrame, lives: DataFrame, pause
 
 
 def misrouted_by_reason(classified: DataFrame) -> DataFrame:
-    """``reason, outcome, sends`` for misrouted sends."""
+    """``run, reason, outcome, sends`` for misrouted sends."""
     return (classified.filter(F.col("reason").isNotNull())
-            .groupBy("reason", "outcome").agg(F.count(F.lit(1)).alias("sends")))
+            .groupBy(RUN, "reason", "outcome").agg(F.count(F.lit(1)).alias("sends")))
 
 
-def misrouted_over_time(classified: DataFrame, run_start: float, bin_ms: float) -> DataFrame:
-    """``bin, reason, sends``: misrouted sends per time bin (bin = floor((ts-start)/bin_ms))."""
+def misrouted_over_time(classified: DataFrame, run_start: Scalar, bin_ms: Scalar) -> DataFrame:
+    """``run, bin, reason, sends``: misrouted sends per time bin (bin = floor((ts-start)/bin_ms))."""
     return (classified.filter(F.col("reason").isNotNull())
-            .withColumn("bin", F.floor((F.col("ts") - F.lit(run_start)) / F.lit(bin_ms)).cast("long"))
-            .groupBy("bin", "reason").agg(F.count(F.lit(1)).alias("sends")))
+            .withColumn("bin", F.floor((F.col("ts") - scalar(run_start)) / scalar(bin_ms)).cast("long"))
+            .groupBy(RUN, "bin", "reason").agg(F.count(F.lit(1)).alias("sends")))

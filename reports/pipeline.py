@@ -12,15 +12,21 @@ from dataclasses import dataclass, fields
 from pyspark.sql import DataFrame, functions as F
 
 from reports import misrouted, staleness, truth
-from reports.load import RunData
+from reports.intervals import RUN, scalar
+from reports.load import RunData, Runs
 from reports.tasks import Step, run_steps, step
+
+#: What an analysis reads: one run (per-run numbers as floats) or several as one
+#: (:func:`reports.load.as_one`: the same attributes, per-run numbers as columns).
+Input = RunData | Runs
 
 
 @dataclass
 class Analysis:
-    """Derived tables of one run. Interval tables use host wall ms ``start``/``end``."""
+    """Derived tables of one run or of several at once (every table has the ``run``
+    column). Interval tables use host wall ms ``start``/``end``."""
 
-    run: RunData
+    run: Input
     lives: DataFrame
     pauses: DataFrame
     partitions: DataFrame
@@ -41,9 +47,12 @@ class Analysis:
     sends: DataFrame
     classified: DataFrame
 
-    def tables(self) -> dict[str, DataFrame]:
-        """The tables written as Parquet for users' notebooks (name -> DataFrame)."""
-        return {name: getattr(self, field) for name, field in TABLES.items()}
+    def tables(self, key: str | None = None) -> dict[str, DataFrame]:
+        """The tables written as Parquet for users' notebooks (name -> DataFrame); ``key``:
+        only that run's rows, without the ``run`` column (a report is of one run)."""
+        def of_run(df: DataFrame) -> DataFrame:
+            return df if key is None else df.filter(F.col(RUN) == key).drop(RUN)
+        return {name: of_run(getattr(self, field)) for name, field in TABLES.items()}
 
 
 #: Parquet table name -> :class:`Analysis` field it is written from.
@@ -79,11 +88,11 @@ def reuse(df: DataFrame) -> DataFrame:
 
 def _topics(hosts: DataFrame, cviews: DataFrame, nviews: DataFrame) -> DataFrame:
     """Every topic some broker hosts or some view names: truth is drawn for each."""
-    return (hosts.select("topic").unionByName(cviews.select("topic"))
-            .unionByName(nviews.select("topic")).distinct())
+    return (hosts.select(RUN, "topic").unionByName(cviews.select(RUN, "topic"))
+            .unionByName(nviews.select(RUN, "topic")).distinct())
 
 
-def analysis_steps(run: RunData, prefix: str = "") -> list[Step]:
+def analysis_steps(run: Input, prefix: str = "") -> list[Step]:
     """The derived tables of ``run`` as a dependency graph (:mod:`reports.tasks`), step
     names prefixed with ``prefix`` (one graph can hold several runs). Nothing runs: a
     step builds a DataFrame; the ones several others read are cut (:func:`reuse`).
@@ -124,23 +133,23 @@ def analysis_steps(run: RunData, prefix: str = "") -> list[Step]:
     ]
 
 
-def analysis_of(run: RunData, done: dict[str, DataFrame], prefix: str = "") -> Analysis:
+def analysis_of(run: Input, done: dict[str, DataFrame], prefix: str = "") -> Analysis:
     """The :class:`Analysis` of ``run`` from the results of :func:`analysis_steps`."""
     return Analysis(run=run, **{f.name: done[prefix + f.name] for f in fields(Analysis) if f.name != "run"})
 
 
-def analyse(run: RunData, workers: int = 1) -> Analysis:
-    """Every derived table of ``run``, as DataFrames not yet computed (nothing runs
+def analyse(run: Input, workers: int = 1) -> Analysis:
+    """Every derived table of ``run`` (one or several, :data:`Input`), as DataFrames not yet computed (nothing runs
     here), built on ``workers`` threads. The report collects all its small results in
     one action (:mod:`reports.gather`); that action computes the cut tables once."""
     return analysis_of(run, run_steps(analysis_steps(run), workers))
 
 
-def time_bin_ms(run: RunData, bins: int = 120) -> float:
-    """Width of the time bins of the over-time plots: the run split into ``bins``."""
-    return max((run.run_end - run.run_start) / bins, 1.0)
+def time_bin_ms(run: Input) -> float | F.Column:
+    """Width of the time bins of the over-time plots (:attr:`reports.load.RunData.bin_ms`)."""
+    return run.bin_ms
 
 
-def offset(col: str, run: RunData) -> F.Column:
+def offset(col: str, run: Input) -> F.Column:
     """Milliseconds since the run's first event, for tables meant for people."""
-    return F.col(col) - F.lit(run.run_start)
+    return F.col(col) - scalar(run.run_start)

@@ -19,7 +19,13 @@ SMALL_INPUT_BYTES = 20 * 1024 * 1024
 #: execution Spark would run each such table's stages when it is cut, a job apiece, before
 #: the one action that collects everything. Shuffles are sized by the input instead
 #: (``spark.sql.shuffle.partitions``: 1 for a small input, 2 per core otherwise).
-REPORT_CONF: dict[str, str] = {"spark.sql.adaptive.enabled": "false"}
+REPORT_CONF: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    # a join whose keys include ``run`` over two inputs hash-partitioned by ``run`` alone needs
+    # no shuffle (every table is keyed by run, reports.intervals); by default Spark wants the
+    # inputs partitioned by all the join keys and shuffles both
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+}
 
 #: Settings for a small input (hand-made logs, a quickstart run, many of them): its time is
 #: per-job and per-task overhead, not data. One partition per shuffle and one scan split;

@@ -18,32 +18,37 @@ from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
 
+from reports.intervals import RUN, scalar
+from reports.truth import Scalar
 from rmqemu import timing
 
 
-def node_lag(events: DataFrame, pauses: DataFrame, since: float | None = None) -> DataFrame:
-    """``node, windows, lag_p99_ms, worst_window_p99_ms, lag_max_ms, paused_windows`` over each
+def node_lag(events: DataFrame, pauses: DataFrame, since: Scalar | None = None) -> DataFrame:
+    """``run, node, windows, lag_p99_ms, worst_window_p99_ms, lag_max_ms, paused_windows`` over each
     node's ``node.lag`` windows, those overlapping one of its pauses (``pauses``: ``node, start,
     end``) excluded from the lateness columns and counted in ``paused_windows``. ``lag_p99_ms`` is
     :func:`rmqemu.timing.run_lateness` of the windows (computed here in Spark). ``since``: the
     launcher's ``run.start``; windows that begin before it (spawning the cluster loads the host by
-    itself) are left out."""
+    itself) are left out (null: none)."""
     lag_lines = events.filter(F.col("kind") == "node.lag")
     if since is not None:
-        lag_lines = lag_lines.filter(F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0)) >= F.lit(since))
+        up = scalar(since)
+        lag_lines = lag_lines.filter(up.isNull() | (F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0)) >= up))
     lag = (lag_lines
-           .select("node", "ts", (F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0))).alias("w_start"),
+           .select(RUN, "node", "ts", (F.col("ts") - F.coalesce(F.col("window_ms"), F.lit(0.0))).alias("w_start"),
                    "p99_ms", "max_ms"))
-    p = pauses.select(F.col("node").alias("p_node"), F.col("start").alias("p_start"), F.col("end").alias("p_end"))
-    overlap = (F.col("node") == F.col("p_node")) & (F.col("p_start") < F.col("ts")) & (F.col("p_end") > F.col("w_start"))
-    flagged = (lag.join(p, overlap, "left")
-               .groupBy("node", "ts", "w_start", "p99_ms", "max_ms")
-               .agg((F.count("p_node") > 0).alias("paused")))
+    # aliases, not renamed columns: a renamed ``run`` would lose the partitioning by run
+    p = pauses.select(RUN, "node", "start", "end").alias("p")
+    overlap = ((F.col("l.run") == F.col("p.run")) & (F.col("l.node") == F.col("p.node"))
+               & (F.col("p.start") < F.col("l.ts")) & (F.col("p.end") > F.col("l.w_start")))
+    flagged = (lag.alias("l").join(p, overlap, "left")
+               .groupBy(*[F.col(f"l.{c}") for c in (RUN, "node", "ts", "w_start", "p99_ms", "max_ms")])
+               .agg((F.count("p.node") > 0).alias("paused")))
     healthy = ~F.col("paused")
     ranked = F.sort_array(F.collect_list(F.when(healthy, F.col("p99_ms"))), asc=False)
     tolerated = timing.TOLERATED_WINDOWS
     lateness = F.try_element_at(ranked, F.lit(tolerated + 1))  # null with too few windows
-    return (flagged.groupBy("node")
+    return (flagged.groupBy(RUN, "node")
             .agg(F.count(F.when(healthy, 1)).alias("windows"),
                  lateness.alias("lag_p99_ms"),
                  F.max(F.when(healthy, F.col("p99_ms"))).alias("worst_window_p99_ms"),

@@ -27,45 +27,50 @@ Choices where docs/design.md leaves room (tested in ``tests/reports``):
 """
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window, functions as F
+from pyspark.sql import Column, DataFrame, Window, functions as F
 
 from reports.intervals import (
-    UNBOUNDED, compress, covers, elementary_segments, from_change_points, merge_intervals, overlap_pieces,
+    RUN, UNBOUNDED, compress, covers, elementary_segments, from_change_points, keyed, merge_intervals,
+    overlap_pieces, scalar,
 )
+
+#: A per-run number: a plain float for one run, or a Column looked up by ``run``.
+Scalar = float | Column
 from reports.schema import AUTO_CREATE_TOPIC, PERM_INHERIT, PERM_WRITE
 
 
-def lives(events: DataFrame, run_end: float) -> DataFrame:
-    """``node, start, end``: when each node (any role) was alive."""
-    marks = events.filter(F.col("kind").isin("node.start", "node.exit")).select("node", "ts", "seq", "kind")
+def lives(events: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, node, start, end``: when each node (any role) was alive."""
+    marks = events.filter(F.col("kind").isin("node.start", "node.exit")).select(RUN, "node", "ts", "seq", "kind")
     return (from_change_points(marks, ["node"], run_end)
-            .filter(F.col("kind") == "node.start").select("node", "start", "end"))
+            .filter(F.col("kind") == "node.start").select(RUN, "node", "start", "end"))
 
 
 def exits(events: DataFrame) -> DataFrame:
-    """``node, ts, seq`` of every ``node.exit``."""
-    return events.filter(F.col("kind") == "node.exit").select("node", "ts", "seq")
+    """``run, node, ts, seq`` of every ``node.exit``."""
+    return events.filter(F.col("kind") == "node.exit").select(RUN, "node", "ts", "seq")
 
 
 def broker_nodes(nodes: DataFrame) -> DataFrame:
-    """``node, broker, broker_id`` of broker nodes (node table from ``reports.load``)."""
+    """``run, node, broker, broker_id`` of broker nodes (node table from ``reports.load``)."""
     return nodes.filter((F.col("role") == "broker") & F.col("broker").isNotNull()).select(
-        "node", "broker", F.coalesce("broker_id", F.lit(0)).alias("broker_id"))
+        RUN, "node", "broker", F.coalesce("broker_id", F.lit(0)).alias("broker_id"))
 
 
-def _first_per_life(marks: DataFrame, ends: DataFrame, keys: list[str], run_end: float) -> DataFrame:
+def _first_per_life(marks: DataFrame, ends: DataFrame, keys: list[str], run_end: Scalar) -> DataFrame:
     """From the first row of ``marks`` in each life (per ``keys``) until the life's exit.
 
-    ``ends`` (``node, ts, seq``) are the exits; they are copied to every key of their node.
+    ``ends`` (``run, node, ts, seq``) are the exits; they are copied to every key of their node.
     """
+    keys = keyed(keys)
     key_rows = marks.select(*keys).distinct()
-    stops = ends.join(key_rows, "node").withColumn("_exit", F.lit(1))
+    stops = ends.join(key_rows, [RUN, "node"]).withColumn("_exit", F.lit(1))
     both = marks.withColumn("_exit", F.lit(0)).unionByName(stops, allowMissingColumns=True)
     w = F.sum("_exit").over(Window.partitionBy(*keys).orderBy("ts", "seq").rowsBetween(UNBOUNDED, -1))
     both = both.withColumn("_life", F.coalesce(w, F.lit(0)))
     extra = [c for c in marks.columns if c not in (*keys, "ts", "seq")]
     agg = [F.min(F.when(F.col("_exit") == 0, F.col("ts"))).alias("start"),
-           F.coalesce(F.min(F.when(F.col("_exit") == 1, F.col("ts"))), F.lit(float(run_end))).alias("end")]
+           F.coalesce(F.min(F.when(F.col("_exit") == 1, F.col("ts"))), scalar(run_end)).alias("end")]
     agg += [F.first(F.when(F.col("_exit") == 0, F.col(c)), ignorenulls=True).alias(c) for c in extra]
     return (both.groupBy(*keys, "_life").agg(*agg).drop("_life")
             .filter(F.col("start").isNotNull() & (F.col("end") > F.col("start"))))
@@ -74,107 +79,114 @@ def _first_per_life(marks: DataFrame, ends: DataFrame, keys: list[str], run_end:
 def _topic_lines(events: DataFrame, nodes: DataFrame) -> DataFrame:
     """``broker.topic`` lines with broker name/id filled from the node table if absent."""
     bn = broker_nodes(nodes).withColumnRenamed("broker", "_b").withColumnRenamed("broker_id", "_bid")
-    return (events.filter(F.col("kind") == "broker.topic").join(bn, "node", "left")
+    return (events.filter(F.col("kind") == "broker.topic").join(bn, [RUN, "node"], "left")
             .withColumn("broker", F.coalesce("broker", "_b"))
             .withColumn("broker_id", F.coalesce("broker_id", "_bid", F.lit(0))).drop("_b", "_bid"))
 
 
-def hosts(events: DataFrame, nodes: DataFrame, run_end: float) -> DataFrame:
-    """``node, topic, broker, broker_id, start, end``: a broker node hosting a topic."""
+def hosts(events: DataFrame, nodes: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, node, topic, broker, broker_id, start, end``: a broker node hosting a topic."""
     marks = (_topic_lines(events, nodes).filter((F.col("perm").bitwiseAND(PERM_WRITE)) != 0)
-             .select("node", "topic", "ts", "seq", "broker", "broker_id"))
+             .select(RUN, "node", "topic", "ts", "seq", "broker", "broker_id"))
     return _first_per_life(marks, exits(events), ["node", "topic"], run_end)
 
 
-def autocreate(events: DataFrame, nodes: DataFrame, run_end: float) -> DataFrame:
-    """``node, start, end``: the node hosts ``TBW102`` (write bit) with the inherit bit."""
+def autocreate(events: DataFrame, nodes: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, node, start, end``: the node hosts ``TBW102`` (write bit) with the inherit bit."""
     both = PERM_WRITE | PERM_INHERIT
     marks = (_topic_lines(events, nodes)
              .filter((F.col("topic") == AUTO_CREATE_TOPIC) & ((F.col("perm").bitwiseAND(both)) == both))
-             .select("node", "ts", "seq"))
+             .select(RUN, "node", "ts", "seq"))
     return _first_per_life(marks, exits(events), ["node"], run_end)
 
 
-def write_queues(events: DataFrame, run_end: float) -> DataFrame:
-    """``node, topic, write_queues, start, end``: the latest ``broker.topic`` of a topic
+def write_queues(events: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, node, topic, write_queues, start, end``: the latest ``broker.topic`` of a topic
     on a node (any perm), until the next one or the node's exit."""
-    lines = events.filter(F.col("kind") == "broker.topic").select("node", "topic", "ts", "seq", "write_queues")
-    stops = exits(events).join(lines.select("node", "topic").distinct(), "node").withColumn("_exit", F.lit(True))
+    lines = events.filter(F.col("kind") == "broker.topic").select(RUN, "node", "topic", "ts", "seq", "write_queues")
+    stops = (exits(events).join(lines.select(RUN, "node", "topic").distinct(), [RUN, "node"])
+             .withColumn("_exit", F.lit(True)))
     both = lines.withColumn("_exit", F.lit(False)).unionByName(stops, allowMissingColumns=True)
     return (from_change_points(both, ["node", "topic"], run_end).filter(~F.col("_exit"))
-            .select("node", "topic", "write_queues", "start", "end"))
+            .select(RUN, "node", "topic", "write_queues", "start", "end"))
 
 
-def faults(events: DataFrame, run_end: float) -> DataFrame:
-    """``fault_id, fault, targets, params, start, end, next_start``: one row per fault.
+def faults(events: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, fault_id, fault, targets, params, start, end, next_start``: one row per fault.
 
     ``end`` is the ``fault.end`` time or the run end; ``next_start`` is the next fault's
     ``fault.start`` strictly later than this one (faults starting together share a
     convergence window), else the run end.
     """
     starts = (events.filter(F.col("kind") == "fault.start")
-              .groupBy("fault_id").agg(F.min("ts").alias("start"), F.first("fault").alias("fault"),
+              .groupBy(RUN, "fault_id").agg(F.min("ts").alias("start"), F.first("fault").alias("fault"),
                                        F.first("targets").alias("targets"), F.first("params").alias("params")))
-    ends = events.filter(F.col("kind") == "fault.end").groupBy("fault_id").agg(F.min("ts").alias("_end"))
+    ends = events.filter(F.col("kind") == "fault.end").groupBy(RUN, "fault_id").agg(F.min("ts").alias("_end"))
     # the next distinct start time (an equi-join on the time, not a range join: a range
     # join is planned as a broadcast nested loop, a Spark job of its own)
-    times = (starts.select(F.col("start").alias("t")).distinct()
-             .withColumn("_next", F.lead("t").over(Window.orderBy("t"))))
-    nxt = starts.select("fault_id", "start").join(times, F.col("start") == F.col("t"), "left").select("fault_id", "_next")
-    return (starts.join(ends, "fault_id", "left").join(nxt, "fault_id", "left")
-            .withColumn("end", F.coalesce("_end", F.lit(float(run_end))))
-            .withColumn("next_start", F.coalesce("_next", F.lit(float(run_end))))
+    times = (starts.select(RUN, F.col("start").alias("t")).distinct()
+             .withColumn("_next", F.lead("t").over(Window.partitionBy(RUN).orderBy("t"))))
+    nxt = (starts.select(RUN, "fault_id", F.col("start").alias("t")).join(times, [RUN, "t"], "left")
+           .select(RUN, "fault_id", "_next"))
+    end = scalar(run_end)
+    return (starts.join(ends, [RUN, "fault_id"], "left").join(nxt, [RUN, "fault_id"], "left")
+            .withColumn("end", F.coalesce("_end", end))
+            .withColumn("next_start", F.coalesce("_next", end))
             .withColumn("has_end", F.col("_end").isNotNull())
-            .select("fault_id", "fault", "targets", "params", "start", "end", "has_end", "next_start"))
+            .select(RUN, "fault_id", "fault", "targets", "params", "start", "end", "has_end", "next_start"))
 
 
-def pauses(events: DataFrame, run_end: float) -> DataFrame:
-    """``node, start, end``: merged paused intervals (see module docstring)."""
+def pauses(events: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, node, start, end``: merged paused intervals (see module docstring)."""
     fl = faults(events, run_end)
     p = (fl.filter(F.col("fault") == "pause")
-         .select("fault_id", F.explode("targets").alias("node"), "start", F.when(F.col("has_end"), F.col("end")).alias("fend")))
-    res = fl.filter(F.col("fault") == "resume").select(F.explode("targets").alias("node"), F.col("start").alias("r"))
-    p = (p.alias("p").join(res.alias("q"), (F.col("p.node") == F.col("q.node")) & (F.col("q.r") > F.col("p.start")), "left")
-         .groupBy("p.fault_id", "p.node", "p.start", "p.fend").agg(F.min("q.r").alias("r"))
-         .withColumn("end", F.coalesce("fend", "r", F.lit(float(run_end)))))
-    return merge_intervals(p.select("node", "start", "end").filter(F.col("end") > F.col("start")), ["node"])
+         .select(RUN, "fault_id", F.explode("targets").alias("node"), "start",
+                 F.when(F.col("has_end"), F.col("end")).alias("fend")))
+    res = fl.filter(F.col("fault") == "resume").select(RUN, F.explode("targets").alias("node"), F.col("start").alias("r"))
+    same = (F.col("p.run") == F.col("q.run")) & (F.col("p.node") == F.col("q.node"))
+    p = (p.alias("p").join(res.alias("q"), same & (F.col("q.r") > F.col("p.start")), "left")
+         .groupBy("p.run", "p.fault_id", "p.node", "p.start", "p.fend").agg(F.min("q.r").alias("r"))
+         .withColumn("end", F.coalesce("fend", "r", scalar(run_end))))
+    return merge_intervals(p.select(RUN, "node", "start", "end").filter(F.col("end") > F.col("start")), ["node"])
 
 
-def partitions(events: DataFrame, run_end: float) -> DataFrame:
-    """``a, b, start, end``: the link between nodes ``a <= b`` is blocked (either way)."""
+def partitions(events: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, a, b, start, end``: the link between nodes ``a <= b`` is blocked (either way)."""
     fl = faults(events, run_end).filter(F.col("fault") == "partition")
-    links = fl.select("start", "end", F.explode("params.links").alias("link")).filter(F.size("link") >= 2)
-    pairs = links.select(F.least(F.col("link")[0], F.col("link")[1]).alias("a"),
+    links = fl.select(RUN, "start", "end", F.explode("params.links").alias("link")).filter(F.size("link") >= 2)
+    pairs = links.select(RUN, F.least(F.col("link")[0], F.col("link")[1]).alias("a"),
                          F.greatest(F.col("link")[0], F.col("link")[1]).alias("b"), "start", "end")
     return merge_intervals(pairs.filter(F.col("end") > F.col("start")), ["a", "b"])
 
 
 def truth(host_iv: DataFrame, pause_iv: DataFrame, topics: DataFrame,
-          run_start: float, run_end: float, life_iv: DataFrame | None = None) -> DataFrame:
-    """``topic, start, end, brokers``: sorted broker names whose master (``broker_id`` 0)
+          run_start: Scalar, run_end: Scalar, life_iv: DataFrame | None = None) -> DataFrame:
+    """``run, topic, start, end, brokers``: sorted broker names whose master (``broker_id`` 0)
     is alive, not paused and hosts the topic. Covers ``[run_start, run_end)`` for every
     topic in ``topics`` (empty array where none does); adjacent equal sets are merged.
 
     ``life_iv`` (:func:`lives`): hosting counts only inside a life of the master, so a
     ``broker.topic`` line logged before the node's ``node.start`` (a restore) or by a node
     that never started does not make it part of truth."""
-    masters = host_iv.filter(F.col("broker_id") == 0).select("node", "topic", "broker", "start", "end")
+    masters = host_iv.filter(F.col("broker_id") == 0).select(RUN, "node", "topic", "broker", "start", "end")
     if life_iv is not None:
-        masters = overlap_pieces(masters, life_iv.select("node", "start", "end"), ["node"])
-    mpause = pause_iv.join(masters.select("node", "topic").distinct(), "node")
-    edge = topics.select("topic").distinct()
-    bounds = (masters.select("topic", F.col("start").alias("t"))
-              .unionByName(masters.select("topic", F.col("end").alias("t")))
-              .unionByName(mpause.select("topic", F.col("start").alias("t")))
-              .unionByName(mpause.select("topic", F.col("end").alias("t")))
-              .unionByName(edge.select("topic", F.lit(float(run_start)).alias("t")))
-              .unionByName(edge.select("topic", F.lit(float(run_end)).alias("t")))
-              .filter((F.col("t") >= run_start) & (F.col("t") <= run_end)))
+        masters = overlap_pieces(masters, life_iv.select(RUN, "node", "start", "end"), ["node"])
+    mpause = pause_iv.join(masters.select(RUN, "node", "topic").distinct(), [RUN, "node"])
+    edge = topics.select(RUN, "topic").distinct()
+    lo, hi = scalar(run_start), scalar(run_end)
+    bounds = (masters.select(RUN, "topic", F.col("start").alias("t"))
+              .unionByName(masters.select(RUN, "topic", F.col("end").alias("t")))
+              .unionByName(mpause.select(RUN, "topic", F.col("start").alias("t")))
+              .unionByName(mpause.select(RUN, "topic", F.col("end").alias("t")))
+              .unionByName(edge.select(RUN, "topic", lo.alias("t")))
+              .unionByName(edge.select(RUN, "topic", hi.alias("t")))
+              .filter((F.col("t") >= lo) & (F.col("t") <= hi)))
     segs = elementary_segments(bounds, ["topic"])
-    present = (segs.alias("s").join(F.broadcast(masters).alias("h"), (F.col("s.topic") == F.col("h.topic")) & covers("h", "s"))
-               .select("s.topic", "s.start", "s.end", "h.broker", "h.node"))
-    present = present.alias("x").join(
-        F.broadcast(pause_iv).alias("q"), (F.col("x.node") == F.col("q.node")) & covers("q", "x"), "left_anti")
-    line = (segs.join(present, ["topic", "start", "end"], "left").groupBy("topic", "start", "end")
+    same = (F.col("s.run") == F.col("h.run")) & (F.col("s.topic") == F.col("h.topic"))
+    present = (segs.alias("s").join(F.broadcast(masters).alias("h"), same & covers("h", "s"))
+               .select("s.run", "s.topic", "s.start", "s.end", "h.broker", "h.node"))
+    same = (F.col("x.run") == F.col("q.run")) & (F.col("x.node") == F.col("q.node"))
+    present = present.alias("x").join(F.broadcast(pause_iv).alias("q"), same & covers("q", "x"), "left_anti")
+    line = (segs.join(present, [RUN, "topic", "start", "end"], "left").groupBy(RUN, "topic", "start", "end")
             .agg(F.array_sort(F.collect_set("broker")).alias("brokers")))
     return compress(line, ["topic"], "brokers")

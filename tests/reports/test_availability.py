@@ -205,6 +205,6 @@ def test_fault_impact_of_overlapping_faults(spark):
     windows = frame(spark, "producer string, topic string, start double, end double", [("p", T, 130, 170)])
     classified = frame(spark, SENDS + ", reason string", [
         ("p", T, 10, 1, "error", None), ("p", T, 140, 2, "timeout", None), ("p", T, 160, 3, "ok", "dead")])
-    got = with_impact(faults, faults.select("fault_id"), windows, classified, 1000.0)
+    got = with_impact(faults, faults.select("run", "fault_id"), windows, classified, 1000.0)
     assert rows(got, "fault_id", "impact_end", "rto_ms", "failed_sends", "misrouted_sends") == [
         ("a", 150.0, 40.0, 2, 0), ("b", 200.0, 40.0, 1, 1), ("c", 500.0, 0.0, 0, 0)]

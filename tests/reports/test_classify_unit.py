@@ -64,7 +64,7 @@ def reasons(spark: Any, sends: list[tuple[Any, ...]], run_end: float | None = RU
 
 def test_a_well_routed_send_has_no_reason_and_only_three_columns_are_added(spark):
     out = classified(spark, [send("ok", 100)])
-    assert out.columns == [*SENDS_COLUMNS, "target_id", "target", "reason"]
+    assert out.columns == [*SENDS_COLUMNS, "run", "target_id", "target", "reason"]  # run: frames.with_run
     assert rows(out, "msg_id", "target", "target_id", "reason") == [("ok", "broker-a-0", 0, None)]
 
 

@@ -104,7 +104,7 @@ def test_overlap_pieces_are_the_intersections_per_key(spark):
                   [("T", 0, 30, "b1"), ("T", 30, 60, "b2"), ("T", 60, 200, "b3"),
                    ("U", 10, 20, "u2")])        # touches U's [0, 10) at 10: no piece; V has no truth
     out = iv.overlap_pieces(left, right, ["k"])
-    assert out.columns == ["k", "view", "truth", "start", "end"]
+    assert out.columns == ["run", "k", "view", "truth", "start", "end"]  # run: the key of every table
     assert rows(out, "k", "start", "end", "view", "truth") == [
         ("T", 0.0, 30.0, "v1", "b1"), ("T", 30.0, 60.0, "v1", "b2"), ("T", 60.0, 100.0, "v1", "b3"),
         ("T", 100.0, 150.0, "v2", "b3")]

@@ -65,6 +65,16 @@ def test_two_runs_in_one_call_give_each_run_its_own_metrics(spark, two_runs):
     assert together[b]["misrouted"]["by_reason"]["paused"] == 1
 
 
+def test_runs_analysed_together_give_each_the_metrics_json_it_gets_alone_byte_for_byte(spark, two_runs):
+    """One plan analyses every run, each table keyed by ``run``. Both runs have the same node
+    names, topic and times, so a window, group-by or join that left ``run`` out of its keys
+    would mix their rows and change a number of one of them."""
+    a, b = (str(p) for p in two_runs)
+    together = job.compute_many(spark, [a, b])
+    for rd in (a, b):
+        assert json.dumps(together[rd], indent=2) == json.dumps(job.metrics(spark, rd), indent=2)
+
+
 def test_report_of_two_runs_writes_each_run_its_report(spark, two_runs, tmp_path):
     copies = []
     for run in two_runs:  # own copies: other tests of this module read the originals
