@@ -97,8 +97,9 @@ def with_impact(rows: DataFrame, faults: DataFrame, windows: DataFrame, classifi
     own that broadcasts the large side; and joining the counts back to ``rows`` would put
     ``rows`` (whose ``converged_ms`` comes from such a join) twice in the plan. So the join is
     inner, and each fault also matches one blank mark of its own (``_fid``, taken from
-    ``faults``): within the report's single job, a cartesian product when broadcasts are off
-    (small inputs), a broadcast of the fault rows otherwise."""
+    ``faults``): within the report's single job, a sort-merge join on ``run`` (the range
+    condition is checked on each run's rows) when broadcasts are off (small inputs), a
+    broadcast of the fault rows otherwise."""
     att = measured_attempts(classified, measure_end)
     failed, mis = ~F.col("ok"), F.col("reason").isNotNull()
     blank = F.lit(None).cast("string").alias("_fid")

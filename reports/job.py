@@ -33,7 +33,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from reports import gather, html, plotdata, plots
-from reports.load import RunData, as_one, load_runs, release_runs
+from reports.load import RunData, load_runs, release_runs
+from reports.runs import as_one
 from reports.metrics import assemble, metric_queries, metric_results
 from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
 from reports.pipeline import TABLES, Analysis, analysis_steps

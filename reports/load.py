@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from rmqemu.errors import RunInputError
 from reports.intervals import RUN
@@ -77,34 +77,6 @@ class RunData:
     def bin_ms(self) -> float:
         """Width of the time bins of the over-time plots: the run split into ``TIME_BINS``."""
         return max((self.run_end - self.run_start) / TIME_BINS, 1.0)
-
-
-#: The per-run numbers the analysis reads (:class:`RunData` attributes), as columns of :class:`Runs`.
-PER_RUN = ("run_start", "run_end", "measure_end", "stop_ms", "up_ms", "bin_ms")
-
-
-@dataclass
-class Runs:
-    """Every loaded run as one input of one analysis: all good events (hash-partitioned by
-    ``run``), all node tables, and each per-run number as a Column that looks the row's
-    ``run`` up (``run_start`` ... ``bin_ms``, the attributes :class:`RunData` has as floats).
-
-    Why columns and not a joined table of runs: a lookup in a map literal is an expression
-    on the row, no join, so no exchange; one plan then serves any number of runs."""
-
-    runs: list[RunData]
-    events: DataFrame
-    nodes: DataFrame
-
-    def __getattr__(self, name: str) -> Column:
-        if name not in PER_RUN:
-            raise AttributeError(name)
-        pairs = [x for r in self.runs for x in (F.lit(r.key), F.lit(getattr(r, name)).cast("double"))]
-        return F.create_map(*pairs)[F.col(RUN)]
-
-    def run(self, key: str) -> RunData:
-        """The :class:`RunData` of run ``key`` (the value of the ``run`` column)."""
-        return next(r for r in self.runs if r.key == key)
 
 
 def _is_uri(path: str) -> bool:
@@ -312,7 +284,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
     min/max statistics). Why hash-partitioned by ``run`` before the cache: every window,
     group-by and join of the analysis has ``run`` among its keys (:mod:`reports.intervals`),
     which that partitioning satisfies, so they need no shuffle of their own (the one
-    exchange is here, once). :func:`as_one` makes all the runs one analysis input."""
+    exchange is here, once). :func:`reports.runs.as_one` makes all the runs one analysis input."""
     if len(set(run_dirs)) != len(run_dirs):
         raise RunInputError("the same run directory is given twice: " + ", ".join(
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
@@ -346,19 +318,6 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             loaded=loaded,
         ))
     return runs
-
-
-def as_one(runs: list[RunData]) -> Runs:
-    """All of ``runs`` (of one :func:`load_runs`) as one analysis input: their events and
-    node tables unfiltered (one plan for all), per-run numbers as columns."""
-    loaded = runs[0].loaded
-    if loaded is None or any(r.loaded is not loaded for r in runs):
-        raise ValueError("as_one: the runs must come from one load_runs call")
-    if len(runs) == 1:
-        return Runs(runs=list(runs), events=runs[0].events, nodes=runs[0].nodes)
-    mine = F.col(RUN).isin(*sorted(r.key for r in runs))  # these runs, be they all of the load or not
-    events, nodes = loaded[0].filter(mine), loaded[1].filter(mine)
-    return Runs(runs=list(runs), events=events, nodes=nodes)
 
 
 def release_runs(runs: list[RunData]) -> None:

@@ -6,8 +6,9 @@ says ``broker_id``; it is looked up in the node table and defaults to the naming
 ``dead > paused > partitioned > not_master > no_topic > bad_queue``.
 
 Each reason is a left join against an interval table that is disjoint per key, so each
-send matches at most one row per table and the row count never changes: six broadcast
-joins, no shuffle of the sends, no UDF.
+send matches at most one row per table and the row count never changes: six joins keyed by
+``run`` (broadcast for a large input; for a small one, sort-merge joins over tables already
+partitioned by run), no shuffle of the sends, no UDF.
 
 Choices: sends without a broker (``outcome: no_route``) are not attempts at any broker
 and get no reason. For ``bad_queue`` the write queue count is the one of the latest

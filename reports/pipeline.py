@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame, functions as F
 
 from reports import misrouted, staleness, truth
 from reports.intervals import RUN, scalar
-from reports.load import RunData, Runs
+from reports.load import RunData
+from reports.runs import Runs
 from reports.tasks import Step, run_steps, step
 
 #: What an analysis reads: one run (per-run numbers as floats) or several as one
