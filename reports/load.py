@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 from rmqemu.errors import RunInputError
 from reports.intervals import RUN
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
+from reports.session import SMALL_INPUT_BYTES
 
 #: Width of the over-time plots' time bins: a run split into this many.
 TIME_BINS = 120
@@ -274,6 +275,17 @@ def _read_run(spark: SparkSession, run_dir: str) -> DataFrame:
     return raw.withColumn(RUN, F.concat(F.lit(run_dir), F.substring(F.col("file"), 1, 0)))
 
 
+def _small(run_dirs: list[str]) -> bool:
+    """Whether the runs are local and their logs together small (``SMALL_INPUT_BYTES``, the
+    threshold of the CLI's small-input session): partitioning by run pays there."""
+    total = 0
+    for run_dir in run_dirs:
+        if _is_uri(run_dir) and not run_dir.startswith("file://"):
+            return False
+        total += sum(os.path.getsize(p) for p in event_paths(run_dir))
+    return total < SMALL_INPUT_BYTES
+
+
 def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
     """Read several run directories as one table with a ``run`` column (the run dir as
     given), cached once; raise :class:`RunInputError` for anything unusable.
@@ -284,13 +296,19 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
     min/max statistics). Why hash-partitioned by ``run`` before the cache: every window,
     group-by and join of the analysis has ``run`` among its keys (:mod:`reports.intervals`),
     which that partitioning satisfies, so they need no shuffle of their own (the one
-    exchange is here, once). :func:`reports.runs.as_one` makes all the runs one analysis input."""
+    exchange is here, once). Only for a small input (:func:`_small`): a run is then one
+    partition, which on a large run leaves every core but one idle (a 1M-event run did not
+    finish its analysis in 5 min on one core, against 76-96 s on main's code); a large
+    input keeps the scan's partitions and Spark shuffles by each operator's keys instead.
+    :func:`reports.runs.as_one` makes all the runs one analysis input."""
     if len(set(run_dirs)) != len(run_dirs):
         raise RunInputError("the same run directory is given twice: " + ", ".join(
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
     raw = reduce(DataFrame.unionByName, [_read_run(spark, rd) for rd in run_dirs])
-    raw = raw.repartition(RUN).cache()  # kept: the good events are read from it (released by release_runs)
+    if _small(run_dirs):
+        raw = raw.repartition(RUN)
+    raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
     good, _ = split_bad_lines(raw)
     # lazily: computed (once) by the first analysis job that reads it
