@@ -61,11 +61,11 @@ def collect_all(queries: Mapping[Hashable, DataFrame]) -> dict[Hashable, Rows]:
     return out
 
 
-def of_run(rows: Rows, key: str) -> Rows:
-    """The rows of run ``key`` (every query has a ``run`` column: one query answers for
+def of_run(rows: Rows, run_id: int) -> Rows:
+    """The rows of run ``run_id`` (every query has a ``run`` column: one query answers for
     every run of the analysis), without that column, so a run's document is what it was
     when each run had queries of its own."""
-    return [{k: v for k, v in r.items() if k != "run"} for r in rows if r.get("run") == key]
+    return [{k: v for k, v in r.items() if k != "run"} for r in rows if r.get("run") == run_id]
 
 
 def _key(value: Any) -> tuple[bool, Any]:

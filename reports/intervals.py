@@ -10,11 +10,11 @@ UDFs), which is what makes a million events take seconds rather than minutes.
 Conventions: columns ``start``/``end`` are doubles; an interval never has
 ``end <= start`` (such rows are dropped); ``keys`` are the partitioning columns.
 
-Every table carries the ``run`` column (the run dir, :mod:`reports.load`) and every key of
-every helper here starts with it, so one plan analyses any number of runs and no run's rows
-ever meet another's. Why it is always the first key: the loaded events are hash-partitioned
-by ``run`` (once, before the cache), and a window, group-by or join whose keys include
-``run`` is satisfied by that partitioning, so Spark plans it without a shuffle.
+Every table carries the ``run`` column (the run's id, :attr:`reports.load.RunData.id`) and
+every key of every helper here starts with it, so one plan analyses any number of runs and
+no run's rows ever meet another's. Why it is always the first key: the loaded events are
+hash-partitioned by ``run`` (once, before the cache), and a window, group-by or join whose
+keys include ``run`` is satisfied by that partitioning, so Spark plans it without a shuffle.
 Per-run numbers (the run's end, ...) are :func:`scalar` columns, not literals, for the same
 reason: one plan for all runs.
 """

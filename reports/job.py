@@ -136,7 +136,7 @@ def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int)
         {**{name: df for name, (df, _) in mq.items()}, **pq}), "mq", "pq"))
     built = run_steps(steps, workers)
     a, mq, pq, got = built["analysis"], built["mq"], built["pq"], built["got"]
-    out = [_Collected(run, a, assemble(run, metric_results(mq, got, run.key)), pq, got) for run in runs]
+    out = [_Collected(run, a, assemble(run, metric_results(mq, got, run.id)), pq, got) for run in runs]
     stage.done()
     return out
 
@@ -200,17 +200,17 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def table_steps(a: Analysis, out: Path, prefix: str = "t.", key: str | None = None) -> list[Step]:
+def table_steps(a: Analysis, out: Path, prefix: str = "t.", run_id: int | None = None) -> list[Step]:
     """One step per derived table (``pipeline.TABLES``): write it as Parquet under
-    ``out/<name>/`` (``key``: only that run's rows, without the ``run`` column)."""
+    ``out/<name>/`` (``run_id``: only that run's rows, without the ``run`` column)."""
     def writer(name: str, df: Any) -> Step:
         return step(prefix + name, lambda: df.write.mode("overwrite").parquet(str(out / name)))
-    return [writer(name, df) for name, df in a.tables(key).items()]
+    return [writer(name, df) for name, df in a.tables(run_id).items()]
 
 
-def write_tables(a: Analysis, out: Path, workers: int = 1, key: str | None = None) -> list[str]:
+def write_tables(a: Analysis, out: Path, workers: int = 1, run_id: int | None = None) -> list[str]:
     """Every derived table as Parquet under ``out/<name>/``; returns the names."""
-    run_steps(table_steps(a, out, key=key), workers)
+    run_steps(table_steps(a, out, run_id=run_id), workers)
     return list(TABLES)
 
 
@@ -263,7 +263,7 @@ def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages
         write_json(out / "metrics.json", c.metrics)
         steps.append(step(f"draw.{i}", lambda c=c, out=out: draw(c, out)))
         if parquet:
-            steps += table_steps(c.analysis, out / "parquet", f"t.{i}.", c.run.key)
+            steps += table_steps(c.analysis, out / "parquet", f"t.{i}.", c.run.id)
     done = run_steps(steps, workers)
     stage("html", "writing report.html")
     results = []

@@ -75,10 +75,10 @@ def metric_queries(a: Analysis) -> dict[str, Query]:
     }
 
 
-def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows], key: str) -> dict[str, gather.Rows]:
-    """Run ``key``'s collected rows of each query (without ``run``), sorted as the query
+def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows], run_id: int) -> dict[str, gather.Rows]:
+    """Run ``run_id``'s collected rows of each query (without ``run``), sorted as the query
     says (stable JSON)."""
-    return {name: gather.ordered(gather.of_run(got[name], key), order) for name, (_, order) in queries.items()}
+    return {name: gather.ordered(gather.of_run(got[name], run_id), order) for name, (_, order) in queries.items()}
 
 
 def _staleness(r: dict[str, Any]) -> dict[str, Any]:
@@ -159,4 +159,4 @@ def build_metrics(a: Analysis) -> dict[str, Any]:
         raise TypeError("build_metrics: an analysis of one run (reports.job.compute_many for several)")
     queries = metric_queries(a)
     got = gather.collect_all({name: df for name, (df, _) in queries.items()})
-    return assemble(a.run, metric_results(queries, got, a.run.key))
+    return assemble(a.run, metric_results(queries, got, a.run.id))

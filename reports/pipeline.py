@@ -48,11 +48,11 @@ class Analysis:
     sends: DataFrame
     classified: DataFrame
 
-    def tables(self, key: str | None = None) -> dict[str, DataFrame]:
-        """The tables written as Parquet for users' notebooks (name -> DataFrame); ``key``:
+    def tables(self, run_id: int | None = None) -> dict[str, DataFrame]:
+        """The tables written as Parquet for users' notebooks (name -> DataFrame); ``run_id``:
         only that run's rows, without the ``run`` column (a report is of one run)."""
         def of_run(df: DataFrame) -> DataFrame:
-            return df if key is None else df.filter(F.col(RUN) == key).drop(RUN)
+            return df if run_id is None else df.filter(F.col(RUN) == run_id).drop(RUN)
         return {name: of_run(getattr(self, field)) for name, field in TABLES.items()}
 
 

@@ -145,7 +145,7 @@ def assemble(run: RunData, a: Analysis, queries: dict[str, DataFrame], r: dict[s
 
     Only a run with more than ``max_durations`` client stale intervals costs one more
     Spark job: the histogram's seeded sample."""
-    r = {name: gather.of_run(rows, run.key) for name, rows in r.items()}
+    r = {name: gather.of_run(rows, run.id) for name, rows in r.items()}
     df = {name: gather.frame(r[name], [c for c in q.columns if c != RUN]) for name, q in queries.items()}
     notes: list[str] = []
     faults = df["p.faults"].sort_values(["start_s", "fault_id"]).reset_index(drop=True)
@@ -161,7 +161,7 @@ def assemble(run: RunData, a: Analysis, queries: dict[str, DataFrame], r: dict[s
     durations = df["p.durations"]
     if len(durations) > max_durations:
         n_int = int(r["p.intervals"][0]["n"])
-        durations = (a.client_intervals.filter(F.col(RUN) == run.key).select("duration_ms")
+        durations = (a.client_intervals.filter(F.col(RUN) == run.id).select("duration_ms")
                      .sample(fraction=max_durations / n_int, seed=1).toPandas())
         notes.append(f"The staleness histogram is drawn from a {max_durations:,}-interval sample of {n_int:,}.")
     unavailable = df["p.unavailable"]

@@ -35,12 +35,12 @@ class Runs:
     def __getattr__(self, name: str) -> Column:
         if name not in PER_RUN:
             raise AttributeError(name)
-        pairs = [x for r in self.runs for x in (F.lit(r.key), F.lit(getattr(r, name)).cast("double"))]
+        pairs = [x for r in self.runs for x in (F.lit(r.id), F.lit(getattr(r, name)).cast("double"))]
         return F.create_map(*pairs)[F.col(RUN)]
 
-    def run(self, key: str) -> RunData:
-        """The :class:`RunData` of run ``key`` (the value of the ``run`` column)."""
-        return next(r for r in self.runs if r.key == key)
+    def run(self, run_id: int) -> RunData:
+        """The :class:`RunData` of run ``run_id`` (the value of the ``run`` column)."""
+        return next(r for r in self.runs if r.id == run_id)
 
 
 def as_one(runs: list[RunData]) -> Runs:
@@ -51,6 +51,6 @@ def as_one(runs: list[RunData]) -> Runs:
         raise ValueError("as_one: the runs must come from one load_runs call")
     if len(runs) == 1:
         return Runs(runs=list(runs), events=runs[0].events, nodes=runs[0].nodes)
-    mine = F.col(RUN).isin(*sorted(r.key for r in runs))  # these runs, be they all of the load or not
+    mine = F.col(RUN).isin(*sorted(r.id for r in runs))  # these runs, be they all of the load or not
     events, nodes = loaded[0].filter(mine), loaded[1].filter(mine)
     return Runs(runs=list(runs), events=events, nodes=nodes)

@@ -50,7 +50,7 @@ def test_runs_are_one_table_with_a_run_column(spark, two_runs):
     for run in runs:
         assert "run" in run.events.columns
         got = {r["run"]: r["n"] for r in run.events.groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
-        assert got == {run.key: run.event_count}
+        assert got == {run.id: run.event_count}
     assert runs[0].event_count != runs[1].event_count
 
 
