@@ -1,7 +1,7 @@
 """Many runs in one report job: metrics of N copies of a run vs of one, and the warm
 metrics-only time.
 
-    .venv/bin/python bench/report_many.py RUN_DIR [--runs 20] [--repeat 2]
+    .venv/bin/python bench/report_many.py RUN_DIR [--runs 20] [--repeat 2] [--conf KEY=VALUE]
 
 Copies RUN_DIR N times (``/tmp/rmqemu-many/run-<i>``, the logs and manifest only), builds
 the session as ``rmqemu report`` would for that input (``reports.cli.build_session``), then
@@ -60,11 +60,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--root", type=Path, default=Path("/tmp/rmqemu-many"))
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting applied last (to try one; repeatable)")
     a = ap.parse_args()
     dirs = copies(a.run_dir, a.runs, a.root)
     size = sum(os.path.getsize(p) for d in dirs for p in event_paths(d))
     t = time.perf_counter()
-    spark = build_session(None, small_input=size < SMALL_INPUT_BYTES)
+    spark = build_session(None, small_input=size < SMALL_INPUT_BYTES, conf=dict(c.split("=", 1) for c in a.conf))
     print(f"session start-up {time.perf_counter() - t:.1f} s; {a.runs} copies of {a.run_dir} "
           f"({size / 1e6:.1f} MB in all)", flush=True)
     for i in range(a.repeat):
