@@ -301,9 +301,10 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
     group-by and join of the analysis has ``run`` among its keys (:mod:`reports.intervals`),
     which that partitioning satisfies, so they need no shuffle of their own (the one
     exchange is here, once). Only for a small input (:func:`_small`): a run is then one
-    partition, which on a large run leaves every core but one idle (a 1M-event run did not
-    finish its analysis in 5 min on one core, against 76-96 s on main's code); a large
-    input keeps the scan's partitions and Spark shuffles by each operator's keys instead.
+    partition, which on a large run would leave every core but one idle for every operator
+    of the analysis; a large input keeps the scan's partitions and Spark shuffles by each
+    operator's keys instead (a 1M-event run then costs the CPU it costs without the keying,
+    bench/README.md).
     :func:`reports.runs.as_one` makes all the runs one analysis input."""
     if len(set(run_dirs)) != len(run_dirs):
         raise RunInputError("the same run directory is given twice: " + ", ".join(
