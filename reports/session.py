@@ -14,11 +14,10 @@ from typing import Any
 #: Below this many bytes of logs a run counts as small (about 100k events).
 SMALL_INPUT_BYTES = 20 * 1024 * 1024
 
-#: Settings every report session needs. Adaptive execution off: the report cuts the
-#: lineage of its shared tables lazily (``reports.pipeline.reuse``), and with adaptive
-#: execution Spark would run each such table's stages when it is cut, a job apiece, before
-#: the one action that collects everything. Shuffles are sized by the input instead
-#: (``spark.sql.shuffle.partitions``: 1 for a small input, 2 per core otherwise).
+#: Settings every report session needs. Adaptive execution off: with it Spark would compute
+#: the lazily cut node table (``reports.load``) when it is cut, a job of its own, and every
+#: figure in bench/README.md was measured without it. Shuffles are sized by the input
+#: instead (``spark.sql.shuffle.partitions``: 1 for a small input, 2 per core otherwise).
 REPORT_CONF: dict[str, str] = {"spark.sql.adaptive.enabled": "false"}
 
 #: Settings for a small input (hand-made logs, a quickstart run, many of them): its time is
