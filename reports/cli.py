@@ -59,13 +59,15 @@ class _Sessions:
             return spark
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
-            self.built = build_session(self.master, small_input)
+            self.built = build_session(self.master, small_input, record_archive=True)
         return self.built
 
     def close(self) -> None:
         if self.background is not None:
             self.background.close()
         if self.built is not None:
+            if getattr(self.built, "_rmqemu_pending_archive", None) is not None:
+                self.progress("saving the Spark JVM's classes for faster starts (once per Java and Spark install)")
             stop_session(self.built)
 
 

@@ -68,23 +68,21 @@ TABLES: dict[str, str] = {
 
 
 def reuse(df: DataFrame) -> DataFrame:
-    """``df`` cut from its lineage, computed lazily (``localCheckpoint(eager=False)``):
-    the first action that reads it computes it once and keeps it (in memory, or on local
-    disk), later reads get the kept rows.
+    """``df`` computed now and cut from its lineage (``localCheckpoint``, kept in memory or
+    on local disk): later reads get the kept rows.
 
-    Why: a table is read by several later transforms. Without the cut every plan above it
+    Why a cut: a table is read by several later transforms. Without it every plan above it
     holds a copy of the whole stack of windows and joins beneath it: one report's plan
     grew to thousands of operators, took minutes to optimize and ran the driver out of
-    memory. Why lazy: an eager cut is one Spark job per table (about 20 per run), and
-    on a few cores each job's overhead is most of a small run's time.
-    (With adaptive execution on, Spark runs a plan's stages when its RDD is built: the
-    report's sessions turn it off, :func:`reports.cli.build_session`.)"""
-    cut = df.localCheckpoint(eager=False)
-    # Keep the source plan alive as long as the cut: its SQL metrics are accumulators the
-    # JVM holds weakly, and the action that computes the cut updates them ("non-existent
-    # accumulator" errors if the plan was collected by then).
-    cut._rmqemu_source = df  # type: ignore[attr-defined]
-    return cut
+    memory.
+
+    Why eager (a Spark job per cut table, about 16 per run): the steps that build the
+    tables run on several threads (:mod:`reports.tasks`), so a cut's job runs beside the
+    building of the others, and the one action that collects the results then plans and
+    ships small plans over kept rows. Lazy cuts (computed inside that action) made each
+    of its tasks carry the plans of every table beneath it: warm ``metrics()`` of a small
+    run took 15.0 s against 12.6 s eager, alternating in one session (bench/README.md)."""
+    return df.localCheckpoint(eager=True)
 
 
 def _topics(hosts: DataFrame, cviews: DataFrame, nviews: DataFrame) -> DataFrame:

@@ -10,15 +10,16 @@ import sys
 import threading
 from typing import Any
 
+from reports import jvm_archive
+
 
 #: Below this many bytes of logs a run counts as small (about 100k events).
 SMALL_INPUT_BYTES = 20 * 1024 * 1024
 
-#: Settings every report session needs. Adaptive execution off: the report cuts the
-#: lineage of its shared tables lazily (``reports.pipeline.reuse``), and with adaptive
-#: execution Spark would run each such table's stages when it is cut, a job apiece, before
-#: the one action that collects everything. Shuffles are sized by the input instead
-#: (``spark.sql.shuffle.partitions``: 1 for a small input, 2 per core otherwise).
+#: Settings every report session needs. Adaptive execution off: with it Spark would compute
+#: the lazily cut node table (``reports.load``) when it is cut, a job of its own, and every
+#: figure in bench/README.md was measured without it. Shuffles are sized by the input
+#: instead (``spark.sql.shuffle.partitions``: 1 for a small input, 2 per core otherwise).
 REPORT_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     # a join whose keys include ``run`` over two inputs hash-partitioned by ``run`` alone needs
@@ -49,7 +50,7 @@ THREADS = 4
 
 
 def build_session(master: str | None = None, small_input: bool = False,
-                  conf: dict[str, str] | None = None) -> Any:
+                  conf: dict[str, str] | None = None, record_archive: bool = False) -> Any:
     """A SparkSession for the report: ``local[*]`` by default, UI off, few shuffle
     partitions, driver on the loopback interface (a local job needs no other address,
     and a laptop's firewall or VPN then cannot get in the way). With a real cluster
@@ -64,10 +65,15 @@ def build_session(master: str | None = None, small_input: bool = False,
     dozen py4j round trips (about 3 ms here) to record where it was called, for error
     messages only; a report makes thousands of such calls.
 
+    The driver JVM maps the class archive of this Java and Spark install when there is one
+    (:mod:`reports.jvm_archive`: seconds off its start); ``record_archive`` (a short-lived
+    session) has it write that archive at exit when there is none yet.
+
     ``conf``: extra settings applied last (the benchmark scripts use it to try some)."""
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     master = master or "local[*]"
     local = master.startswith("local")
+    java_options = ""
     if local:
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # read when the JVM starts
     from pyspark.sql import SparkSession
@@ -89,18 +95,24 @@ def build_session(master: str | None = None, small_input: bool = False,
             # a young generation big enough that a small report rarely collects; room for
             # the compiled code of many runs' plans (the 48 MB default filled up at 20 runs,
             # after which the JIT stops and everything runs interpreted)
-            b = b.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m -XX:ReservedCodeCacheSize=256m")
+            java_options = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m -XX:ReservedCodeCacheSize=256m"
+    archive_options, pending_archive = jvm_archive.jvm_options(record_archive)
+    java_options = f"{java_options} {archive_options}".strip()
+    if java_options:
+        b = b.config("spark.driver.extraJavaOptions", java_options)
     for key, value in REPORT_CONF.items():
         b = b.config(key, value)
     for key, value in (conf or {}).items():
         b = b.config(key, value)
     spark = b.getOrCreate()
+    spark._rmqemu_pending_archive = pending_archive  # published by stop_session
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def stop_session(spark: Any, timeout: float = 30.0) -> None:
-    """Stop the session *and its JVM*, and wait for the JVM to exit.
+    """Stop the session *and its JVM*, and wait for the JVM to exit (and publish the class
+    archive it wrote at exit, if it was recording one: :mod:`reports.jvm_archive`).
 
     ``SparkSession.stop()`` leaves PySpark's gateway JVM running until this Python process
     exits; the JVM then notices EOF on its stdin and exits on its own, but by then its
@@ -109,8 +121,10 @@ def stop_session(spark: Any, timeout: float = 30.0) -> None:
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
+    pending_archive = getattr(spark, "_rmqemu_pending_archive", None)
     spark.stop()
     if gateway is None:
+        jvm_archive.publish(pending_archive, False)
         return
     proc = getattr(gateway, "proc", None)
     try:
@@ -120,6 +134,7 @@ def stop_session(spark: Any, timeout: float = 30.0) -> None:
     SparkContext._gateway = None
     SparkContext._jvm = None
     if proc is None:
+        jvm_archive.publish(pending_archive, False)
         return
     if proc.stdin is not None:
         proc.stdin.close()
@@ -128,6 +143,7 @@ def stop_session(spark: Any, timeout: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    jvm_archive.publish(pending_archive, proc.returncode == 0)
 
 
 #: How much nicer than the cluster's nodes a JVM started beside a running cluster is (Linux).
