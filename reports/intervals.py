@@ -36,8 +36,8 @@ def keyed(keys: Sequence[str]) -> list[str]:
 
 
 def scalar(value: float | Column | None) -> Column:
-    """A per-run number as a Column: a Column (e.g. :meth:`reports.load.Runs.col`, a
-    lookup by ``run``) as is, a plain number as a double literal (tests of one run), None
+    """A per-run number as a Column: a Column (e.g. a per-run attribute of
+    :class:`reports.runs.Runs`, a lookup by ``run``) as is, a plain number as a double literal (tests of one run), None
     as a null double."""
     if isinstance(value, Column):
         return value

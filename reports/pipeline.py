@@ -12,13 +12,13 @@ from dataclasses import dataclass, fields
 from pyspark.sql import DataFrame, functions as F
 
 from reports import misrouted, staleness, truth
-from reports.intervals import RUN, scalar
+from reports.intervals import RUN
 from reports.load import RunData
 from reports.runs import Runs
 from reports.tasks import Step, run_steps, step
 
 #: What an analysis reads: one run (per-run numbers as floats) or several as one
-#: (:func:`reports.load.as_one`: the same attributes, per-run numbers as columns).
+#: (:func:`reports.runs.as_one`: the same attributes, per-run numbers as columns).
 Input = RunData | Runs
 
 
@@ -76,7 +76,7 @@ def reuse(df: DataFrame) -> DataFrame:
     grew to thousands of operators, took minutes to optimize and ran the driver out of
     memory.
 
-    Why eager (a Spark job per cut table, about 16 per run): the steps that build the
+    Why eager (a Spark job per cut table, about 16 per analysis, whatever its number of runs): the steps that build the
     tables run on several threads (:mod:`reports.tasks`), so a cut's job runs beside the
     building of the others, and the one action that collects the results then plans and
     ships small plans over kept rows. Lazy cuts (computed inside that action) made each
@@ -138,17 +138,8 @@ def analysis_of(run: Input, done: dict[str, DataFrame], prefix: str = "") -> Ana
 
 
 def analyse(run: Input, workers: int = 1) -> Analysis:
-    """Every derived table of ``run`` (one or several, :data:`Input`), as DataFrames not yet computed (nothing runs
-    here), built on ``workers`` threads. The report collects all its small results in
-    one action (:mod:`reports.gather`); that action computes the cut tables once."""
+    """Every derived table of ``run`` (one or several, :data:`Input`), built on ``workers``
+    threads: the tables several others read are computed as they are cut (:func:`reuse`),
+    the rest stay DataFrames not yet computed. The report collects all its small results
+    in one action (:mod:`reports.gather`)."""
     return analysis_of(run, run_steps(analysis_steps(run), workers))
-
-
-def time_bin_ms(run: Input) -> float | F.Column:
-    """Width of the time bins of the over-time plots (:attr:`reports.load.RunData.bin_ms`)."""
-    return run.bin_ms
-
-
-def offset(col: str, run: Input) -> F.Column:
-    """Milliseconds since the run's first event, for tables meant for people."""
-    return F.col(col) - scalar(run.run_start)
