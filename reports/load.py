@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -166,18 +167,21 @@ def event_paths(run_dir: str) -> list[str]:
     return files
 
 
-def read_events(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """Parse JSON lines with the explicit schema; keep ``file`` and a read-order ``seq``.
+def read_events(spark: SparkSession, paths: list[str], run: Callable[[F.Column], F.Column] | None = None) -> DataFrame:
+    """Parse JSON lines with the explicit schema; keep ``file`` and a read-order ``seq``
+    (and ``run``, ``run(file path column)``, when given: the scan's file metadata is only
+    reachable here).
 
     ``seq`` only breaks ties between events of one node with the same ``ts`` (a file
     is read in order), so "latest event at or before t" stays deterministic.
     """
+    extra = [run(F.col("_metadata.file_path")).alias(RUN)] if run is not None else []
     return (
         spark.read.schema(EVENT_SCHEMA)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
         .json(paths)
-        .select("*", F.col("_metadata.file_name").alias("file"))
+        .select("*", F.col("_metadata.file_name").alias("file"), *extra)
         .withColumn("seq", F.monotonically_increasing_id())
     )
 
@@ -217,25 +221,28 @@ def _sql_literal(value: Any) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def manifest_nodes(spark: SparkSession, manifest: Manifest, run: int = 0) -> DataFrame:
-    """The manifest's nodes as a local table (``run``, the run's id, and ``NODE_SCHEMA``).
+def manifest_nodes(spark: SparkSession, manifests: dict[int, Manifest]) -> DataFrame:
+    """The manifests' nodes as one local table (``run``, the run id the manifest is keyed
+    by, and ``NODE_SCHEMA``).
 
     Why SQL ``VALUES`` and not ``createDataFrame``: an inline table is a local relation
     built by the parser, while ``createDataFrame`` ships pickled rows through an RDD,
-    which costs a job and seconds of JVM warm-up on every report."""
+    which costs a job and seconds of JVM warm-up on every report. One statement for all
+    the runs: a union of one per run would be as many relations in every later plan."""
     rows = []
-    for name, info in manifest.nodes.items():
-        bid = info.get("broker_id")
-        auto = info.get("autoCreateTopicEnable")
-        rows.append((
-            name, info.get("role"), info.get("broker"),
-            int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
-            info.get("group"), auto if isinstance(auto, bool) else None,
-        ))
-    cols = f"CAST({int(run)} AS INT) AS {RUN}, " + ", ".join(
-        f"CAST(col{i + 1} AS {f.dataType.simpleString()}) AS {f.name}" for i, f in enumerate(NODE_SCHEMA.fields))
+    for run, manifest in manifests.items():
+        for name, info in manifest.nodes.items():
+            bid = info.get("broker_id")
+            auto = info.get("autoCreateTopicEnable")
+            rows.append((
+                int(run), name, info.get("role"), info.get("broker"),
+                int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
+                info.get("group"), auto if isinstance(auto, bool) else None,
+            ))
+    cols = f"CAST(col1 AS INT) AS {RUN}, " + ", ".join(
+        f"CAST(col{i + 2} AS {f.dataType.simpleString()}) AS {f.name}" for i, f in enumerate(NODE_SCHEMA.fields))
     if not rows:
-        return spark.sql(f"SELECT {cols} FROM VALUES ({', '.join(['NULL'] * len(NODE_SCHEMA.fields))}) WHERE false")
+        return spark.sql(f"SELECT {cols} FROM VALUES ({', '.join(['NULL'] * (len(NODE_SCHEMA.fields) + 1))}) WHERE false")
     values = ", ".join("(" + ", ".join(_sql_literal(v) for v in r) + ")" for r in rows)
     return spark.sql(f"SELECT {cols} FROM VALUES {values}")
 
@@ -248,7 +255,7 @@ def node_table(spark: SparkSession, manifests: dict[int, Manifest], events: Data
     lacks (or a manifest without ``nodes``), so hand-made logs need not repeat themselves.
     Hash-partitioned by ``run`` like the events, so the analysis joins it without a shuffle.
     """
-    from_manifest = reduce(DataFrame.unionByName, [manifest_nodes(spark, m, k) for k, m in manifests.items()])
+    from_manifest = manifest_nodes(spark, manifests)
     from_events = (
         events.filter(F.col("kind") == "node.start")
         .groupBy(RUN, "node")
@@ -279,6 +286,30 @@ def _read_run(spark: SparkSession, run_dir: str, run_id: int) -> DataFrame:
     return raw.withColumn(RUN, F.lit(run_id) + F.length(F.substring(F.col("file"), 1, 0)))
 
 
+def _read_local_runs(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
+    """The raw lines of local runs (``read_events``) as ONE scan of all their files, each
+    row's ``run`` (the index of its run dir) looked up by the row's file.
+
+    Why one scan and not a union of one per run: every later DataFrame's plan holds its
+    scans, and Spark's analysis renews a plan's duplicated relations for each of them:
+    with 20 runs that renewing was a third of the driver's time, and the union's 20 scans
+    made as many tasks. The file path Spark gives a row is the Hadoop URI of the file
+    (percent-encoded), so the lookup keys are made by Hadoop's own ``Path.toUri``."""
+    to_uri = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
+    run_of: dict[str, int] = {}
+    paths = []
+    for run_id, run_dir in enumerate(run_dirs):
+        for path in event_paths(run_dir):
+            paths.append(path)
+            key = to_uri(os.path.abspath(path.removeprefix("file://"))).toUri().toString()
+            if key in run_of:
+                raise RunInputError(f"{path}: read for two run directories ({run_dirs[run_of[key]]} and {run_dir}); "
+                                    "give each run directory once")
+            run_of[key] = run_id
+    keys = F.expr("map(" + ", ".join(f"{_sql_literal(key)}, {run_id}" for key, run_id in run_of.items()) + ")")
+    return read_events(spark, paths, lambda file_path: keys[F.regexp_replace(file_path, "^file:", "")])
+
+
 def _small(run_dirs: list[str]) -> bool:
     """Whether the runs are local and their logs together small (``SMALL_INPUT_BYTES``, the
     threshold of the CLI's small-input session): partitioning by run pays there."""
@@ -291,10 +322,11 @@ def _small(run_dirs: list[str]) -> bool:
 
 
 def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
-    """Read several run directories as one table with a ``run`` column (the run dir as
-    given), cached once; raise :class:`RunInputError` for anything unusable.
+    """Read several run directories as one table with a ``run`` column (the index of the
+    run dir in ``run_dirs``), cached once; raise :class:`RunInputError` for anything unusable.
 
-    Why one table: the scan, the cache and the bounds/broken-line statistics are one job
+    Why one table: the scan (one scan of every file when the runs are local,
+    :func:`_read_local_runs`), the cache and the bounds/broken-line statistics are one job
     for all the runs, whatever their number; each run's ``events`` is a filter of the
     cached table on ``run`` (the in-memory cache skips the other runs' batches by their
     min/max statistics). Why hash-partitioned by ``run`` before the cache: every window,
@@ -310,11 +342,21 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
         raise RunInputError("the same run directory is given twice: " + ", ".join(
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
-    raw = reduce(DataFrame.unionByName, [_read_run(spark, rd, i) for i, rd in enumerate(run_dirs)])
+    if all(not _is_uri(rd) or rd.startswith("file://") for rd in run_dirs):
+        raw = _read_local_runs(spark, run_dirs)
+    else:
+        raw = reduce(DataFrame.unionByName, [_read_run(spark, rd, i) for i, rd in enumerate(run_dirs)])
     if _small(run_dirs):
-        raw = raw.repartition(RUN)
+        # sorted by kind, the cache's batches (10,000 rows) mostly hold one kind each, and a
+        # transform's filter on kind skips the others by their statistics: 20 runs' report
+        # 17 s against 19 s unsorted (bench/README.md)
+        raw = raw.repartition(RUN).sortWithinPartitions("kind")
     raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
+    lost = [r["file"] for r in stats if r["run"] is None]
+    if lost:  # the lookup of _read_local_runs missed: a path Spark spells unlike Hadoop's Path
+        raise RunInputError(f"{', '.join(sorted(lost))}: read, but not matched to any of the run directories "
+                            f"{', '.join(run_dirs)} (please report this with the paths)")
     good, _ = split_bad_lines(raw)
     # lazily: computed (once) by the first analysis job that reads it
     nodes = node_table(spark, dict(enumerate(manifests)), good).localCheckpoint(eager=False)

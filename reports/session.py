@@ -26,6 +26,10 @@ REPORT_CONF: dict[str, str] = {
     # no shuffle (every table is keyed by run, reports.intervals); by default Spark wants the
     # inputs partitioned by all the join keys and shuffles both
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    # local runs are read as one scan of their event files, named one by one (reports.load):
+    # above 32 paths Spark lists them with a job of one task per path, about a second for
+    # 20 runs, where the driver's own listing is a stat per file
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
 #: Settings for a small input (hand-made logs, a quickstart run, many of them): its time is

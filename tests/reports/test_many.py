@@ -114,3 +114,20 @@ def test_metrics_only_writes_nothing_and_equals_the_report(spark, two_runs):
     assert got == metrics_of(spark, run)
     assert got["misrouted"]["by_reason"]["paused"] == 1
     assert not (run / "report").exists()
+
+
+def test_runs_in_directories_with_spaces_percent_and_accents_keep_their_events(spark, tmp_path):
+    """One scan reads every run's files and tells them apart by the file path Spark gives
+    (percent-encoded): names that encoding changes must still find their run."""
+    odd = write_run(tmp_path / "run é 100%+1", *kill_scenario())
+    plain = write_run(tmp_path / "plain", *pause_scenario())
+    runs = load_runs(spark, [str(odd), str(plain)])
+    alone = [load_runs(spark, [str(p)])[0].event_count for p in (odd, plain)]
+    assert [r.event_count for r in runs] == alone
+    for run in runs:
+        assert {r["run"] for r in run.events.select("run").distinct().collect()} == {run.id}
+
+
+def test_the_same_run_spelled_two_ways_is_bad_input(spark, two_runs):
+    with pytest.raises(RunInputError, match="read for two run directories"):
+        job.compute_many(spark, [str(two_runs[0]), str(two_runs[0]) + "/"])
