@@ -27,6 +27,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,11 @@ from pyspark.sql import SparkSession
 from reports import gather, html, plotdata, plots
 from reports.load import RunData, load_runs, release_runs
 from reports.runs import as_one
-from reports.metrics import assemble, metric_queries, metric_results
+from reports.metrics import HELPERS, assemble, metric_query_steps, metric_results
 from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
+from reports.session import call_sites_named, name_call_sites
 from reports.pipeline import TABLES, Analysis, analysis_steps
-from reports.tasks import Step, run_steps, step
+from reports.tasks import Step, downstream, run_steps, step
 from rmqemu.errors import RunInputError
 
 Progress = Callable[[str], None]
@@ -111,31 +113,41 @@ def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too
     ``release``: drop the runs' cached events at the end (:func:`reports.load.release_runs`;
     always on failure), for callers that read nothing more."""
     stage("load", f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
-    runs = load_runs(spark, run_dirs)
-    try:
-        out = _analyse(runs, stage, plots_too, workers)
-    except BaseException:
-        release_runs(runs)
-        raise
+    with call_sites_named(spark):
+        runs = load_runs(spark, run_dirs)
+        try:
+            out = _analyse(runs, stage, plots_too, workers, partial(name_call_sites, spark))
+        except BaseException:
+            release_runs(runs)
+            raise
     if release:
         release_runs(runs)
     return out
 
 
-def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int) -> list[_Collected]:
+def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int,
+             per_thread: Callable[[], None]) -> list[_Collected]:
     """The analysis of the loaded ``runs`` and their collected results (see :func:`_collect`)."""
     stage("analyse", _analysing(runs) + "; assembling metrics" + (", plot data" if plots_too else "")
           + (f" ({workers} threads)" if workers > 1 else ""))
     one = as_one(runs)
     names = [f.name for f in fields(Analysis) if f.name != "run"]
-    steps: list[Step] = analysis_steps(one)
+    metric_steps = metric_query_steps(one)
+    queries = [s.name for s in metric_steps if s.name not in HELPERS]
+    steps: list[Step] = [*analysis_steps(one), *metric_steps]
     steps.append(step("analysis", lambda *t: Analysis(run=one, **dict(zip(names, t))), *names))
-    steps.append(step("mq", metric_queries, "analysis"))
     steps.append(step("pq", plotdata.plot_queries if plots_too else (lambda a: {}), "analysis"))
-    steps.append(step("got", lambda mq, pq: gather.collect_all(
-        {**{name: df for name, (df, _) in mq.items()}, **pq}), "mq", "pq"))
-    built = run_steps(steps, workers)
-    a, mq, pq, got = built["analysis"], built["mq"], built["pq"], built["got"]
+    # two collects: the queries that do not wait for the long chain of the analysis (truth
+    # -> stale intervals) run while it is still being built
+    late = downstream(steps, "truth")
+    early_q, late_q = [q for q in queries if q not in late], [q for q in queries if q in late]
+    steps.append(step("got.early", lambda *mq: gather.collect_all(
+        {name: df for name, (df, _) in zip(early_q, mq)}), *early_q))
+    steps.append(step("got.late", lambda pq, *mq: gather.collect_all(
+        {**{name: df for name, (df, _) in zip(late_q, mq)}, **pq}), "pq", *late_q))
+    built = run_steps(steps, workers, per_thread)
+    a, pq, got = built["analysis"], built["pq"], {**built["got.early"], **built["got.late"]}
+    mq = {name: built[name] for name in queries}
     out = [_Collected(run, a, assemble(run, metric_results(mq, got, run.id)), pq, got) for run in runs]
     stage.done()
     return out
@@ -264,7 +276,9 @@ def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages
         steps.append(step(f"draw.{i}", lambda c=c, out=out: draw(c, out)))
         if parquet:
             steps += table_steps(c.analysis, out / "parquet", f"t.{i}.", c.run.id)
-    done = run_steps(steps, workers)
+    spark = collected[0].run.events.sparkSession
+    with call_sites_named(spark):
+        done = run_steps(steps, workers, partial(name_call_sites, spark))
     stage("html", "writing report.html")
     results = []
     for i, (c, out) in enumerate(zip(collected, outs)):

@@ -8,6 +8,7 @@ first event (``start_offset_ms``), which are durations and get twins too.
 """
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from pyspark.sql import DataFrame, functions as F
@@ -16,7 +17,8 @@ from reports import availability, clients, drain, gather, loss, misrouted, timin
 from reports.intervals import RUN, scalar
 from reports.misrouted import REASONS
 from reports.load import RunData
-from reports.pipeline import Analysis
+from reports.pipeline import Analysis, Input
+from reports.tasks import Step, given, run_steps, step
 
 
 def with_cluster_seconds(obj: Any, scale: float) -> Any:
@@ -37,42 +39,66 @@ def with_cluster_seconds(obj: Any, scale: float) -> Any:
 Query = tuple[DataFrame, list[str] | None]
 
 
-def metric_queries(a: Analysis) -> dict[str, Query]:
-    """The small queries behind ``metrics.json``, by name (what :func:`assemble` reads),
+def metric_query_steps(run: Input) -> list[Step]:
+    """The small queries behind ``metrics.json`` as steps of the analysis graph
+    (:func:`reports.pipeline.analysis_steps`): step ``m.<name>`` gives ``(DataFrame, the
+    columns its rows are sorted by)`` and depends only on the analysis tables it reads,
     each with a ``run`` column: one query answers for every run of the analysis.
+
+    Why steps and not one function of the whole analysis: building a query is driver work
+    (py4j, Catalyst); as steps, the queries over the events or over early tables are built
+    on free threads while the long chain of the analysis (views -> truth -> stale
+    intervals) is still being built, instead of one after another once it is done.
 
     Nothing runs here: the report collects these together with the plot queries in one
     action (:mod:`reports.gather`)."""
-    run, ev = a.run, a.run.events
-    t0 = scalar(run.run_start)
+    ev, t0 = run.events, scalar(run.run_start)
     cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
-    windows = availability.unavailable_windows(a.sends, run.measure_end)  # docs/design.md §9
-    conv = availability.with_impact(
-        a.convergence.join(a.faults.select(RUN, "fault_id", "targets", "end", "has_end"), [RUN, "fault_id"]),
-        a.faults, windows, a.classified, run.measure_end)
-    conv = conv.select(RUN, "fault_id", "fault", "targets",
-                       (F.col("start") - t0).alias("start_offset_ms"),
-                       (F.col("end") - t0).alias("end_offset_ms"), "has_end",
-                       "converged_ms", "stale_views",
-                       (F.col("impact_end") - t0).alias("impact_end_offset_ms"),
-                       "rto_ms", "failed_sends", "misrouted_sends")
-    return {
-        "m.consumption": (clients.consumption(ev, a.sends, run.stop_ms), ["topic"]),
-        "m.group_loss": (loss.group_loss(ev, a.sends, run.stop_ms), ["group", "topic"]),
-        "m.availability": (availability.availability_by_pair(a.sends, windows), ["producer", "topic"]),
-        "m.nsq": (clients.non_subscriber_queues(ev), ["group", "topic"]),
-        "m.sne": (clients.subscription_not_exist(ev), ["node", "topic"]),
-        "m.autocreate": (clients.autocreate_coverage(ev, run.nodes, a.hosts, a.autocreate), ["topic"]),
-        "m.outcomes": (clients.send_outcomes(a.sends), None),
-        "m.latency": (clients.latency_percentiles(a.sends), None),
-        "m.no_route": (clients.no_route_errors(a.sends), ["topic"]),
-        "m.misrouted": (misrouted.misrouted_by_reason(a.classified), None),
-        "m.clients": (a.client_staleness.select(RUN, "client", *cols), ["client", "topic"]),
-        "m.namesrvs": (a.namesrv_staleness.select(RUN, "namesrv", *cols), ["namesrv", "topic"]),
-        "m.faults": (conv, ["start_offset_ms", "fault_id"]),
-        "m.timing": (timing.node_lag(ev, a.pauses, since=run.up_ms), ["node"]),
-        "m.drain": (drain.query(ev), ["ts"]),
-    }
+
+    def faults(conv: DataFrame, fault_df: DataFrame, windows: DataFrame, classified: DataFrame) -> Query:
+        impact = availability.with_impact(
+            conv.join(fault_df.select(RUN, "fault_id", "targets", "end", "has_end"), [RUN, "fault_id"]),
+            fault_df, windows, classified, run.measure_end)
+        return impact.select(RUN, "fault_id", "fault", "targets",
+                             (F.col("start") - t0).alias("start_offset_ms"),
+                             (F.col("end") - t0).alias("end_offset_ms"), "has_end",
+                             "converged_ms", "stale_views",
+                             (F.col("impact_end") - t0).alias("impact_end_offset_ms"),
+                             "rto_ms", "failed_sends", "misrouted_sends"), ["start_offset_ms", "fault_id"]
+
+    return [  # docs/design.md §7, §9
+        step("m.windows", lambda s: availability.unavailable_windows(s, run.measure_end), "sends"),
+        step("m.faults", faults, "convergence", "faults", "m.windows", "classified"),
+        step("m.clients", lambda x: (x.select(RUN, "client", *cols), ["client", "topic"]), "client_staleness"),
+        step("m.namesrvs", lambda x: (x.select(RUN, "namesrv", *cols), ["namesrv", "topic"]), "namesrv_staleness"),
+        step("m.misrouted", lambda c: (misrouted.misrouted_by_reason(c), None), "classified"),
+        step("m.consumption", lambda s: (clients.consumption(ev, s, run.stop_ms), ["topic"]), "sends"),
+        step("m.group_loss", lambda s: (loss.group_loss(ev, s, run.stop_ms), ["group", "topic"]), "sends"),
+        step("m.availability", lambda s, w: (availability.availability_by_pair(s, w), ["producer", "topic"]),
+             "sends", "m.windows"),
+        step("m.outcomes", lambda s: (clients.send_outcomes(s), None), "sends"),
+        step("m.latency", lambda s: (clients.latency_percentiles(s), None), "sends"),
+        step("m.no_route", lambda s: (clients.no_route_errors(s), ["topic"]), "sends"),
+        step("m.autocreate", lambda h, a: (clients.autocreate_coverage(ev, run.nodes, h, a), ["topic"]),
+             "hosts", "autocreate"),
+        step("m.timing", lambda p: (timing.node_lag(ev, p, since=run.up_ms), ["node"]), "pauses"),
+        step("m.nsq", lambda: (clients.non_subscriber_queues(ev), ["group", "topic"])),
+        step("m.sne", lambda: (clients.subscription_not_exist(ev), ["node", "topic"])),
+        step("m.drain", lambda: (drain.query(ev), ["ts"])),
+    ]
+
+
+#: The steps of :func:`metric_query_steps` that are not queries of ``metrics.json``.
+HELPERS = ("m.windows",)
+
+
+def metric_queries(a: Analysis) -> dict[str, Query]:
+    """The small queries behind ``metrics.json``, by name (what :func:`assemble` reads),
+    built from a finished analysis (:func:`metric_query_steps` in list order)."""
+    tables = {f.name: getattr(a, f.name) for f in fields(Analysis) if f.name != "run"}
+    steps = metric_query_steps(a.run)
+    done = run_steps(given(tables) + steps)
+    return {s.name: done[s.name] for s in steps if s.name not in HELPERS}
 
 
 def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows], run_id: int) -> dict[str, gather.Rows]:

@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from reports import jvm_archive
+from reports import jvm_archive, jvm_view
 
 
 #: Below this many bytes of logs a run counts as small (about 100k events).
@@ -109,6 +111,7 @@ def build_session(master: str | None = None, small_input: bool = False,
     for key, value in (conf or {}).items():
         b = b.config(key, value)
     spark = b.getOrCreate()
+    jvm_view.install(spark)  # Java classes looked up once, not on every F.col (reports.jvm_view)
     spark._rmqemu_pending_archive = pending_archive  # published by stop_session
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -229,3 +232,34 @@ def tune_session(spark: Any, small_input: bool) -> None:
             spark.conf.unset(key)
 
 
+
+
+#: The call site every RDD of a report is named by (Spark's ``callSite.*`` local properties).
+CALL_SITE = "rmqemu report"
+_CALL_SITE_KEYS = ("callSite.short", "callSite.long")
+
+
+def name_call_sites(spark: Any) -> None:
+    """Name the Spark work this thread starts :data:`CALL_SITE` (a thread-local setting).
+
+    Why: Spark records where every RDD was created by walking and formatting the creating
+    thread's stack, unless the thread's ``callSite.*`` local properties name it. A report
+    creates a few hundred RDDs (each operator of each executed plan); the stack walks were
+    7 % of the driver's samples in a warm ``metrics()`` (bench/README.md). The names only
+    label jobs in logs and the Spark UI."""
+    for key in _CALL_SITE_KEYS:
+        spark.sparkContext.setLocalProperty(key, CALL_SITE)
+
+
+@contextmanager
+def call_sites_named(spark: Any) -> Iterator[None]:
+    """:func:`name_call_sites` for this thread while the block runs, then what was set
+    before (the caller's later jobs keep their own names)."""
+    sc = spark.sparkContext
+    before = [sc.getLocalProperty(key) for key in _CALL_SITE_KEYS]
+    name_call_sites(spark)
+    try:
+        yield
+    finally:
+        for key, value in zip(_CALL_SITE_KEYS, before):
+            sc.setLocalProperty(key, value)  # None removes it

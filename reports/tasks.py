@@ -51,8 +51,19 @@ def given(values: dict[str, Any]) -> list[Step]:
     return [Step(name, (lambda v=v: v)) for name, v in values.items()]
 
 
-def run_steps(steps: Sequence[Step], workers: int = 1) -> dict[str, Any]:
-    """Run ``steps`` (see the module docstring); return ``name -> result``.
+def downstream(steps: Sequence[Step], name: str) -> set[str]:
+    """The names of the steps of ``steps`` that depend on step ``name``, directly or not."""
+    found: set[str] = set()
+    for s in steps:  # every step comes after its dependencies
+        if any(d == name or d in found for d in s.deps):
+            found.add(s.name)
+    return found
+
+
+def run_steps(steps: Sequence[Step], workers: int = 1,
+              per_thread: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run ``steps`` (see the module docstring); return ``name -> result``. ``per_thread``
+    is called first in each worker thread (thread-local settings), not in the caller's.
 
     After a failure no further step is started; the steps already running are waited
     for (no thread is left running Spark jobs behind the caller's back), then the first
@@ -71,7 +82,7 @@ def run_steps(steps: Sequence[Step], workers: int = 1) -> dict[str, Any]:
     pending = list(steps)
     running: dict[Future[Any], str] = {}
     failure: BaseException | None = None
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="report") as pool:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="report", initializer=per_thread) as pool:
         while pending or running:
             if failure is None:
                 for s in [s for s in pending if all(d in done for d in s.deps)][:workers - len(running)]:
