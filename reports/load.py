@@ -294,20 +294,21 @@ def _read_local_runs(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
     scans, and Spark's analysis renews a plan's duplicated relations for each of them:
     with 20 runs that renewing was a third of the driver's time, and the union's 20 scans
     made as many tasks. The file path Spark gives a row is the Hadoop URI of the file
-    (percent-encoded), so the lookup keys are made by Hadoop's own ``Path.toUri``."""
+    (``file:`` and the percent-encoded path), so the lookup keys are made by Hadoop's own
+    ``Path.toUri``."""
     to_uri = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
     run_of: dict[str, int] = {}
     paths = []
     for run_id, run_dir in enumerate(run_dirs):
         for path in event_paths(run_dir):
             paths.append(path)
-            key = to_uri(os.path.abspath(path.removeprefix("file://"))).toUri().toString()
+            key = "file:" + to_uri(os.path.abspath(path.removeprefix("file://"))).toUri().toString()
             if key in run_of:
                 raise RunInputError(f"{path}: read for two run directories ({run_dirs[run_of[key]]} and {run_dir}); "
                                     "give each run directory once")
             run_of[key] = run_id
     keys = F.expr("map(" + ", ".join(f"{_sql_literal(key)}, {run_id}" for key, run_id in run_of.items()) + ")")
-    return read_events(spark, paths, lambda file_path: keys[F.regexp_replace(file_path, "^file:", "")])
+    return read_events(spark, paths, lambda file_path: keys[file_path])
 
 
 def _small(run_dirs: list[str]) -> bool:
