@@ -7,9 +7,10 @@ without JVM start-up. Nothing below builds or stops a session.
 The Spark work of a report of one run or many: one scan of every run's logs into one
 cached table with a ``run`` column, hash-partitioned by it (dropped from the cache when the
 report is done, so a warm session does not accumulate them), one small job for their bounds
-and broken lines, ONE analysis of all the runs together (every table keyed by ``run``) and ONE
-action collecting every metrics and plot query of every run (:mod:`reports.gather`), and,
-only when Parquet is written, one job per table and run. Building the DataFrames (driver work)
+and broken lines, ONE analysis of all the runs together (every table keyed by ``run``) and
+TWO actions collecting every metrics and plot query of every run (:mod:`reports.gather`: the
+queries that do not wait for the analysis's long chain, while it is still being built; then
+the rest), and, only when Parquet is written, one job per table and run. Building the DataFrames (driver work)
 and drawing the plots (pandas, matplotlib) run on a few threads.
 
 Entry points: :func:`run_reports` / :func:`run_report` (everything written),
@@ -103,7 +104,7 @@ def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too
              workers: int = 1, release: bool = False) -> list[_Collected]:
     """Load the runs as one table, build ONE analysis of all of them and its queries
     (DataFrames not yet computed: driver work, on ``workers`` threads), and collect every
-    metrics (and plot) query in ONE Spark action (:mod:`reports.gather`).
+    metrics (and plot) query in two Spark actions (:mod:`reports.gather`, :func:`_analyse`).
 
     Why one for all: every transform is keyed by ``run`` (:mod:`reports.intervals`), so the
     plan of N runs is the size of the plan of one; its windows, group-bys and joins need no
@@ -158,7 +159,7 @@ def compute_many(spark: SparkSession, run_dirs: list[str], progress: Progress = 
     """``run_dir -> metrics.json document`` of each run, all runs analysed together.
 
     The runs are read as one cached table with a ``run`` column and every run's metrics
-    queries are collected in one Spark action, so N small runs cost about the jobs of one
+    queries are collected in two Spark actions, so N small runs cost about the jobs of one
     (no plots, HTML or Parquet; nothing is written). Raises ``RunInputError`` for unusable
     input (a run dir given twice included). The SparkSession is the caller's."""
     collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers, release=True)
@@ -244,7 +245,7 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     writes it. Raises ``RunInputError`` for unusable input (before writing). ``expects``: per
     run, the :class:`rmqemu.verdicts.Expectations` its report.html opens with (or None).
 
-    Spark work: one scan of all the runs' logs (cached), one action collecting every
+    Spark work: one scan of all the runs' logs (cached), two actions collecting every
     run's metrics and plot data; then, on ``workers`` threads, the drawing (Python) next
     to the Parquet writes (a job per table, when ``parquet``)."""
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]

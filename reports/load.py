@@ -290,6 +290,8 @@ def _read_local_runs(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
     """The raw lines of local runs (``read_events``) as ONE scan of all their files, each
     row's ``run`` (the index of its run dir) looked up by the row's file.
 
+    (One run is read by :func:`_read_run`: no lookup on every row of a large run.)
+
     Why one scan and not a union of one per run: every later DataFrame's plan holds its
     scans, and Spark's analysis renews a plan's duplicated relations for each of them:
     with 20 runs that renewing was a third of the driver's time, and the union's 20 scans
@@ -326,7 +328,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
     """Read several run directories as one table with a ``run`` column (the index of the
     run dir in ``run_dirs``), cached once; raise :class:`RunInputError` for anything unusable.
 
-    Why one table: the scan (one scan of every file when the runs are local,
+    Why one table: the scan (one scan of every file when several runs are local,
     :func:`_read_local_runs`), the cache and the bounds/broken-line statistics are one job
     for all the runs, whatever their number; each run's ``events`` is a filter of the
     cached table on ``run`` (the in-memory cache skips the other runs' batches by their
@@ -343,7 +345,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
         raise RunInputError("the same run directory is given twice: " + ", ".join(
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
-    if all(not _is_uri(rd) or rd.startswith("file://") for rd in run_dirs):
+    if len(run_dirs) > 1 and all(not _is_uri(rd) or rd.startswith("file://") for rd in run_dirs):
         raw = _read_local_runs(spark, run_dirs)
     else:
         raw = reduce(DataFrame.unionByName, [_read_run(spark, rd, i) for i, rd in enumerate(run_dirs)])
