@@ -142,7 +142,8 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
     """Report every run; the number of runs that failed an expectation."""
     from reports import expect
     from reports.job import default_out, run_reports
-    from reports.load import event_paths, read_manifest
+    from reports.load import event_paths
+    from reports.manifest import read_manifest
     from reports.summary import one_line
     from rmqemu.verdicts import judge
 

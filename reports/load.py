@@ -1,4 +1,4 @@
-"""Reading a run directory: manifest, event logs, broken-line accounting.
+"""Reading a run directory: event logs, broken-line accounting (the manifest: :mod:`reports.manifest`).
 
 A run directory holds ``manifest.json``, ``events/<node>.jsonl`` and ``faults.jsonl``
 (docs/design.md §1). Nodes flush one JSON line at a time, so a killed node leaves at most
@@ -11,7 +11,6 @@ the offending path, so the CLI can turn it into a one-line message and exit code
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,24 +22,11 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 from rmqemu.errors import RunInputError
 from reports.intervals import RUN
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
+from reports.manifest import Manifest, is_uri, read_manifest
 from reports.session import SMALL_INPUT_BYTES
 
 #: Width of the over-time plots' time bins: a run split into this many.
 TIME_BINS = 120
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """The parts of ``manifest.json`` the report needs; unknown keys are kept in ``raw``."""
-
-    run: str
-    name: str
-    scale: float
-    seed: Any
-    started_ms: float | None
-    duration_s: float | None
-    nodes: dict[str, dict[str, Any]]
-    raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
 @dataclass
@@ -83,65 +69,6 @@ class RunData:
     def bin_ms(self) -> float:
         """Width of the time bins of the over-time plots: the run split into ``TIME_BINS``."""
         return max((self.run_end - self.run_start) / TIME_BINS, 1.0)
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in path
-
-
-def parse_manifest(text: str, path: str, default_run: str) -> Manifest:
-    """Validate the manifest JSON text; raise :class:`RunInputError` naming ``path``."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunInputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(raw, dict):
-        raise RunInputError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    scale = raw.get("scale")
-    if scale is None:
-        scale = ((raw.get("topology") or {}).get("timing") or {}).get("scale")
-    if scale is None:
-        raise RunInputError(f"{path}: missing 'scale' (timing.scale of the run)")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
-        raise RunInputError(f"{path}: 'scale' must be a number > 0, got {scale!r}")
-    nodes = raw.get("nodes", {})
-    if not isinstance(nodes, dict) or not all(isinstance(v, dict) for v in nodes.values()):
-        raise RunInputError(f"{path}: 'nodes' must map node names to objects")
-    for key in ("started_ms", "duration_s"):
-        value = raw.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise RunInputError(f"{path}: '{key}' must be a number, got {value!r}")
-    return Manifest(
-        run=str(raw.get("run") or default_run),
-        name=str(raw.get("name") or ""),
-        scale=float(scale),
-        seed=raw.get("seed"),
-        started_ms=raw.get("started_ms"),
-        duration_s=raw.get("duration_s"),
-        nodes=nodes,
-        raw=raw,
-    )
-
-
-def read_manifest(spark: SparkSession | None, run_dir: str) -> Manifest:
-    """Read ``RUN_DIR/manifest.json`` (a local path, or any URI Spark reads)."""
-    path = run_dir.rstrip("/") + "/manifest.json"
-    default_run = os.path.basename(run_dir.rstrip("/"))
-    if _is_uri(run_dir) and not run_dir.startswith("file://"):
-        if spark is None:
-            raise RunInputError(f"{path}: a remote run dir needs a Spark session")
-        try:
-            rows = spark.read.text(path, wholetext=True).collect()
-        except Exception as exc:  # AnalysisException: path does not exist
-            raise RunInputError(f"{path}: cannot read ({type(exc).__name__})") from None
-        return parse_manifest(rows[0][0] if rows else "", path, default_run)
-    local = path[len("file://"):] if path.startswith("file://") else path
-    if not os.path.isdir(os.path.dirname(local)):
-        raise RunInputError(f"{os.path.dirname(local)}: run directory does not exist")
-    if not os.path.isfile(local):
-        raise RunInputError(f"{local}: missing (every run dir has a manifest.json)")
-    with open(local, encoding="utf-8") as fh:
-        return parse_manifest(fh.read(), local, default_run)
 
 
 def event_paths(run_dir: str) -> list[str]:
@@ -271,7 +198,7 @@ def node_table(spark: SparkSession, manifests: dict[int, Manifest], events: Data
 
 def _read_run(spark: SparkSession, run_dir: str, run_id: int) -> DataFrame:
     """The raw lines of one run (``read_events``) with its ``run`` column (``run_id``)."""
-    if _is_uri(run_dir) and not run_dir.startswith("file://"):
+    if is_uri(run_dir) and not run_dir.startswith("file://"):
         base = run_dir.rstrip("/")
         paths = [base + "/events/*.jsonl", base + "/faults.jsonl"]
         try:
@@ -318,7 +245,7 @@ def _small(run_dirs: list[str]) -> bool:
     threshold of the CLI's small-input session): partitioning by run pays there."""
     total = 0
     for run_dir in run_dirs:
-        if _is_uri(run_dir) and not run_dir.startswith("file://"):
+        if is_uri(run_dir) and not run_dir.startswith("file://"):
             return False
         total += sum(os.path.getsize(p) for p in event_paths(run_dir))
     return total < SMALL_INPUT_BYTES
@@ -345,7 +272,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
         raise RunInputError("the same run directory is given twice: " + ", ".join(
             sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     manifests = [read_manifest(spark, rd) for rd in run_dirs]
-    if len(run_dirs) > 1 and all(not _is_uri(rd) or rd.startswith("file://") for rd in run_dirs):
+    if len(run_dirs) > 1 and all(not is_uri(rd) or rd.startswith("file://") for rd in run_dirs):
         raw = _read_local_runs(spark, run_dirs)
     else:
         raw = reduce(DataFrame.unionByName, [_read_run(spark, rd, i) for i, rd in enumerate(run_dirs)])

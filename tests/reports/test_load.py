@@ -7,7 +7,8 @@ import json
 import pytest
 
 from rmqemu.errors import RunInputError
-from reports.load import event_paths, load_run, parse_manifest, read_manifest
+from reports.load import event_paths, load_run
+from reports.manifest import parse_manifest, read_manifest
 from tests.reports.runlog import exit_, start, write_run
 
 
