@@ -289,7 +289,12 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
                             f"{', '.join(run_dirs)} (please report this with the paths)")
     good, _ = split_bad_lines(raw)
     # lazily: computed (once) by the first analysis job that reads it
-    nodes = node_table(spark, dict(enumerate(manifests)), good).localCheckpoint(eager=False)
+    source = node_table(spark, dict(enumerate(manifests)), good)
+    nodes = source.localCheckpoint(eager=False)
+    # Keep the source plan alive as long as the cut: its SQL metrics are accumulators the JVM
+    # holds weakly, and the job that computes the cut updates them (Spark logs "non-existent
+    # accumulator" errors if the plan was collected by then, as free_proxies makes likely)
+    nodes._rmqemu_source = source  # type: ignore[attr-defined]
     loaded = (good, nodes)
     runs = []
     for run_id, (run_dir, manifest) in enumerate(zip(run_dirs, manifests)):

@@ -232,8 +232,6 @@ def tune_session(spark: Any, small_input: bool) -> None:
             spark.conf.unset(key)
 
 
-
-
 #: The call site every RDD of a report is named by (Spark's ``callSite.*`` local properties).
 CALL_SITE = "rmqemu report"
 _CALL_SITE_KEYS = ("callSite.short", "callSite.long")

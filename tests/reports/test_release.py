@@ -53,6 +53,10 @@ def test_compute_keeps_the_events_cached_for_its_analysis(spark, tmp_path: Path,
     analysis, _ = job.compute(spark, str(run))
     source = loaded[0].source
     assert source is not None and source.storageLevel.useMemory
+    # the lazily cut node table keeps the plan it is cut from: its SQL metrics are updated
+    # by the job that computes the cut, and the JVM holds them only weakly
+    nodes = loaded[0].loaded[1]
+    assert nodes._rmqemu_source.columns == nodes.columns
     source.unpersist()
 
 
