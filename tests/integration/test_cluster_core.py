@@ -7,6 +7,7 @@ events' host timestamps (a broker must not expire *before* the scaled 120 s), ne
 from __future__ import annotations
 
 import signal
+import time
 from typing import Any
 
 from emulator.launcher.cluster import Cluster
@@ -98,14 +99,23 @@ def test_namesrv_clock_bump_expires_brokers_and_they_come_back(start_cluster) ->
     """A bump past the scaled 120 s expires, at the namesrv's next scan, every broker whose
     registration did not come first: a registration between the bump and the scan is stamped
     with the bumped clock (docs/rocketmq-model.md §1.3 step 6), so that broker survives, as in RocketMQ (about
-    one broker in six at these periods). So bump again until each one has been caught once."""
+    one broker in six at these periods). So bump again until each one has been caught once.
+
+    The loop below waits for the brokers' re-registrations, so without a pause each bump would
+    land at the same point of the register cycle, and a broker registering just after that point
+    would survive every bump (seen in CI). Each bump is therefore delayed by a different fraction
+    of the register period (golden-ratio steps spread them evenly over the cycle)."""
     from emulator.node.clock import ClockSetting
 
     c = start_cluster(CORE)
     ns = "namesrv-1"
     brokers = [n for n, p in c.plans.items() if p.role == "broker"]
     step = EXPIRY_MS + 100_000 * SCALE
-    for bump in range(1, 9):
+    bumps = 10
+    for bump in range(1, bumps + 1):
+        phase_s = ((bump * 0.618034) % 1.0) * REGISTER_PERIOD_MS / 1000
+        until = time.monotonic() + phase_s
+        c.wait_for(lambda: time.monotonic() >= until, 10, "the bump's phase")
         c.set_clock(ns, ClockSetting(offset_ms=bump * step))
         # after a scan (10 s scaled) every broker has either expired or re-registered; wait for a
         # re-registration of each (the expired ones are new entries again, so `register` shows)
@@ -117,7 +127,7 @@ def test_namesrv_clock_bump_expires_brokers_and_they_come_back(start_cluster) ->
             break
     for b in brokers:
         expired = ns_broker(c, b, "expired", node=ns)
-        assert expired, f"{b} never expired on {ns} after 8 bumps of {step:.0f} ms"
+        assert expired, f"{b} never expired on {ns} after {bumps} bumps of {step:.0f} ms"
         c.wait_for(lambda b=b, t=expired[-1]["ts"]: [e for e in ns_broker(c, b, "register", node=ns) if e["ts"] > t],
                    60, f"{b} back on {ns}")
         assert not ns_broker(c, b, "expired", node="namesrv-0")  # the other namesrv saw nothing
