@@ -7,10 +7,11 @@ without JVM start-up. Nothing below builds or stops a session.
 The Spark work of a report of one run or many: one scan of every run's logs into one
 cached table with a ``run`` column, hash-partitioned by it (dropped from the cache when the
 report is done, so a warm session does not accumulate them), one small job for their bounds
-and broken lines, ONE analysis of all the runs together (every table keyed by ``run``) and ONE
-action collecting every metrics and plot query of every run (:mod:`reports.gather`), and,
-only when Parquet is written, one job per table and run. Building the DataFrames (driver work)
-and drawing the plots (pandas, matplotlib) run on a few threads.
+and broken lines, ONE analysis of all the runs together (every table keyed by ``run``) and
+TWO actions collecting every metrics and plot query of every run (:mod:`reports.gather`: the
+queries that do not wait for the analysis's long chain, while it is still being built; then
+the rest), and, only when Parquet is written, one job per table and run. Building the
+DataFrames (driver work) and drawing the plots (pandas, matplotlib) run on a few threads.
 
 Entry points: :func:`run_reports` / :func:`run_report` (everything written),
 :func:`compute_many` / :func:`metrics` (the metrics.json documents only, nothing written).
@@ -40,7 +41,7 @@ from reports.metrics import HELPERS, assemble, metric_query_steps, metric_result
 from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
 from reports.session import call_sites_named, name_call_sites
 from reports.pipeline import TABLES, Analysis, analysis_steps
-from reports.tasks import Step, run_steps, step
+from reports.tasks import Step, downstream, run_steps, step
 from rmqemu.errors import RunInputError
 
 Progress = Callable[[str], None]
@@ -103,7 +104,7 @@ def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too
              workers: int = 1, release: bool = False) -> list[_Collected]:
     """Load the runs as one table, build ONE analysis of all of them and its queries
     (DataFrames not yet computed: driver work, on ``workers`` threads), and collect every
-    metrics (and plot) query in ONE Spark action (:mod:`reports.gather`).
+    metrics (and plot) query in two Spark actions (:mod:`reports.gather`, :func:`_analyse`).
 
     Why one for all: every transform is keyed by ``run`` (:mod:`reports.intervals`), so the
     plan of N runs is the size of the plan of one; its windows, group-bys and joins need no
@@ -137,10 +138,16 @@ def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int,
     steps: list[Step] = [*analysis_steps(one), *metric_steps]
     steps.append(step("analysis", lambda *t: Analysis(run=one, **dict(zip(names, t))), *names))
     steps.append(step("pq", plotdata.plot_queries if plots_too else (lambda a: {}), "analysis"))
-    steps.append(step("got", lambda pq, *mq: gather.collect_all(
-        {**{name: df for name, (df, _) in zip(queries, mq)}, **pq}), "pq", *queries))
+    # two collects: the queries that do not wait for the long chain of the analysis (truth
+    # -> stale intervals) run while it is still being built
+    late = downstream(steps, "truth")
+    early_q, late_q = [q for q in queries if q not in late], [q for q in queries if q in late]
+    steps.append(step("got.early", lambda *mq: gather.collect_all(
+        {name: df for name, (df, _) in zip(early_q, mq)}), *early_q))
+    steps.append(step("got.late", lambda pq, *mq: gather.collect_all(
+        {**{name: df for name, (df, _) in zip(late_q, mq)}, **pq}), "pq", *late_q))
     built = run_steps(steps, workers, per_thread)
-    a, pq, got = built["analysis"], built["pq"], built["got"]
+    a, pq, got = built["analysis"], built["pq"], {**built["got.early"], **built["got.late"]}
     mq = {name: built[name] for name in queries}
     out = [_Collected(run, a, assemble(run, metric_results(mq, got, run.id)), pq, got) for run in runs]
     stage.done()
@@ -152,7 +159,7 @@ def compute_many(spark: SparkSession, run_dirs: list[str], progress: Progress = 
     """``run_dir -> metrics.json document`` of each run, all runs analysed together.
 
     The runs are read as one cached table with a ``run`` column and every run's metrics
-    queries are collected in one Spark action, so N small runs cost about the jobs of one
+    queries are collected in two Spark actions, so N small runs cost about the jobs of one
     (no plots, HTML or Parquet; nothing is written). Raises ``RunInputError`` for unusable
     input (a run dir given twice included). The SparkSession is the caller's."""
     collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers, release=True)
@@ -238,7 +245,7 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     writes it. Raises ``RunInputError`` for unusable input (before writing). ``expects``: per
     run, the :class:`rmqemu.verdicts.Expectations` its report.html opens with (or None).
 
-    Spark work: one scan of all the runs' logs (cached), one action collecting every
+    Spark work: one scan of all the runs' logs (cached), two actions collecting every
     run's metrics and plot data; then, on ``workers`` threads, the drawing (Python) next
     to the Parquet writes (a job per table, when ``parquet``)."""
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]

@@ -78,8 +78,9 @@ def reuse(df: DataFrame) -> DataFrame:
 
     Why eager (a Spark job per cut table, about 16 per analysis, whatever its number of
     runs): the steps that build the tables run on several threads (:mod:`reports.tasks`), so
-    a cut's job runs beside the building of the others, and the one action that collects the results then plans and
-    ships small plans over kept rows. Lazy cuts (computed inside that action) made each
+    a cut's job runs beside the building of the others, and the actions that collect the
+    results then plan and ship small plans over kept rows. Lazy cuts (computed inside those
+    actions) made each
     of its tasks carry the plans of every table beneath it: warm ``metrics()`` of a small
     run took 15.0 s against 12.6 s eager, alternating in one session (bench/README.md)."""
     return df.localCheckpoint(eager=True)

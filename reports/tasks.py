@@ -51,6 +51,15 @@ def given(values: dict[str, Any]) -> list[Step]:
     return [Step(name, (lambda v=v: v)) for name, v in values.items()]
 
 
+def downstream(steps: Sequence[Step], name: str) -> set[str]:
+    """The names of the steps of ``steps`` that depend on step ``name``, directly or not."""
+    found: set[str] = set()
+    for s in steps:  # every step comes after its dependencies
+        if any(d == name or d in found for d in s.deps):
+            found.add(s.name)
+    return found
+
+
 def run_steps(steps: Sequence[Step], workers: int = 1,
               per_thread: Callable[[], None] | None = None) -> dict[str, Any]:
     """Run ``steps`` (see the module docstring); return ``name -> result``. ``per_thread``

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from reports.tasks import run_steps, step
+from reports.tasks import downstream, run_steps, step
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
@@ -69,6 +69,14 @@ def test_steps_must_come_after_their_dependencies():
         run_steps([step("b", lambda a: a, "a"), step("a", lambda: 1)], 2)
     with pytest.raises(ValueError, match="twice"):
         run_steps([step("a", lambda: 1), step("a", lambda: 2)], 1)
+
+
+def test_downstream_names_every_step_that_waits_for_one():
+    steps = [step("a", lambda: 1), step("b", lambda: 2), step("c", lambda a: a, "a"),
+             step("d", lambda c, b: c + b, "c", "b"), step("e", lambda b: b, "b")]
+    assert downstream(steps, "a") == {"c", "d"}
+    assert downstream(steps, "b") == {"d", "e"}
+    assert downstream(steps, "d") == set()
 
 
 def test_per_thread_runs_in_every_worker_before_its_steps():
