@@ -6,7 +6,7 @@ from py4j.java_gateway import JavaClass, JavaPackage
 from pyspark import SparkContext
 from pyspark.sql import functions as F
 
-from reports.jvm_view import CachingJVMView, caching
+from reports.jvm_view import CachingJavaClass, CachingJVMView, _caching_class, caching
 
 
 def test_the_session_looks_classes_up_through_the_caching_view(spark):
@@ -16,6 +16,17 @@ def test_the_session_looks_classes_up_through_the_caching_view(spark):
     assert isinstance(first, JavaClass) and view.functions is first
     assert isinstance(view.org, JavaPackage)  # a package is not kept: it is asked for again
     assert "org" not in view.__dict__["_rmqemu_classes"]
+
+
+def test_its_classes_keep_static_methods_and_nested_classes_but_not_fields(spark):
+    functions = SparkContext._jvm.functions
+    assert isinstance(functions, CachingJavaClass)
+    assert functions.col is functions.col  # one member lookup, not one per F.col
+    integer = _caching_class(SparkContext._jvm.java.lang.Integer)
+    assert integer.MAX_VALUE == 2**31 - 1 and "MAX_VALUE" not in integer.__dict__["_rmqemu_members"]
+    assert integer.valueOf("7") == 7 and "valueOf" in integer.__dict__["_rmqemu_members"]
+    entry = _caching_class(SparkContext._jvm.java.util.Map).Entry  # a nested class
+    assert isinstance(entry, CachingJavaClass) and entry._fqn == "java.util.Map$Entry"
 
 
 def test_dataframes_built_through_it_compute(spark):
