@@ -15,14 +15,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from rmqemu.errors import RunInputError
 from reports.intervals import RUN
-from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA, NODE_SCHEMA
+from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA
 from reports.manifest import Manifest, is_uri, read_manifest
+from reports.nodes import node_table, sql_literal
 from reports.session import SMALL_INPUT_BYTES
 
 #: Width of the over-time plots' time bins: a run split into this many.
@@ -113,6 +114,12 @@ def read_events(spark: SparkSession, paths: list[str], run: Callable[[F.Column],
     )
 
 
+def _file_name(spelled: str) -> str:
+    """A file's name as it is on disk: Spark's ``_metadata.file_name`` is percent-encoded
+    (``pg 1.jsonl`` reads ``pg%201.jsonl``); ``unquote`` leaves a literal ``+`` alone."""
+    return unquote(spelled)
+
+
 def _bad() -> F.Column:
     """A line no metric can use: unparseable, or without ``ts``."""
     return F.col(CORRUPT_COLUMN).isNotNull() | F.col("ts").isNull()
@@ -135,65 +142,6 @@ def file_stats(raw: DataFrame) -> DataFrame:
         F.min(F.when(good, F.col("ts"))).alias("lo"), F.max(F.when(good, F.col("ts"))).alias("hi"),
         F.min(F.when(good & (F.col("kind") == "run.stop"), F.col("ts"))).alias("stop"),
         F.min(F.when(good & (F.col("kind") == "run.start"), F.col("ts"))).alias("up"))
-
-
-def _sql_literal(value: Any) -> str:
-    """A Spark SQL literal for a manifest value (string, whole number, bool or None)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def manifest_nodes(spark: SparkSession, manifests: dict[int, Manifest]) -> DataFrame:
-    """The manifests' nodes as one local table (``run``, the run id the manifest is keyed
-    by, and ``NODE_SCHEMA``).
-
-    Why SQL ``VALUES`` and not ``createDataFrame``: an inline table is a local relation
-    built by the parser, while ``createDataFrame`` ships pickled rows through an RDD,
-    which costs a job and seconds of JVM warm-up on every report. One statement for all
-    the runs: a union of one per run would be as many relations in every later plan."""
-    rows = []
-    for run, manifest in manifests.items():
-        for name, info in manifest.nodes.items():
-            bid = info.get("broker_id")
-            auto = info.get("autoCreateTopicEnable")
-            rows.append((
-                int(run), name, info.get("role"), info.get("broker"),
-                int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
-                info.get("group"), auto if isinstance(auto, bool) else None,
-            ))
-    cols = f"CAST(col1 AS INT) AS {RUN}, " + ", ".join(
-        f"CAST(col{i + 2} AS {f.dataType.simpleString()}) AS {f.name}" for i, f in enumerate(NODE_SCHEMA.fields))
-    if not rows:
-        return spark.sql(f"SELECT {cols} FROM VALUES ({', '.join(['NULL'] * (len(NODE_SCHEMA.fields) + 1))}) WHERE false")
-    values = ", ".join("(" + ", ".join(_sql_literal(v) for v in r) + ")" for r in rows)
-    return spark.sql(f"SELECT {cols} FROM VALUES {values}")
-
-
-def node_table(spark: SparkSession, manifests: dict[int, Manifest], events: DataFrame) -> DataFrame:
-    """One row per run and node: role, broker name/id, client group, auto-create flag
-    (``manifests``: run id -> manifest; ``events`` of those runs).
-
-    The manifest is the primary source; ``node.start`` events fill in nodes the manifest
-    lacks (or a manifest without ``nodes``), so hand-made logs need not repeat themselves.
-    Hash-partitioned by ``run`` like the events, so the analysis joins it without a shuffle.
-    """
-    from_manifest = manifest_nodes(spark, manifests)
-    from_events = (
-        events.filter(F.col("kind") == "node.start")
-        .groupBy(RUN, "node")
-        .agg(F.first("role", ignorenulls=True).alias("role"),
-             F.first("broker", ignorenulls=True).alias("broker"),
-             F.first("broker_id", ignorenulls=True).alias("broker_id"),
-             F.first("group", ignorenulls=True).alias("group"))
-        .join(from_manifest.select(RUN, "node"), [RUN, "node"], "left_anti")
-        .withColumn("auto_create", F.lit(None).cast("boolean"))
-    )
-    return from_manifest.unionByName(from_events).repartition(RUN)
 
 
 def _read_run(spark: SparkSession, run_dir: str, run_id: int) -> DataFrame:
@@ -236,7 +184,7 @@ def _read_local_runs(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
                 raise RunInputError(f"{path}: read for two run directories ({run_dirs[run_of[key]]} and {run_dir}); "
                                     "give each run directory once")
             run_of[key] = run_id
-    keys = F.expr("map(" + ", ".join(f"{_sql_literal(key)}, {run_id}" for key, run_id in run_of.items()) + ")")
+    keys = F.expr("map(" + ", ".join(f"{sql_literal(key)}, {run_id}" for key, run_id in run_of.items()) + ")")
     return read_events(spark, paths, lambda file_path: keys[file_path])
 
 
@@ -283,7 +231,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
         raw = raw.repartition(RUN).sortWithinPartitions("kind")
     raw = raw.cache()  # kept: the good events are read from it (released by release_runs)
     stats = file_stats(raw).collect()
-    lost = [r["file"] for r in stats if r["run"] is None]
+    lost = [_file_name(r["file"]) for r in stats if r["run"] is None]
     if lost:  # the lookup of _read_local_runs missed: a path Spark spells unlike Hadoop's Path
         raise RunInputError(f"{', '.join(sorted(lost))}: read, but not matched to any of the run directories "
                             f"{', '.join(run_dirs)} (please report this with the paths)")
@@ -307,7 +255,7 @@ def load_runs(spark: SparkSession, run_dirs: list[str]) -> list[RunData]:
             manifest=manifest,
             events=good.filter(mine_only),
             nodes=nodes.filter(mine_only),
-            bad_lines={r["file"]: int(r["bad"]) for r in mine if r["bad"]},
+            bad_lines={_file_name(r["file"]): int(r["bad"]) for r in mine if r["bad"]},
             event_count=int(n),
             run_start=float(min(r["lo"] for r in mine if r["lo"] is not None)),
             run_end=float(max(r["hi"] for r in mine if r["hi"] is not None)),

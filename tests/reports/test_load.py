@@ -65,3 +65,10 @@ def test_missing_files_named(tmp_path):
     (tmp_path / "faults.jsonl").mkdir()
     with pytest.raises(RunInputError, match=f"^{tmp_path / 'faults.jsonl'}: cannot read"):
         event_paths(str(tmp_path))
+
+
+def test_broken_lines_name_their_file_as_it_is_spelled(spark, tmp_path):
+    # Spark's _metadata.file_name percent-encodes the name; the count is keyed by the real one
+    root = write_run(tmp_path, [start(1000, "pg-1-0", "producer"), exit_(3000, "pg-1-0", code=0)],
+                     raw_tail={"pg 1+%": "not json\n"})
+    assert load_run(spark, str(root)).bad_lines == {"pg 1+%.jsonl": 1}
