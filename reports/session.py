@@ -50,6 +50,12 @@ SMALL_INPUT_CONF: dict[str, str] = {
     "spark.sql.optimizer.disableHints": "true",
 }
 
+#: JIT thresholds of a small input's JVM (C1 only): compile a method after 50 calls (or 300
+#: calls and loop iterations) where HotSpot waits for 200 (2,000), and a loop after 2,000
+#: back-edges instead of 60,000.
+SMALL_INPUT_JIT = ("-XX:Tier3InvocationThreshold=50 -XX:Tier3MinInvocationThreshold=20 "
+                   "-XX:Tier3CompileThreshold=300 -XX:Tier3BackEdgeThreshold=2000")
+
 #: Python threads driving independent Spark steps at once (``reports.tasks``): a small
 #: run's time is the driver's per-step work, which threads spread over the cores.
 THREADS = 4
@@ -100,8 +106,12 @@ def build_session(master: str | None = None, small_input: bool = False,
                 b = b.config(key, value)
             # a young generation big enough that a small report rarely collects; room for
             # the compiled code of many runs' plans (the 48 MB default filled up at 20 runs,
-            # after which the JIT stops and everything runs interpreted)
-            java_options = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m -XX:ReservedCodeCacheSize=256m"
+            # after which the JIT stops and everything runs interpreted); and methods
+            # compiled after a quarter of the calls the JIT waits for by default, since a
+            # small report's time is Spark's code running cold (first metrics() of a small
+            # run 11.5 s against 12.5 s, five alternating processes each, bench/README.md)
+            java_options = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn512m -XX:ReservedCodeCacheSize=256m "
+                            + SMALL_INPUT_JIT)
     archive_options, pending_archive = jvm_archive.jvm_options(record_archive)
     java_options = f"{java_options} {archive_options}".strip()
     if java_options:
