@@ -105,7 +105,7 @@ def analysis_steps(run: Input, prefix: str = "") -> list[Step]:
     return [
         step(p + "hosts", lambda: m(truth.hosts(ev, nodes, end))),
         step(p + "faults", lambda: m(truth.faults(ev, end))),
-        step(p + "pauses", lambda: m(truth.pauses(ev, end))),
+        step(p + "pauses", lambda f: m(truth.pauses(f, end)), p + "faults"),
         step(p + "client_views", lambda: m(staleness.client_views(ev, end, run.measure_end))),
         step(p + "namesrv_views", lambda: m(staleness.namesrv_views(ev, end, run.measure_end))),
         step(p + "lives", lambda: m(truth.lives(ev, end))),
@@ -121,7 +121,7 @@ def analysis_steps(run: Input, prefix: str = "") -> list[Step]:
              p + "client_pieces", p + "client_intervals"),
         step(p + "namesrv_staleness", lambda x, i: staleness.staleness_summary(x, i, "namesrv"),
              p + "namesrv_pieces", p + "namesrv_intervals"),
-        step(p + "partitions", lambda: m(truth.partitions(ev, end))),
+        step(p + "partitions", lambda f: m(truth.partitions(f)), p + "faults"),
         step(p + "autocreate", lambda: m(truth.autocreate(ev, nodes, end))),
         step(p + "write_queues", lambda: m(truth.write_queues(ev, end))),
         step(p + "sends", lambda: misrouted.sends(ev)),

@@ -136,9 +136,9 @@ def faults(events: DataFrame, run_end: Scalar) -> DataFrame:
             .select(RUN, "fault_id", "fault", "targets", "params", "start", "end", "has_end", "next_start"))
 
 
-def pauses(events: DataFrame, run_end: Scalar) -> DataFrame:
-    """``run, node, start, end``: merged paused intervals (see module docstring)."""
-    fl = faults(events, run_end)
+def pauses(fl: DataFrame, run_end: Scalar) -> DataFrame:
+    """``run, node, start, end``: merged paused intervals (see module docstring), from the
+    :func:`faults` table ``fl`` (read, not rebuilt: the report cuts it once)."""
     p = (fl.filter(F.col("fault") == "pause")
          .select(RUN, "fault_id", F.explode("targets").alias("node"), "start",
                  F.when(F.col("has_end"), F.col("end")).alias("fend")))
@@ -150,10 +150,10 @@ def pauses(events: DataFrame, run_end: Scalar) -> DataFrame:
     return merge_intervals(p.select(RUN, "node", "start", "end").filter(F.col("end") > F.col("start")), ["node"])
 
 
-def partitions(events: DataFrame, run_end: Scalar) -> DataFrame:
-    """``run, a, b, start, end``: the link between nodes ``a <= b`` is blocked (either way)."""
-    fl = faults(events, run_end).filter(F.col("fault") == "partition")
-    links = fl.select(RUN, "start", "end", F.explode("params.links").alias("link")).filter(F.size("link") >= 2)
+def partitions(fl: DataFrame) -> DataFrame:
+    """``run, a, b, start, end``: the link between nodes ``a <= b`` is blocked (either way),
+    from the :func:`faults` table ``fl``."""
+    links = fl.filter(F.col("fault") == "partition").select(RUN, "start", "end", F.explode("params.links").alias("link")).filter(F.size("link") >= 2)
     pairs = links.select(RUN, F.least(F.col("link")[0], F.col("link")[1]).alias("a"),
                          F.greatest(F.col("link")[0], F.col("link")[1]).alias("b"), "start", "end")
     return merge_intervals(pairs.filter(F.col("end") > F.col("start")), ["a", "b"])
