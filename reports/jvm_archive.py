@@ -57,6 +57,11 @@ def archive_path() -> Path | None:
 #: A recording older than this is taken for one whose JVM died without publishing.
 STALE_RECORDING_S = 600.0
 
+#: How long a recording JVM is given to exit (it writes the archive then): 11 s on the 2-core
+#: host when quiet, and several times that while other JVMs compete for the cores. One killed
+#: before it is done publishes nothing, and the next short-lived session records again.
+RECORDING_EXIT_S = 300.0
+
 
 def jvm_options(record: bool = False) -> tuple[str, Path | None]:
     """``(options for the driver JVM, archive it writes at exit or None)``: map the archive

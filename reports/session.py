@@ -139,6 +139,8 @@ def stop_session(spark: Any, timeout: float = 30.0) -> None:
 
     gateway = SparkContext._gateway
     pending_archive = getattr(spark, "_rmqemu_pending_archive", None)
+    if pending_archive is not None:  # the JVM writes the class archive as it exits
+        timeout = max(timeout, jvm_archive.RECORDING_EXIT_S)
     spark.stop()
     if gateway is None:
         jvm_archive.publish(pending_archive, False)
