@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from emulator.launcher.cluster import Cluster as LauncherCluster
 from emulator.launcher.fault_spec import parse_duration
@@ -93,7 +93,8 @@ class Cluster:
         self.verbs = VerbServer(self.core, scale=self.core.scale, seed=topo.seed, log=log)
         self.started = False
         self.finished = False
-        self._metrics: dict[str, Any] | None = None
+        self._metrics: dict[str, Any] | None = None  # the last document computed ...
+        self._sections: frozenset[str] = frozenset()  # ... and the sections it holds
 
     @property
     def run_dir(self) -> Path:
@@ -241,18 +242,27 @@ class Cluster:
                 self.core.stop(drain=drain and self.started)
         return self.run_dir
 
-    def metrics(self, spark: Any = None) -> dict[str, Any]:
+    def metrics(self, spark: Any = None, only: Iterable[str] | None = None) -> dict[str, Any]:
         """The run's metrics.json document (finishing the run first), computed by Spark
         (``reports.job.metrics``: nothing written): on ``spark`` when given (the pytest
-        plugin's warm ``rmqemu_spark``), else on a local session built and stopped here."""
-        if self._metrics is None:
+        plugin's warm ``rmqemu_spark``), else on a local session built and stopped here.
+
+        ``only``: the run's header and these sections, names or paths in them (an ``expect:``
+        mapping works: its keys are paths). Only what they read is computed, so a test that
+        asserts ``consumption.lost`` does not pay for the route-staleness analysis
+        (docs/testing.md). A document already computed is reused when it holds them."""
+        from reports.metrics import sections_of  # Spark loads only when asked for
+
+        wanted = frozenset(sections_of(only))
+        if self._metrics is None or not wanted <= self._sections:
             self.finish()
-            from reports.job import metrics as run_metrics  # Spark loads only when asked for
+            from reports.job import metrics as run_metrics
             from reports.session import build_session, stop_session
 
             session = spark if spark is not None else build_session(small_input=True)
             try:
-                self._metrics = run_metrics(session, str(self.run_dir))
+                self._metrics = run_metrics(session, str(self.run_dir), only=None if only is None else wanted)
+                self._sections = wanted
             finally:
                 if spark is None:
                     stop_session(session)

@@ -144,13 +144,30 @@ TEST_SPARK_CONF = {
 }
 
 
+def _check_sections(paths: list[str], metrics: dict[str, Any]) -> None:
+    """Refuse rules on a section a document limited by ``metrics(only=...)`` left out, saying
+    so (rather than "no such path", which would send the user to docs/metrics.md)."""
+    from rmqemu.errors import ExpectationError
+    from rmqemu.metric_paths import GROUP, METRICS
+
+    sections = {m.path for m in METRICS if "." not in m.path and m.unit == GROUP}
+    missing = [p for p in paths if p.split(".", 1)[0] in sections and p.split(".", 1)[0] not in metrics]
+    if missing:
+        raise ExpectationError("\n".join(
+            f"expect.{p}: these metrics were computed without their {p.split('.', 1)[0]!r} section "
+            "(metrics(only=...)); ask for it too, e.g. metrics(spark, only=EXPECT) with this expect mapping"
+            for p in missing))
+
+
 def expect_metrics(metrics: dict[str, Any], expect: dict[str, Any], run_dir: Path | None = None) -> list[Any]:
     """Assert a run's metrics meet ``expect`` (the rules of a topology's ``expect:``,
     docs/design.md §9); the verdicts when they do. An AssertionError names every metric that
     missed, its value and by how much, and the run directory to look in."""
     from rmqemu.verdicts import judge, parse_expect
 
-    verdicts = judge(parse_expect(expect, "expect"), metrics, "expect")
+    rules = parse_expect(expect, "expect")
+    _check_sections([r.path for r in rules], metrics)
+    verdicts = judge(rules, metrics, "expect")
     failed = [v for v in verdicts if not v.passed]
     if failed:
         where = f"\nrun directory: {run_dir}" if run_dir is not None else ""

@@ -14,7 +14,9 @@ the rest), and, only when Parquet is written, one job per table and run. Buildin
 DataFrames (driver work) and drawing the plots (pandas, matplotlib) run on a few threads.
 
 Entry points: :func:`run_reports` / :func:`run_report` (everything written),
-:func:`compute_many` / :func:`metrics` (the metrics.json documents only, nothing written).
+:func:`compute_many` / :func:`metrics` (the metrics.json documents only, nothing written;
+``only=`` limits them to some sections, and the analysis to the tables those read). The Spark
+half, load to collected rows, is :mod:`reports.collect`.
 
 Output (``out_dir``, default ``RUN_DIR/report``): ``metrics.json``, ``report.html``, the
 plots as PNG, and the derived tables as Parquet under ``parquet/<table>/``.
@@ -25,26 +27,24 @@ import gc
 import json
 import os
 import shutil
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from reports import gather, html, plotdata, plots
-from reports.load import RunData, load_runs, release_runs
-from reports.runs import as_one
-from reports.metrics import HELPERS, assemble, metric_query_steps, metric_results
+from reports import html, plotdata, plots
+from reports.collect import Collected, Progress, Stages, collect
+from reports.load import release_runs
+from reports.metrics import sections_of
 from reports.session import THREADS  # threads building DataFrames, drawing, writing Parquet
 from reports.session import call_sites_named, name_call_sites
-from reports.pipeline import TABLES, Analysis, analysis_steps
-from reports.tasks import Step, downstream, run_steps, step
+from reports.pipeline import TABLES, Analysis
+from reports.tasks import Step, run_steps, step
 from rmqemu.errors import RunInputError
 
-Progress = Callable[[str], None]
 
 
 
@@ -62,107 +62,20 @@ class ReportResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-class _Stages:
-    """Announce each stage and time it: Spark start-up and big runs take seconds."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress, self.seconds = progress, {}
-        self._name: str | None = None
-        self._t = time.perf_counter()
-
-    def __call__(self, name: str, message: str) -> None:
-        self.done()
-        self.progress(message)
-        self._name, self._t = name, time.perf_counter()
-
-    def done(self) -> None:
-        if self._name is not None:
-            self.seconds[self._name] = time.perf_counter() - self._t
-            self._name = None
-
-
-def _analysing(runs: list[RunData]) -> str:
-    bad = sum(sum(r.bad_lines.values()) for r in runs)
-    what = f"{sum(r.event_count for r in runs):,} events" + (f" of {len(runs)} runs" if len(runs) > 1 else "")
-    return (f"analysing {what}" + (f" ({bad} unreadable line(s) skipped)" if bad else "")
-            + ": lives, pauses, partitions, hosting, truth, views, staleness, misrouted sends")
-
-
-@dataclass
-class _Collected:
-    """One run, the analysis (of all the runs) and the collected small results (metrics
-    document of this run; plot queries and rows of all the runs, split by :mod:`reports.plotdata`)."""
-
-    run: RunData
-    analysis: Analysis
-    metrics: dict[str, Any]
-    plot_queries: dict[str, Any]
-    plot_rows: dict[str, Any]
-
-
-def _collect(spark: SparkSession, run_dirs: list[str], stage: _Stages, plots_too: bool,
-             workers: int = 1, release: bool = False) -> list[_Collected]:
-    """Load the runs as one table, build ONE analysis of all of them and its queries
-    (DataFrames not yet computed: driver work, on ``workers`` threads), and collect every
-    metrics (and plot) query in two Spark actions (:mod:`reports.gather`, :func:`_analyse`).
-
-    Why one for all: every transform is keyed by ``run`` (:mod:`reports.intervals`), so the
-    plan of N runs is the size of the plan of one; its windows, group-bys and joins need no
-    shuffle over the events hash-partitioned by ``run``. (Before the keying, one plan held a
-    copy of every query per run, and 4 runs took 8.7x one run's time.)
-
-    ``release``: drop the runs' cached events at the end (:func:`reports.load.release_runs`;
-    always on failure), for callers that read nothing more."""
-    stage("load", f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
-    with call_sites_named(spark):
-        runs = load_runs(spark, run_dirs)
-        try:
-            out = _analyse(runs, stage, plots_too, workers, partial(name_call_sites, spark))
-        except BaseException:
-            release_runs(runs)
-            raise
-    if release:
-        release_runs(runs)
-    return out
-
-
-def _analyse(runs: list[RunData], stage: _Stages, plots_too: bool, workers: int,
-             per_thread: Callable[[], None]) -> list[_Collected]:
-    """The analysis of the loaded ``runs`` and their collected results (see :func:`_collect`)."""
-    stage("analyse", _analysing(runs) + "; assembling metrics" + (", plot data" if plots_too else "")
-          + (f" ({workers} threads)" if workers > 1 else ""))
-    one = as_one(runs)
-    names = [f.name for f in fields(Analysis) if f.name != "run"]
-    metric_steps = metric_query_steps(one)
-    queries = [s.name for s in metric_steps if s.name not in HELPERS]
-    steps: list[Step] = [*analysis_steps(one), *metric_steps]
-    steps.append(step("analysis", lambda *t: Analysis(run=one, **dict(zip(names, t))), *names))
-    steps.append(step("pq", plotdata.plot_queries if plots_too else (lambda a: {}), "analysis"))
-    # two collects: the queries that do not wait for the long chain of the analysis (truth
-    # -> stale intervals) run while it is still being built
-    late = downstream(steps, "truth")
-    early_q, late_q = [q for q in queries if q not in late], [q for q in queries if q in late]
-    steps.append(step("got.early", lambda *mq: gather.collect_all(
-        {name: df for name, (df, _) in zip(early_q, mq)}), *early_q))
-    steps.append(step("got.late", lambda pq, *mq: gather.collect_all(
-        {**{name: df for name, (df, _) in zip(late_q, mq)}, **pq}), "pq", *late_q))
-    built = run_steps(steps, workers, per_thread)
-    a, pq, got = built["analysis"], built["pq"], {**built["got.early"], **built["got.late"]}
-    mq = {name: built[name] for name in queries}
-    out = [_Collected(run, a, assemble(run, metric_results(mq, got, run.id)), pq, got) for run in runs]
-    stage.done()
-    return out
-
-
 def compute_many(spark: SparkSession, run_dirs: list[str], progress: Progress = quiet,
-                 workers: int = THREADS) -> dict[str, dict[str, Any]]:
-    """``run_dir -> metrics.json document`` of each run, all runs analysed together.
+                 workers: int = THREADS, only: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``run_dir -> metrics.json document`` of each run, all runs analysed together;
+    ``only``: the header and these sections of it (names, or paths in them such as an
+    ``expect:`` mapping's keys: :func:`reports.metrics.sections_of`), of which only the
+    queries and tables they read are built (what a test asserting a few metrics needs).
 
     The runs are read as one cached table with a ``run`` column and every run's metrics
     queries are collected in two Spark actions, so N small runs cost about the jobs of one
     (no plots, HTML or Parquet; nothing is written). Raises ``RunInputError`` for unusable
     input (a run dir given twice included). The SparkSession is the caller's."""
-    collected = _collect(spark, list(run_dirs), _Stages(progress), False, workers, release=True)
+    sections = None if only is None else sections_of(only)
+    collected = collect(spark, list(run_dirs), Stages(progress), False, workers, release=True,
+                         sections=sections)
     docs = {c.run.key: c.metrics for c in collected}
     del collected
     free_proxies()
@@ -182,18 +95,20 @@ def free_proxies() -> None:
     gc.collect()
 
 
-def metrics(spark: SparkSession, run_dir: str, workers: int = THREADS) -> dict[str, Any]:
+def metrics(spark: SparkSession, run_dir: str, workers: int = THREADS,
+            only: Iterable[str] | None = None) -> dict[str, Any]:
     """Only the ``metrics.json`` document of one run (no plots, HTML or Parquet; nothing
-    written): the cheapest answer a warm session gives, for tests and notebooks."""
-    return compute_many(spark, [run_dir], workers=workers)[run_dir]
+    written): the cheapest answer a warm session gives, for tests and notebooks. ``only``:
+    the header and these sections (see :func:`compute_many`)."""
+    return compute_many(spark, [run_dir], workers=workers, only=only)[run_dir]
 
 
 def compute(spark: SparkSession, run_dir: str, progress: Progress = quiet,
             seconds: dict[str, float] | None = None, workers: int = THREADS) -> tuple[Analysis, dict[str, Any]]:
     """Load, analyse, assemble metrics (no files written): ``(analysis, metrics)``.
     Raises ``RunInputError``. ``seconds`` receives the time of each stage."""
-    stage = _Stages(progress)
-    got = _collect(spark, [run_dir], stage, False, workers)[0]
+    stage = Stages(progress)
+    got = collect(spark, [run_dir], stage, False, workers)[0]
     if seconds is not None:
         seconds.update(stage.seconds)
     return got.analysis, got.metrics
@@ -249,8 +164,8 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     run's metrics and plot data; then, on ``workers`` threads, the drawing (Python) next
     to the Parquet writes (a job per table, when ``parquet``)."""
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]
-    stage = _Stages(progress)
-    collected = _collect(spark, list(run_dirs), stage, True, workers)
+    stage = Stages(progress)
+    collected = collect(spark, list(run_dirs), stage, True, workers)
     try:
         return _write_reports(collected, outs, stage, parquet, workers, expects)
     finally:
@@ -259,7 +174,7 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
         free_proxies()
 
 
-def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages, parquet: bool,
+def _write_reports(collected: list[Collected], outs: list[Path], stage: Stages, parquet: bool,
                    workers: int, expects: list[Any] | None) -> list[ReportResult]:
     """Each run's ``report/`` from its collected results (see :func:`run_reports`)."""
     for out in outs:
@@ -267,7 +182,7 @@ def _write_reports(collected: list[_Collected], outs: list[Path], stage: _Stages
     stage("write", "writing metrics.json, drawing plots" + (", writing Parquet tables" if parquet else "")
           + (f" ({workers} threads)" if workers > 1 else ""))
 
-    def draw(c: _Collected, out: Path) -> tuple[list[str], list[plots.Figure]]:
+    def draw(c: Collected, out: Path) -> tuple[list[str], list[plots.Figure]]:
         data = plotdata.assemble(c.run, c.analysis, c.plot_queries, c.plot_rows)
         return data.notes, plots.render_all(data, out)
 

@@ -8,6 +8,7 @@ first event (``start_offset_ms``), which are durations and get twins too.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
@@ -19,6 +20,7 @@ from reports.misrouted import REASONS
 from reports.load import RunData
 from reports.pipeline import Analysis, Input
 from reports.tasks import Step, given, run_steps, step
+from rmqemu.errors import ExpectationError
 
 
 def with_cluster_seconds(obj: Any, scale: float) -> Any:
@@ -145,37 +147,88 @@ def _sends(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def assemble(run: RunData, r: dict[str, Any]) -> dict[str, Any]:
-    """The whole ``metrics.json`` document from the results of :func:`metric_queries`
-    (durations with cluster-second twins). Pure Python: no Spark here."""
+def _subscriptions(r: dict[str, Any]) -> dict[str, Any]:
+    sne, nsq = r["m.sne"], r["m.nsq"]
+    return {"subscription_not_exist": {"total": sum(x["pulls"] for x in sne), "by_consumer": sne},
+            "non_subscriber_queues": {"total": sum(x["unowned_queues"] for x in nsq), "by_group": nsq}}
+
+
+def _consumption(r: dict[str, Any]) -> dict[str, Any]:
+    consumption = r["m.consumption"]
+    return {
+        "lost": sum(x["lost"] for x in consumption),
+        "duplicate_messages": sum(x["duplicate_messages"] for x in consumption),
+        "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
+        "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
+        "by_topic": consumption,
+        "lost_per_group": sum(x["lost"] for x in r["m.group_loss"]),
+        "groups": r["m.group_loss"],
+    }
+
+
+#: The sections of ``metrics.json`` after the run's header (docs/metrics.md), in document
+#: order: the queries each is assembled from, and how (``run``, the query results).
+SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunData, dict[str, Any]], Any]]] = {
+    "staleness": (("m.clients", "m.namesrvs", "m.faults"), lambda run, r: _staleness(r)),
+    "misrouted": (("m.misrouted",), lambda run, r: _misrouted(r["m.misrouted"])),
+    "sends": (("m.outcomes", "m.latency", "m.no_route"), lambda run, r: _sends(r)),
+    "autocreate": (("m.autocreate",), lambda run, r: r["m.autocreate"]),
+    "subscriptions": (("m.sne", "m.nsq"), lambda run, r: _subscriptions(r)),
+    "consumption": (("m.consumption", "m.group_loss"), lambda run, r: _consumption(r)),
+    "availability": (("m.availability",), lambda run, r: _availability(r["m.availability"])),
+    "timing": (("m.timing",), lambda run, r: timing.verdict(
+        r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()])),
+    "drain": (("m.drain",), lambda run, r: drain.summary(r["m.drain"])),
+}
+
+#: The run's header: read from the load (bounds, counts, manifest), no query behind it.
+HEADER = ("run", "name", "seed", "scale", "duration_ms", "events", "bad_lines")
+
+
+def sections_of(only: Iterable[str] | None) -> tuple[str, ...]:
+    """The sections a document limited to ``only`` needs, in document order: ``only`` names
+    sections (``"consumption"``) or paths in them (``"consumption.lost"``; an ``expect:``
+    mapping works, its keys are paths); the header needs none. None: every section.
+
+    Why: a test that asserts a few metrics need not pay for the rest. The route-staleness
+    section alone is most of a small run's analysis (the truth chain, the stale intervals,
+    the per-fault impact over classified sends); ``consumption`` or ``sends`` read the
+    send and consume events only."""
+    if only is None:
+        return tuple(SECTIONS)
+    if isinstance(only, str):
+        only = [only]
+    wanted, unknown = set(), []
+    for path in only:
+        top = str(path).split(".", 1)[0]
+        if top in SECTIONS:
+            wanted.add(top)
+        elif top not in HEADER:
+            unknown.append(str(path))
+    if unknown:
+        raise ExpectationError(f"only: {', '.join(unknown)}: not a section of metrics.json or a path in one "
+                               f"(sections: {', '.join(SECTIONS)}; docs/metrics.md lists the paths)")
+    return tuple(s for s in SECTIONS if s in wanted)
+
+
+def queries_of(sections: Iterable[str]) -> list[str]:
+    """The metric query steps behind ``sections`` (names of :func:`metric_query_steps`)."""
+    return [q for s in sections for q in SECTIONS[s][0]]
+
+
+def assemble(run: RunData, r: dict[str, Any], sections: Iterable[str] | None = None) -> dict[str, Any]:
+    """The ``metrics.json`` document from the results of :func:`metric_queries` (durations
+    with cluster-second twins): every section, or the header and ``sections`` only (then
+    ``r`` needs only their queries). Pure Python: no Spark here."""
     man = run.manifest
-    consumption, sne, nsq = r["m.consumption"], r["m.sne"], r["m.nsq"]
-    doc = {
+    doc: dict[str, Any] = {
         "run": man.run, "name": man.name, "seed": man.seed, "scale": man.scale,
         "duration_ms": run.run_end - run.run_start,
         "events": run.event_count,
         "bad_lines": {"total": sum(run.bad_lines.values()), "by_file": dict(sorted(run.bad_lines.items()))},
-        "staleness": _staleness(r),
-        "misrouted": _misrouted(r["m.misrouted"]),
-        "sends": _sends(r),
-        "autocreate": r["m.autocreate"],
-        "subscriptions": {
-            "subscription_not_exist": {"total": sum(x["pulls"] for x in sne), "by_consumer": sne},
-            "non_subscriber_queues": {"total": sum(x["unowned_queues"] for x in nsq), "by_group": nsq},
-        },
-        "consumption": {
-            "lost": sum(x["lost"] for x in consumption),
-            "duplicate_messages": sum(x["duplicate_messages"] for x in consumption),
-            "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
-            "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
-            "by_topic": consumption,
-            "lost_per_group": sum(x["lost"] for x in r["m.group_loss"]),
-            "groups": r["m.group_loss"],
-        },
-        "availability": _availability(r["m.availability"]),
-        "timing": timing.verdict(r["m.timing"], man.scale, [n.get("config") or {} for n in man.nodes.values()]),
-        "drain": drain.summary(r["m.drain"]),
     }
+    for name in (SECTIONS if sections is None else sections):
+        doc[name] = SECTIONS[name][1](run, r)
     return with_cluster_seconds(doc, man.scale)
 
 

@@ -60,6 +60,24 @@ def downstream(steps: Sequence[Step], name: str) -> set[str]:
     return found
 
 
+def upstream(steps: Sequence[Step], names: Sequence[str]) -> list[Step]:
+    """The steps of ``steps`` that ``names`` need: those steps and their dependencies,
+    directly or not, in their order in ``steps`` (a graph pruned to what some results need:
+    the metrics of a few sections do not build the route-staleness chain)."""
+    by_name = {s.name: s for s in steps}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ValueError(f"no step named {missing}")
+    needed: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(by_name[name].deps)
+    return [s for s in steps if s.name in needed]
+
+
 def run_steps(steps: Sequence[Step], workers: int = 1,
               per_thread: Callable[[], None] | None = None) -> dict[str, Any]:
     """Run ``steps`` (see the module docstring); return ``name -> result``. ``per_thread``

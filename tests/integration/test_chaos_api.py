@@ -110,8 +110,14 @@ def test_metrics_in_a_test_on_the_workers_spark_and_an_expectation(start_cluster
     c = start_cluster(TOPOLOGY, duration="60s")
     c.wait_routed("T")
     c.wait_for(lambda: len(c.events("consume")) >= 20, 60, "twenty messages consumed")
-    metrics = c.metrics(rmqemu_spark)  # finishes the run: producers stop with the rest
-    assert c.finished and metrics["sends"]["ok"] >= 20
+    expect = {"consumption.lost": 0, "sends.ok": {"min": 20}}
+    part = c.metrics(rmqemu_spark, only=expect)  # finishes the run: producers stop with the rest
+    assert c.finished and set(part) >= {"consumption", "sends"} and "staleness" not in part
+    assert c.metrics(rmqemu_spark, only=["sends"]) is part  # held already: not computed again
+    metrics = c.metrics(rmqemu_spark)  # the whole document: computed now
+    assert metrics is not part and "staleness" in metrics and metrics["sends"] == part["sends"]
+    assert metrics["consumption"] == part["consumption"] and metrics["sends"]["ok"] >= 20
+    assert c.metrics(rmqemu_spark, only=expect) is metrics
     verdicts = expect_metrics(metrics, {"consumption.lost": 0, "sends.ok": {"min": 20}}, c.run_dir)
     assert [v.passed for v in verdicts] == [True, True]
     with pytest.raises(AssertionError) as failed:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark import StorageLevel
 
-from reports import job
+from reports import collect, job
 from reports.load import RunData
 from tests.reports.runlog import write_run
 from tests.reports.test_kill import kill_scenario
@@ -18,16 +18,16 @@ from tests.reports.test_kill import kill_scenario
 
 @pytest.fixture()
 def loaded(monkeypatch: pytest.MonkeyPatch) -> list[RunData]:
-    """The runs each job call loads (``job.load_runs`` wrapped, not replaced)."""
+    """The runs each job call loads (``reports.collect.load_runs`` wrapped, not replaced)."""
     seen: list[RunData] = []
-    real = job.load_runs
+    real = collect.load_runs
 
     def recording(spark: Any, run_dirs: list[str]) -> list[RunData]:
         runs = real(spark, run_dirs)
         seen.extend(runs)
         return runs
 
-    monkeypatch.setattr(job, "load_runs", recording)
+    monkeypatch.setattr(collect, "load_runs", recording)
     return seen
 
 
