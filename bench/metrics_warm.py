@@ -55,7 +55,8 @@ def main() -> int:
                         t = time.perf_counter()
                         run_metrics(spark, str(c.run_dir), only=only)
                         took_only = time.perf_counter() - t
-                print(f"run {i}: {m['events']} events, metrics() {took:.2f} s ({'first on this session' if i == 0 else 'warm'})"
+                state = "first on this session" if i == 0 else "warm"
+                print(f"run {i}: {m['events']} events, metrics() {took:.2f} s ({state})"
                       + (f"; only={','.join(only)}: {took_only:.2f} s" if only else ""))
                 if i:
                     warm.append(took)

@@ -151,12 +151,13 @@ def _check_sections(paths: list[str], metrics: dict[str, Any]) -> None:
     from rmqemu.metric_paths import GROUP, METRICS
 
     sections = {m.path for m in METRICS if "." not in m.path and m.unit == GROUP}
-    missing = [p for p in paths if p.split(".", 1)[0] in sections and p.split(".", 1)[0] not in metrics]
+    missing = [(path, top) for path in paths
+               if (top := path.split(".", 1)[0]) in sections and top not in metrics]
     if missing:
         raise ExpectationError("\n".join(
-            f"expect.{p}: these metrics were computed without their {p.split('.', 1)[0]!r} section "
+            f"expect.{path}: these metrics were computed without their {top!r} section "
             "(metrics(only=...)); ask for it too, e.g. metrics(spark, only=EXPECT) with this expect mapping"
-            for p in missing))
+            for path, top in missing))
 
 
 def expect_metrics(metrics: dict[str, Any], expect: dict[str, Any], run_dir: Path | None = None) -> list[Any]:

@@ -66,7 +66,7 @@ class Collected:
 
 
 def collect(spark: SparkSession, run_dirs: list[str], stage: Stages, plots_too: bool,
-             workers: int = 1, release: bool = False, sections: tuple[str, ...] | None = None) -> list[Collected]:
+            workers: int = 1, release: bool = False, sections: tuple[str, ...] | None = None) -> list[Collected]:
     """Load the runs as one table, build ONE analysis of all of them and its queries
     (DataFrames not yet computed: driver work, on ``workers`` threads), and collect every
     metrics (and plot) query in two Spark actions (:mod:`reports.gather`, :func:`_analyse`).
@@ -95,7 +95,7 @@ def collect(spark: SparkSession, run_dirs: list[str], stage: Stages, plots_too: 
 
 def _analyse(runs: list[RunData], stage: Stages, plots_too: bool, workers: int,
              per_thread: Callable[[], None], sections: tuple[str, ...] | None = None) -> list[Collected]:
-    """The analysis of the loaded ``runs`` and their collected results (see :func:`_collect`)."""
+    """The analysis of the loaded ``runs`` and their collected results (see :func:`collect`)."""
     stage("analyse", _analysing(runs) + "; assembling metrics" + (", plot data" if plots_too else "")
           + (f" (only {', '.join(sections)})" if sections is not None else "")
           + (f" ({workers} threads)" if workers > 1 else ""))

@@ -46,8 +46,6 @@ from reports.tasks import Step, run_steps, step
 from rmqemu.errors import RunInputError
 
 
-
-
 def quiet(_: str) -> None:
     """A progress callback that says nothing."""
 

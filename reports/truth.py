@@ -153,7 +153,8 @@ def pauses(fl: DataFrame, run_end: Scalar) -> DataFrame:
 def partitions(fl: DataFrame) -> DataFrame:
     """``run, a, b, start, end``: the link between nodes ``a <= b`` is blocked (either way),
     from the :func:`faults` table ``fl``."""
-    links = fl.filter(F.col("fault") == "partition").select(RUN, "start", "end", F.explode("params.links").alias("link")).filter(F.size("link") >= 2)
+    links = (fl.filter(F.col("fault") == "partition")
+             .select(RUN, "start", "end", F.explode("params.links").alias("link")).filter(F.size("link") >= 2))
     pairs = links.select(RUN, F.least(F.col("link")[0], F.col("link")[1]).alias("a"),
                          F.greatest(F.col("link")[0], F.col("link")[1]).alias("b"), "start", "end")
     return merge_intervals(pairs.filter(F.col("end") > F.col("start")), ["a", "b"])
