@@ -5,7 +5,7 @@
 Generates a synthetic run (``bench/gen_events.py``, seeded) unless ``--dir`` already holds
 one with that many events, then on the same files and in the same process:
 
-* Spark: ``reports.job.compute`` (load with the explicit schema, every derived table,
+* Spark: ``reports.job.metrics`` (load with the explicit schema, the whole analysis,
   metrics.json assembly) on a session built like the CLI's (``local[*]``), timed after
   session start-up, which is reported apart; run twice (cold JVM, then warm).
   ``--full`` also times the whole ``run_report`` (plots, Parquet, HTML).
@@ -15,11 +15,7 @@ It prints events/s for both and the ratio, and checks that both engines agree on
 headline numbers (staleness per view, convergence per fault, misrouted sends by reason,
 send outcomes, lost messages); a disagreement exits 1.
 
-Measured on this project's machine (2 cores, 24 GiB, PySpark 4.3.0, DuckDB 2.0.0),
-1,000,022 events (198 MB, 23 files, 23 faults), seed 7, ``--full``:
-Spark start-up 5.7 s; compute 76.0 s in a fresh JVM = 13,165 events/s, 44.0 s warm =
-22,729 events/s; whole report 51.7 s = 19,326 events/s; DuckDB 3.4 s = 297,733 events/s;
-ratio DuckDB/Spark 22.6x (fresh JVM), 13.1x (warm); engines agree. See bench/README.md.
+Figures: bench/README.md.
 """
 from __future__ import annotations
 
@@ -38,9 +34,9 @@ import duckdb  # noqa: E402
 import gen_events  # noqa: E402
 import duck  # noqa: E402
 
-from reports.cli import THREADS, build_session, stop_session  # noqa: E402
-from reports.job import compute, run_report  # noqa: E402
-from reports.load import event_paths  # noqa: E402
+from reports.job import metrics as run_metrics, run_report  # noqa: E402
+from reports.rundir import event_paths  # noqa: E402
+from reports.session import THREADS, build_session, stop_session  # noqa: E402
 
 
 def spark_headline(m: dict) -> dict:
@@ -93,7 +89,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dir", type=Path, default=None, help="run dir to (re)use (default /tmp/rmqemu-bench-<N>)")
     ap.add_argument("--full", action="store_true", help="also time the whole report (plots, Parquet, HTML)")
-    ap.add_argument("--threads", type=int, default=THREADS, help="Spark steps run at once, as `rmqemu report --threads`")
+    ap.add_argument("--threads", type=int, default=THREADS, help="threads drawing and writing, as `rmqemu report --threads`")
     a = ap.parse_args()
     run = a.dir or Path(tempfile.gettempdir()) / f"rmqemu-bench-{a.events}"
     info = ensure_run(run, a.events, a.seed)
@@ -108,7 +104,7 @@ def main() -> int:
     spark_s = []
     for _ in range(2):
         t = time.perf_counter()
-        _, metrics = compute(spark, str(run), workers=a.threads)
+        metrics = run_metrics(spark, str(run))
         spark_s.append(time.perf_counter() - t)
     full_s = None
     if a.full:

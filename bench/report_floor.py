@@ -3,8 +3,7 @@ the event files of some runs once.
 
     .venv/bin/python bench/report_floor.py RUN_DIR [RUN_DIR ...]
 
-Builds the session as ``rmqemu report`` does (``reports.cli.build_session``, small-input
-settings when the logs are small), reads every run's ``events/*.jsonl`` and
+Builds the session as ``rmqemu report`` does (``reports.session.build_session``), reads every run's ``events/*.jsonl`` and
 ``faults.jsonl`` with the report's schema and counts the lines: one scan, one job. Prints
 the whole process's wall time (Python start included, as ``time rmqemu report`` sees it)
 and the load average. Compare it with ``time rmqemu report`` in the same minute.
@@ -22,15 +21,14 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reports.cli import SMALL_INPUT_BYTES, build_session, stop_session  # noqa: E402
-from reports.load import event_paths  # noqa: E402
+from reports.rundir import event_paths  # noqa: E402
 from reports.schema import EVENT_SCHEMA  # noqa: E402
+from reports.session import build_session, stop_session  # noqa: E402
 
 
 def main() -> int:
     paths = [p for rd in sys.argv[1:] for p in event_paths(rd)]
-    small = sum(os.path.getsize(p) for p in paths) < SMALL_INPUT_BYTES
-    spark = build_session(None, small_input=small)
+    spark = build_session(None)
     n = spark.read.schema(EVENT_SCHEMA).json(paths).count()
     stop_session(spark)
     print(f"bare read: {n:,} lines of {len(paths)} files in {time.perf_counter() - T0:.1f} s "

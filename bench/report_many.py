@@ -4,7 +4,7 @@ metrics-only time.
     .venv/bin/python bench/report_many.py RUN_DIR [--runs 20] [--repeat 2] [--conf KEY=VALUE]
 
 Copies RUN_DIR N times (``/tmp/rmqemu-many/run-<i>``, the logs and manifest only), builds
-the session as ``rmqemu report`` would for that input (``reports.cli.build_session``), then
+the session as ``rmqemu report`` does (``reports.session.build_session``), then
 in that one warm session times, ``--repeat`` times each (the last is printed):
 
 * ``reports.job.metrics(spark, RUN_DIR)``: one run's metrics.json document, nothing
@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reports.cli import SMALL_INPUT_BYTES, build_session, stop_session  # noqa: E402
 from reports.job import compute_many, metrics  # noqa: E402
-from reports.load import event_paths  # noqa: E402
+from reports.rundir import event_paths  # noqa: E402
+from reports.session import build_session, stop_session  # noqa: E402
 
 
 def copies(run_dir: Path, n: int, root: Path) -> list[str]:
@@ -66,7 +66,7 @@ def main() -> int:
     dirs = copies(a.run_dir, a.runs, a.root)
     size = sum(os.path.getsize(p) for d in dirs for p in event_paths(d))
     t = time.perf_counter()
-    spark = build_session(None, small_input=size < SMALL_INPUT_BYTES, conf=dict(c.split("=", 1) for c in a.conf))
+    spark = build_session(None, conf=dict(c.split("=", 1) for c in a.conf))
     print(f"session start-up {time.perf_counter() - t:.1f} s; {a.runs} copies of {a.run_dir} "
           f"({size / 1e6:.1f} MB in all)", flush=True)
     for i in range(a.repeat):

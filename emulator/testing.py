@@ -128,17 +128,15 @@ def rmqemu_spark() -> Iterator[Any]:
     ``cluster.metrics(rmqemu_spark)`` so a small run's metrics cost seconds, not a JVM start."""
     from reports.session import build_session, stop_session  # Spark loads only when a test asks
 
-    session = build_session("local[2]", small_input=True, conf=TEST_SPARK_CONF)
+    session = build_session("local[2]", conf=TEST_SPARK_CONF)
     try:
         yield session
     finally:
         stop_session(session)
 
 
-#: Sized for a test worker on a small host: two cores, few shuffle partitions, a small driver
-#: (on top of ``build_session``'s small-input settings: no code generation, the C1 compiler).
+#: Sized for a test worker on a small host: two cores, a small driver.
 TEST_SPARK_CONF = {
-    "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "1g",
 }

@@ -23,10 +23,7 @@ from typing import Any
 
 import click
 
-from reports.session import (  # noqa: F401  (re-exported: the CLI's session helpers)
-    REPORT_CONF, SMALL_INPUT_BYTES, SMALL_INPUT_CONF, THREADS, BackgroundSession, build_session, stop_session,
-    tune_session,
-)
+from reports.session import THREADS, BackgroundSession, build_session, stop_session
 from rmqemu.errors import ExpectationError, RunInputError
 
 
@@ -49,25 +46,21 @@ class _Sessions:
         self.given, self.master, self.progress, self.built = given, master, progress, None
         self.background = background
 
-    def get(self, small_input: bool = False) -> Any:
+    def get(self) -> Any:
         if self.given is not None:
             return self.given
         if self.background is not None:
             self.progress("waiting for the Spark session started during the run")
-            spark = self.background.get()
-            tune_session(spark, small_input)
-            return spark
+            return self.background.get()
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
-            self.built = build_session(self.master, small_input, record_archive=True)
+            self.built = build_session(self.master)
         return self.built
 
     def close(self) -> None:
         if self.background is not None:
             self.background.close()
         if self.built is not None:
-            if getattr(self.built, "_rmqemu_pending_archive", None) is not None:
-                self.progress("saving the Spark JVM's classes for faster starts (once per Java and Spark install)")
             stop_session(self.built)
 
 
@@ -142,8 +135,8 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
     """Report every run; the number of runs that failed an expectation."""
     from reports import expect
     from reports.job import default_out, run_reports
-    from reports.load import event_paths
     from reports.manifest import read_manifest
+    from reports.rundir import event_paths
     from reports.summary import one_line
     from rmqemu.verdicts import judge
 
@@ -151,17 +144,13 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
         raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
                                "goes to RUN_DIR/report otherwise)")
     out_dirs = [Path(out)] if out else [default_out(rd) for rd in run_dirs]
-    size, local = 0, True
     for run_dir in run_dirs:
         if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
             read_manifest(None, run_dir)
-            size += sum(os.path.getsize(p) for p in event_paths(run_dir))
-        else:
-            local = False
-    small = local and size < SMALL_INPUT_BYTES
+            event_paths(run_dir)
     given = expect.from_file(expect_file) if expect_file else None  # checked before Spark starts
     expects = [given or expect.from_run(rd) for rd in run_dirs]
-    results = run_reports(sessions.get(small), run_dirs, out_dirs, progress=progress, parquet=parquet,
+    results = run_reports(sessions.get(), run_dirs, out_dirs, progress=progress, parquet=parquet,
                           workers=threads, expects=expects)
     judged, failed = [], 0
     for run_dir, res, rules in zip(run_dirs, results, expects):

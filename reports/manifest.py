@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from rmqemu.errors import RunInputError
+
+if TYPE_CHECKING:  # Spark only reads a remote manifest: the rest of the report works without it
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,24 @@
-"""Assemble ``report/metrics.json`` from an :class:`~reports.pipeline.Analysis`.
+"""Assemble ``report/metrics.json`` from the core's metrics queries (``m.*``, :mod:`reports.core.analysis`).
 
 The keys of docs/design.md §7 are all present with the same names; additions sit next to
 them. Every duration key ending in ``_ms`` gets a ``..._cluster_s`` twin
 (wall ms / 1000 / ``scale``), added by :func:`with_cluster_seconds` so no field can be
 forgotten. Absolute times are not durations: they are given as offsets from the run's
-first event (``start_offset_ms``), which are durations and get twins too.
+first event (``start_offset_ms``), which are durations and get twins too. Pure Python.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import fields
 from typing import Any
 
-from pyspark.sql import DataFrame, functions as F
-
-from reports import availability, clients, drain, gather, loss, misrouted, timing
-from reports.intervals import RUN, scalar
-from reports.misrouted import REASONS
-from reports.load import RunData
-from reports.pipeline import Analysis, Input
-from reports.tasks import Step, given, run_steps, step
+from reports.core import health
+from reports.core.sends import REASONS
+from reports.results import RunMeta, RunResult, rows
 from rmqemu.errors import ExpectationError
+
+#: The columns of the send-outcome row, in order (all zero when a run made no attempt).
+OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
+                                    "messages", "acked")
 
 
 def with_cluster_seconds(obj: Any, scale: float) -> Any:
@@ -37,76 +35,27 @@ def with_cluster_seconds(obj: Any, scale: float) -> Any:
     return out
 
 
-#: A small query behind ``metrics.json``: the DataFrame and the columns its rows are sorted by.
-Query = tuple[DataFrame, list[str] | None]
+#: The metrics queries and the columns their rows are sorted by (stable JSON).
+ORDER: dict[str, list[str] | None] = {
+    "m.faults": ["start_offset_ms", "fault_id"], "m.clients": ["client", "topic"], "m.namesrvs": ["namesrv", "topic"],
+    "m.misrouted": None, "m.consumption": ["topic"], "m.group_loss": ["group", "topic"],
+    "m.availability": ["producer", "topic"], "m.outcomes": None, "m.latency": None, "m.no_route": ["topic"],
+    "m.autocreate": ["topic"], "m.timing": ["node"], "m.nsq": ["group", "topic"], "m.sne": ["node", "topic"],
+    "m.drain": ["ts"],
+}
+_STALENESS_COLUMNS = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
 
 
-def metric_query_steps(run: Input) -> list[Step]:
-    """The small queries behind ``metrics.json`` as steps of the analysis graph
-    (:func:`reports.pipeline.analysis_steps`): step ``m.<name>`` gives ``(DataFrame, the
-    columns its rows are sorted by)`` and depends only on the analysis tables it reads,
-    each with a ``run`` column: one query answers for every run of the analysis.
-
-    Why steps and not one function of the whole analysis: building a query is driver work
-    (py4j, Catalyst); as steps, the queries over the events or over early tables are built
-    on free threads while the long chain of the analysis (views -> truth -> stale
-    intervals) is still being built, instead of one after another once it is done.
-
-    Nothing runs here: the report collects these together with the plot queries in one
-    action (:mod:`reports.gather`)."""
-    ev, t0 = run.events, scalar(run.run_start)
-    cols = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
-
-    def faults(conv: DataFrame, fault_df: DataFrame, windows: DataFrame, classified: DataFrame) -> Query:
-        impact = availability.with_impact(
-            conv.join(fault_df.select(RUN, "fault_id", "targets", "end", "has_end"), [RUN, "fault_id"]),
-            fault_df, windows, classified, run.measure_end)
-        return impact.select(RUN, "fault_id", "fault", "targets",
-                             (F.col("start") - t0).alias("start_offset_ms"),
-                             (F.col("end") - t0).alias("end_offset_ms"), "has_end",
-                             "converged_ms", "stale_views",
-                             (F.col("impact_end") - t0).alias("impact_end_offset_ms"),
-                             "rto_ms", "failed_sends", "misrouted_sends"), ["start_offset_ms", "fault_id"]
-
-    return [  # docs/design.md §7, §9
-        step("m.windows", lambda s: availability.unavailable_windows(s, run.measure_end), "sends"),
-        step("m.faults", faults, "convergence", "faults", "m.windows", "classified"),
-        step("m.clients", lambda x: (x.select(RUN, "client", *cols), ["client", "topic"]), "client_staleness"),
-        step("m.namesrvs", lambda x: (x.select(RUN, "namesrv", *cols), ["namesrv", "topic"]), "namesrv_staleness"),
-        step("m.misrouted", lambda c: (misrouted.misrouted_by_reason(c), None), "classified"),
-        step("m.consumption", lambda s: (clients.consumption(ev, s, run.stop_ms), ["topic"]), "sends"),
-        step("m.group_loss", lambda s: (loss.group_loss(ev, s, run.stop_ms), ["group", "topic"]), "sends"),
-        step("m.availability", lambda s, w: (availability.availability_by_pair(s, w), ["producer", "topic"]),
-             "sends", "m.windows"),
-        step("m.outcomes", lambda s: (clients.send_outcomes(s), None), "sends"),
-        step("m.latency", lambda s: (clients.latency_percentiles(s), None), "sends"),
-        step("m.no_route", lambda s: (clients.no_route_errors(s), ["topic"]), "sends"),
-        step("m.autocreate", lambda h, a: (clients.autocreate_coverage(ev, run.nodes, h, a), ["topic"]),
-             "hosts", "autocreate"),
-        step("m.timing", lambda p: (timing.node_lag(ev, p, since=run.up_ms), ["node"]), "pauses"),
-        step("m.nsq", lambda: (clients.non_subscriber_queues(ev), ["group", "topic"])),
-        step("m.sne", lambda: (clients.subscription_not_exist(ev), ["node", "topic"])),
-        step("m.drain", lambda: (drain.query(ev), ["ts"])),
-    ]
-
-
-#: The steps of :func:`metric_query_steps` that are not queries of ``metrics.json``.
-HELPERS = ("m.windows",)
-
-
-def metric_queries(a: Analysis) -> dict[str, Query]:
-    """The small queries behind ``metrics.json``, by name (what :func:`assemble` reads),
-    built from a finished analysis (:func:`metric_query_steps` in list order)."""
-    tables = {f.name: getattr(a, f.name) for f in fields(Analysis) if f.name != "run"}
-    steps = metric_query_steps(a.run)
-    done = run_steps(given(tables) + steps)
-    return {s.name: done[s.name] for s in steps if s.name not in HELPERS}
-
-
-def metric_results(queries: dict[str, Query], got: dict[str, gather.Rows], run_id: int) -> dict[str, gather.Rows]:
-    """Run ``run_id``'s collected rows of each query (without ``run``), sorted as the query
-    says (stable JSON)."""
-    return {name: gather.ordered(gather.of_run(got[name], run_id), order) for name, (_, order) in queries.items()}
+def metric_rows(result: RunResult, queries: Iterable[str] | None = None) -> dict[str, Any]:
+    """The rows of each metrics query of ``result`` (all, or ``queries``), sorted by :data:`ORDER`."""
+    t = result.tables
+    out: dict[str, Any] = {}
+    for name in (ORDER if queries is None else queries):
+        df = t[name]
+        if name in ("m.clients", "m.namesrvs"):
+            df = df[[name[2:-1], *_STALENESS_COLUMNS]]
+        out[name] = rows(df, ORDER[name])
+    return out
 
 
 def _staleness(r: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +88,7 @@ def _availability(pairs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _sends(r: dict[str, Any]) -> dict[str, Any]:
     # a run without sends has no row (the counts are grouped by run): all zeros
-    first = r["m.outcomes"][0] if r["m.outcomes"] else dict.fromkeys(clients.OUTCOME_COLUMNS, 0)
+    first = r["m.outcomes"][0] if r["m.outcomes"] else dict.fromkeys(OUTCOME_COLUMNS, 0)
     out = {k: (v or 0) for k, v in first.items()}
     out["latency"] = {row.pop("scope"): row for row in r["m.latency"]}
     errs = r["m.no_route"]
@@ -168,7 +117,7 @@ def _consumption(r: dict[str, Any]) -> dict[str, Any]:
 
 #: The sections of ``metrics.json`` after the run's header (docs/metrics.md), in document
 #: order: the queries each is assembled from, and how (``run``, the query results).
-SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunData, dict[str, Any]], Any]]] = {
+SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], Any]]] = {
     "staleness": (("m.clients", "m.namesrvs", "m.faults"), lambda run, r: _staleness(r)),
     "misrouted": (("m.misrouted",), lambda run, r: _misrouted(r["m.misrouted"])),
     "sends": (("m.outcomes", "m.latency", "m.no_route"), lambda run, r: _sends(r)),
@@ -176,9 +125,9 @@ SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunData, dict[str, Any]], A
     "subscriptions": (("m.sne", "m.nsq"), lambda run, r: _subscriptions(r)),
     "consumption": (("m.consumption", "m.group_loss"), lambda run, r: _consumption(r)),
     "availability": (("m.availability",), lambda run, r: _availability(r["m.availability"])),
-    "timing": (("m.timing",), lambda run, r: timing.verdict(
+    "timing": (("m.timing",), lambda run, r: health.verdict(
         r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()])),
-    "drain": (("m.drain",), lambda run, r: drain.summary(r["m.drain"])),
+    "drain": (("m.drain",), lambda run, r: health.summary(r["m.drain"])),
 }
 
 #: The run's header: read from the load (bounds, counts, manifest), no query behind it.
@@ -212,12 +161,12 @@ def sections_of(only: Iterable[str] | None) -> tuple[str, ...]:
 
 
 def queries_of(sections: Iterable[str]) -> list[str]:
-    """The metric query steps behind ``sections`` (names of :func:`metric_query_steps`)."""
+    """The metrics queries behind ``sections`` (``m.*`` tables of :mod:`reports.core.analysis`)."""
     return [q for s in sections for q in SECTIONS[s][0]]
 
 
-def assemble(run: RunData, r: dict[str, Any], sections: Iterable[str] | None = None) -> dict[str, Any]:
-    """The ``metrics.json`` document from the results of :func:`metric_queries` (durations
+def assemble(run: RunMeta, r: dict[str, Any], sections: Iterable[str] | None = None) -> dict[str, Any]:
+    """The ``metrics.json`` document from the rows of :func:`metric_rows` (durations
     with cluster-second twins): every section, or the header and ``sections`` only (then
     ``r`` needs only their queries). Pure Python: no Spark here."""
     man = run.manifest
@@ -232,10 +181,7 @@ def assemble(run: RunData, r: dict[str, Any], sections: Iterable[str] | None = N
     return with_cluster_seconds(doc, man.scale)
 
 
-def build_metrics(a: Analysis) -> dict[str, Any]:
-    """The whole ``metrics.json`` document of a one-run analysis, its queries in one action."""
-    if not isinstance(a.run, RunData):
-        raise TypeError("build_metrics: an analysis of one run (reports.job.compute_many for several)")
-    queries = metric_queries(a)
-    got = gather.collect_all({name: df for name, (df, _) in queries.items()})
-    return assemble(a.run, metric_results(queries, got, a.run.id))
+def document(result: RunResult, sections: Iterable[str] | None = None) -> dict[str, Any]:
+    """The ``metrics.json`` document of an analysed run (every section, or ``sections``)."""
+    queries = None if sections is None else queries_of(sections)
+    return assemble(result.meta, metric_rows(result, queries), sections)

@@ -11,7 +11,7 @@ import click
 from emulator.cli.errors import handle_errors
 from emulator.cli.interrupts import stop_signals
 from emulator.launcher.run_dir import DEFAULT_ROOT
-from emulator.sweep.on_spark import SparkRuns, is_local, prepare_local_workers, spark_parallel
+from emulator.sweep.on_spark import SparkRuns, prepare_local_workers, spark_parallel
 from emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
 from emulator.sweep.spec import SweepSpec, load_sweep
 
@@ -43,7 +43,7 @@ def sweep_command(file: Path, root: Path, parallel: int | None, fresh: bool, mas
             if master:
                 prepare_local_workers(master)
                 click.echo(f"sweep {spec.name}: starting Spark ({master}), every run a Spark task", err=True)
-                spark = _build_session(master, small_input=is_local(master))
+                spark = _build_session(master)
             results, failed = _run(spec, out, parallel, master, spark)
             failed_expectations = _analyse(spec, results, out, master, spark) if report else 0
         except KeyboardInterrupt:
@@ -96,12 +96,15 @@ def _run(spec: SweepSpec, out: Path, parallel: int | None, master: str | None,
 def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str | None, spark: Any = None) -> int:
     """One Spark job over every run (on the sweep's session, else one of its own); the number
     of runs that failed an expectation."""
-    from emulator.sweep.analysis import analyse
+    from emulator.sweep.analysis import analyse, unanalysed
 
-    click.echo(f"analysing {len(results)} run(s) in one Spark job ({master or 'local[*]'})", err=True)
-    own = spark is None
+    missing = unanalysed(results)
+    analysed = sum(r.exit_code == 0 for r in results) - len(missing)
+    click.echo(f"analysing {len(missing)} run(s) in one Spark job ({master or 'local[*]'})"
+               + (f"; {analysed} analysed before (kept in <run>/analysis.json)" if analysed else ""), err=True)
+    own = spark is None and bool(missing)
     if own:
-        spark = _build_session(master, small_input=master is None or is_local(master))
+        spark = _build_session(master)
     try:
         analysis = analyse(spark, spec, results, out / "report")
     finally:
@@ -113,10 +116,10 @@ def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str |
     return len(analysis.failed)
 
 
-def _build_session(master: str | None, small_input: bool) -> Any:
+def _build_session(master: str | None) -> Any:
     from reports.session import build_session  # Spark: imported only when a sweep needs it
 
-    return build_session(master, small_input=small_input)
+    return build_session(master)
 
 
 def _stop_session(spark: Any) -> None:

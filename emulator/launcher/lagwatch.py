@@ -116,7 +116,7 @@ class LagWatch:
 
     def _read_pauses(self) -> None:
         """Pause intervals per node: a pause's ``fault.start`` opens one, its ``fault.end`` or a
-        ``resume`` fault closes it (as in the report's ``reports.truth.pauses``)."""
+        ``resume`` fault closes it (as in the report's ``reports.core.truth.pauses``)."""
         for e in self.faults.lines('"fault.'):
             kind, fault = e.get("kind"), e.get("fault")
             for node in e.get("targets") or []:

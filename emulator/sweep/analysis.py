@@ -44,17 +44,35 @@ class SweepAnalysis:
         return [r for r in self.rows if r["verdict"] == "BROKEN"]
 
 
+def unanalysed(results: list[RunResult]) -> list[str]:
+    """The run dirs of the finished runs whose analysis is not stored, or is older than the code
+    or the run's files (:mod:`reports.stored`): what the sweep's Spark job must analyse."""
+    from reports import stored
+
+    return [str(r.run_dir) for r in results if r.exit_code == 0 and stored.load(str(r.run_dir)) is None]
+
+
 def analyse(spark: Any, spec: SweepSpec, results: list[RunResult], out_dir: Path,
             compute: Callable[[Any, list[str]], dict[str, dict[str, Any]]] | None = None) -> SweepAnalysis:
-    """One Spark job over every run that finished (``reports.job.compute_many``, or ``compute``
-    in tests of what follows it), then the tables and the page."""
+    """The metrics of every run that finished: stored ones reused, the others computed in one
+    Spark job on ``spark`` (``reports.job.compute_many``, or ``compute`` in tests of what follows
+    it) and stored; then the tables and the page. ``spark`` may be None when every run's
+    analysis is stored (:func:`unanalysed` is empty)."""
+    from reports import stored
+
     if compute is None:
         from reports.job import compute_many as compute  # Spark: only the analysis needs it
 
     if [r.run_id for r in results] != [run.run_id for run in spec.runs()]:
         raise ValueError("analyse: one result per run of the grid, in grid order (as run_sweep returns them)")
-    ok = [r for r in results if r.exit_code == 0]
-    metrics = compute(spark, [str(r.run_dir) for r in ok]) if ok else {}
+    ok = [str(r.run_dir) for r in results if r.exit_code == 0]
+    metrics = {d: doc for d in ok if (doc := stored.load(d)) is not None}
+    missing = [d for d in ok if d not in metrics]
+    if missing:
+        computed = compute(spark, missing)
+        for run_dir, doc in computed.items():
+            stored.save(run_dir, doc)
+        metrics.update(computed)
     rows = [_row(spec, run, r, metrics.get(str(r.run_dir))) for run, r in zip(spec.runs(), results)]
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [_write_csv(rows, out_dir / "runs.csv"), _write_parquet(rows, out_dir / "runs.parquet")]

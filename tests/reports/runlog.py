@@ -90,13 +90,13 @@ def write_run(root: Path, events: list[dict[str, Any]], faults: list[dict[str, A
     return root
 
 
-def metrics_of(spark: Any, root: Path) -> dict[str, Any]:
-    """Load + analyse + assemble the metrics of a hand-made run (no files written)."""
-    from reports.load import load_run
-    from reports.metrics import build_metrics
-    from reports.pipeline import analyse
+def metrics_of(root: Path) -> dict[str, Any]:
+    """The metrics.json document of a hand-made run, analysed in this process (no JVM, nothing
+    written): :func:`reports.local.analyse_dirs` then :func:`reports.metrics.document`."""
+    from reports.local import analyse_dirs
+    from reports.metrics import document
 
-    return build_metrics(analyse(load_run(spark, str(root))))
+    return document(analyse_dirs([str(root)])[0])
 
 
 def by(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any]:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reports.frames import frame, rows
 from tests.reports.runlog import by, croute, exit_, fault, metrics_of, send, start, topic, write_run
 
 T, U = "T", "U"
@@ -85,8 +84,8 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, run_dir):
-    return metrics_of(spark, run_dir)
+def metrics(run_dir):
+    return metrics_of(run_dir)
 
 
 def _pair(m, producer, name):
@@ -148,14 +147,13 @@ def test_failed_and_misrouted_sends_count_for_every_window_holding_them(metrics)
     assert metrics["misrouted"]["by_reason"]["paused"] == 5
 
 
-def test_availability_plot(spark, run_dir, tmp_path):
+def test_availability_plot(run_dir, tmp_path):
     """The plot data holds the six windows above (wall s since the first event, 1000) and
     each producer's span of measured attempts; the figure is drawn with the faults shaded."""
     from reports import plotdata, plots
-    from reports.load import load_run
-    from reports.pipeline import analyse
+    from reports.local import analyse_dirs
 
-    data = plotdata.collect_plot_data(analyse(load_run(spark, str(run_dir))))
+    data = plotdata.assemble(analyse_dirs([str(run_dir)])[0])
     got = sorted((r.producer, r.topic, round(r.start_s, 3), round(r.end_s, 3)) for r in data.unavailable.itertuples())
     assert got == [("pg-1-0", T, 2.1, 3.2), ("pg-1-0", T, 3.6, 3.8), ("pg-1-0", U, 2.2, 3.25),
                    ("pg-1-0", U, 4.2, 8.0), ("pg-2-0", T, 1.0, 3.4), ("pg-2-0", T, 3.7, 4.5)]
@@ -166,45 +164,3 @@ def test_availability_plot(spark, run_dir, tmp_path):
     assert "availability.png" in [f.file for f in figs]
     assert (tmp_path / "availability.png").stat().st_size > 10_000
 
-
-# --- single transforms on inline frames (reports.availability) -------------------------------
-
-SENDS = "producer string, topic string, ts double, seq long, outcome string"
-
-
-def _windows(spark, attempts, end=1000.0):
-    from reports.availability import unavailable_windows
-    return rows(unavailable_windows(frame(spark, SENDS, attempts), end), "producer", "topic", "start", "end")
-
-
-def test_window_boundaries_and_ties(spark):
-    # p/T: error 100 opens (first attempt), error 200 inside, ok 300 closes -> [100, 300).
-    # p/V: error at 500 and an ok logged right after it at the same ts (seq 2): length 0, dropped;
-    #      timeout 600 opens again, nothing closes it -> [600, measured end 1000).
-    attempts = [("p", T, 100, 1, "error"), ("p", T, 200, 2, "error"), ("p", T, 300, 3, "ok"),
-                ("p", "V", 500, 1, "error"), ("p", "V", 500, 2, "ok"), ("p", "V", 600, 3, "timeout")]
-    assert _windows(spark, attempts) == [("p", T, 100.0, 300.0), ("p", "V", 600.0, 1000.0)]
-
-
-def test_oneway_and_unmeasured_attempts_are_left_out(spark):
-    # oneway (no answer expected) opens nothing; no_route is not ok and opens [200, 1000);
-    # the error at 1100 is past the measured end 1000.
-    attempts = [("p", T, 100, 1, "oneway"), ("q", T, 200, 1, "no_route"), ("r", T, 1100, 1, "error")]
-    assert _windows(spark, attempts) == [("q", T, 200.0, 1000.0)]
-
-
-def test_fault_impact_of_overlapping_faults(spark):
-    """Two faults: a [0, 100) converged 150 -> [0, 150); b [120, 200) converged 0 -> [120, 200);
-    c [500, 500), an instant fault with nothing in it, keeps its row with zeros.
-    The window [130, 170) starts in both a and b (rto 40 each); the failed attempt at 140 lies
-    in both; the failed one at 10 in a only (a: 2 failed, b: 1); the misrouted ok attempt at
-    160 in b only (150 is a's end, excluded: half-open)."""
-    from reports.availability import with_impact
-    faults = frame(spark, "fault_id string, start double, end double, converged_ms double",
-                   [("a", 0, 100, 150), ("b", 120, 200, 0), ("c", 500, 500, 0)])
-    windows = frame(spark, "producer string, topic string, start double, end double", [("p", T, 130, 170)])
-    classified = frame(spark, SENDS + ", reason string", [
-        ("p", T, 10, 1, "error", None), ("p", T, 140, 2, "timeout", None), ("p", T, 160, 3, "ok", "dead")])
-    got = with_impact(faults, faults.select("run", "fault_id"), windows, classified, 1000.0)
-    assert rows(got, "fault_id", "impact_end", "rto_ms", "failed_sends", "misrouted_sends") == [
-        ("a", 150.0, 40.0, 2, 0), ("b", 200.0, 40.0, 1, 1), ("c", 500.0, 0.0, 0, 0)]

@@ -35,17 +35,19 @@ def reported(spark, tmp_path_factory):
     return run, result
 
 
+@pytest.mark.spark
 def test_exit_and_progress(reported):
     run, result = reported
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(run / "report" / "report.html")
-    for stage in ("reading", "analysing", "assembling metrics", "drawing plots", "Parquet", "report.html"):
+    for stage in ("reading", "analysing", "metrics.json", "drawing plots", "Parquet", "report.html"):
         assert stage in result.stderr
     # the kill scenario: pg-1-0 stale 300 ms + pg-2-0 900 ms, one send to the dead broker
     assert "done: clients stale 1,200 wall ms in 2 interval(s); 1 misrouted send(s); 0 lost message(s)\n" \
         in result.stderr
 
 
+@pytest.mark.spark
 def test_metrics_json_design_keys_and_values(reported):
     run, _ = reported
     m = json.loads((run / "report" / "metrics.json").read_text())
@@ -68,6 +70,7 @@ def test_metrics_json_design_keys_and_values(reported):
     assert (s["attempts"], s["ok"], s["failed"], s["no_route"]) == (3, 2, 1, 0)
 
 
+@pytest.mark.spark
 def test_truncated_line_counted_not_fatal(reported):
     run, _ = reported
     m = json.loads((run / "report" / "metrics.json").read_text())
@@ -75,6 +78,7 @@ def test_truncated_line_counted_not_fatal(reported):
     assert m["events"] == 23  # 21 node lines + 2 fault lines; the broken one is not an event
 
 
+@pytest.mark.spark
 def test_html_self_contained_with_faults_and_plots(reported):
     run, _ = reported
     out = run / "report"
@@ -91,6 +95,7 @@ def test_html_self_contained_with_faults_and_plots(reported):
     assert "http://" not in page and "https://" not in page and "<script" not in page
 
 
+@pytest.mark.spark
 def test_parquet_tables_read_back(reported):
     run, _ = reported
     pq = run / "report" / "parquet"
@@ -103,6 +108,7 @@ def test_parquet_tables_read_back(reported):
     assert {p.name for p in pq.iterdir()} >= {"lives", "faults", "client_views", "client_stale_intervals"}
 
 
+@pytest.mark.spark
 def test_compare_two_runs(spark, reported, tmp_path):
     run_a, _ = reported
     run_b = tmp_path / "run-b"
@@ -131,6 +137,7 @@ def test_report_command_is_registered():
     assert main.commands["report"] is report_command
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("case", ["no_dir", "no_manifest", "bad_manifest", "no_events", "unreadable"])
 def test_bad_input_exits_2_naming_the_file(spark, tmp_path, case):
     run = kill_run(tmp_path / "run")
@@ -157,6 +164,7 @@ def test_bad_input_exits_2_naming_the_file(spark, tmp_path, case):
     assert not (run / "report").exists()
 
 
+@pytest.mark.spark
 def test_compare_names_a_corrupt_metrics_file(spark, reported, tmp_path):
     run_a, _ = reported
     run_b = tmp_path / "run-b"
@@ -167,6 +175,7 @@ def test_compare_names_a_corrupt_metrics_file(spark, reported, tmp_path):
     assert result.stderr == f"error: {run_b / 'report' / 'metrics.json'}: not valid JSON (Expecting ':' delimiter at line 1)\n"
 
 
+@pytest.mark.spark
 def test_stop_session_ends_the_jvm():
     """The CLI's own session (not the fixture's): after stop_session its JVM has exited,
     so a report never leaves a Java process behind its Python parent."""
@@ -177,7 +186,7 @@ def test_stop_session_ends_the_jvm():
     code = textwrap.dedent("""
         from reports.cli import build_session, stop_session
         from pyspark import SparkContext
-        spark = build_session("local[1]", small_input=True)
+        spark = build_session("local[1]")
         assert spark.range(3).count() == 3
         proc = SparkContext._gateway.proc
         stop_session(spark)

@@ -1,4 +1,4 @@
-"""metrics.json ``drain`` (reports/drain.py): the launcher's ``run.drain`` line as written, its
+"""metrics.json ``drain`` (reports/core/health.py): the launcher's ``run.drain`` line as written, its
 durations with cluster-second twins; all null for a run without one (docs/design.md §6, §7)."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ DRAIN = {"ts": 2000.0, "node": "launcher", "kind": "run.drain", "completed": Fal
          "lag_left": [{"group": "cg", "topic": "T", "broker": "broker-a", "queue_id": 1, "lag": 3}]}
 
 
-def test_drain_is_copied_from_run_drain_and_null_without_it(spark, tmp_path):
+def test_drain_is_copied_from_run_drain_and_null_without_it(tmp_path):
     stop = {"ts": 1950.0, "node": "launcher", "kind": "run.stop"}
-    got = metrics_of(spark, write_run(tmp_path / "with", EVENTS, faults=[stop, DRAIN]))["drain"]
+    got = metrics_of(write_run(tmp_path / "with", EVENTS, faults=[stop, DRAIN]))["drain"]
     assert got == {"completed": False, "waited_ms": 300.0, "waited_cluster_s": 300.0 / 1000 / SCALE,
                    "timeout_ms": 300.0, "timeout_cluster_s": 300.0 / 1000 / SCALE, "lag_total": 3,
                    "lag_left": DRAIN["lag_left"], "unreadable": [], "interrupted": False}
 
-    none = metrics_of(spark, write_run(tmp_path / "without", EVENTS, faults=[stop]))["drain"]
+    none = metrics_of(write_run(tmp_path / "without", EVENTS, faults=[stop]))["drain"]
     assert none["completed"] is None and none["waited_cluster_s"] is None and none["lag_left"] == []

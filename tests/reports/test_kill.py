@@ -34,8 +34,8 @@ def kill_scenario() -> tuple[list[dict], list[dict]]:
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("kill"), *kill_scenario()))
+def metrics(tmp_path_factory):
+    return metrics_of(write_run(tmp_path_factory.mktemp("kill"), *kill_scenario()))
 
 
 def test_fast_client_stale_from_kill_to_its_next_route(metrics):

@@ -1,36 +1,52 @@
-"""Reading a run: broken lines are counted per file and dropped, never fatal; a bad
-manifest or a missing events dir is one ``RunInputError`` naming the file."""
+"""Reading a run: broken lines are counted per file and dropped, never fatal, by both readers
+(in this process: :func:`reports.local.read_run`; Spark: :func:`reports.engine.analyse_runs`);
+a bad manifest or a missing events dir is one ``RunInputError`` naming the file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from rmqemu.errors import RunInputError
-from reports.load import event_paths, load_run
+from reports.local import read_run
 from reports.manifest import parse_manifest, read_manifest
+from reports.rundir import event_paths
+from rmqemu.errors import RunInputError
 from tests.reports.runlog import exit_, start, write_run
+
+#: pg-1-0: a line without ts and a truncated last line; namesrv-0: garbage.
+BROKEN = {"pg-1-0.jsonl": 2, "namesrv-0.jsonl": 1}
 
 
 @pytest.fixture(scope="module")
-def run(spark, tmp_path_factory):
-    root = write_run(tmp_path_factory.mktemp("load"),
+def run_dir(tmp_path_factory) -> Path:
+    return write_run(tmp_path_factory.mktemp("load"),
                      [start(1000, "pg-1-0", "producer"), exit_(3000, "pg-1-0", code=0),
                       start(1500, "namesrv-0", "namesrv")],
                      raw_tail={"pg-1-0": '{"node": "pg-1-0", "kind": "send"}\n{"ts": 3100, "node": "pg-1-0", "ki',
                                "namesrv-0": "\x00\x01 not json\n"})
-    return load_run(spark, str(root))
 
 
-def test_broken_lines_counted_per_file(run):
-    # pg-1-0: a line without ts and a truncated last line; namesrv-0: garbage.
-    assert run.bad_lines == {"pg-1-0.jsonl": 2, "namesrv-0.jsonl": 1}
-    assert run.event_count == 3
-    assert (run.run_start, run.run_end) == (1000.0, 3000.0)
+def test_broken_lines_counted_per_file(run_dir):
+    meta, _ = read_run(str(run_dir))
+    assert meta.bad_lines == BROKEN
+    assert meta.event_count == 3
+    assert (meta.run_start, meta.run_end) == (1000.0, 3000.0)
 
 
-def test_good_events_keep_their_fields(run):
-    rows = {r["node"]: r for r in run.events.filter("kind = 'node.start'").collect()}
+@pytest.mark.spark
+def test_spark_counts_the_same_broken_lines(spark, run_dir):
+    from reports.engine import analyse_runs
+
+    meta = analyse_runs(spark, [str(run_dir)])[0].meta
+    assert meta.bad_lines == BROKEN
+    assert meta.event_count == 3
+    assert (meta.run_start, meta.run_end) == (1000.0, 3000.0)
+
+
+def test_good_events_keep_their_fields(run_dir):
+    _, table = read_run(str(run_dir))
+    rows = {r["node"]: r for r in table.to_pylist() if r["kind"] == "node.start"}
     assert rows["pg-1-0"]["role"] == "producer" and rows["pg-1-0"]["ts"] == 1000.0
     assert rows["namesrv-0"]["file"] == "namesrv-0.jsonl"
 
@@ -67,8 +83,27 @@ def test_missing_files_named(tmp_path):
         event_paths(str(tmp_path))
 
 
-def test_broken_lines_name_their_file_as_it_is_spelled(spark, tmp_path):
-    # Spark's _metadata.file_name percent-encodes the name; the count is keyed by the real one
-    root = write_run(tmp_path, [start(1000, "pg-1-0", "producer"), exit_(3000, "pg-1-0", code=0)],
+def test_a_run_without_readable_events_is_named(tmp_path):
+    root = write_run(tmp_path, [start(1000, "pg-1-0", "producer")])
+    (root / "events" / "pg-1-0.jsonl").write_text("not json\n")  # its only line, broken
+    with pytest.raises(RunInputError, match=f"^{root / 'events'}: no readable events"):
+        read_run(str(root))
+
+
+@pytest.fixture()
+def odd_name(tmp_path) -> Path:
+    """A run whose broken line sits in a file whose name percent-encoding changes."""
+    return write_run(tmp_path, [start(1000, "pg-1-0", "producer"), exit_(3000, "pg-1-0", code=0)],
                      raw_tail={"pg 1+%": "not json\n"})
-    assert load_run(spark, str(root)).bad_lines == {"pg 1+%.jsonl": 1}
+
+
+def test_broken_lines_name_their_file_as_it_is_spelled(odd_name):
+    assert read_run(str(odd_name))[0].bad_lines == {"pg 1+%.jsonl": 1}
+
+
+@pytest.mark.spark
+def test_spark_names_the_file_of_a_broken_line_as_it_is_spelled(spark, odd_name):
+    # Spark's _metadata.file_name percent-encodes the name; the count is keyed by the real one
+    from reports.engine import analyse_runs
+
+    assert analyse_runs(spark, [str(odd_name)])[0].meta.bad_lines == {"pg 1+%.jsonl": 1}

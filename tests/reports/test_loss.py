@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reports.frames import frame, rows
 from tests.reports.runlog import by, ev, exit_, metrics_of, send, start, topic, write_run
 
 T, U = "T", "U"
@@ -34,7 +33,7 @@ def rebalance(ts, node, name):
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def metrics(tmp_path_factory):
     nodes = ("broker-a-0", "pg-1-0", *CONSUMERS)
     events = [
         start(1000, "broker-a-0", "broker"), start(1000, "pg-1-0", "producer"),
@@ -51,7 +50,7 @@ def metrics(spark, tmp_path_factory):
         *[exit_(9500, n, code=0) for n in nodes],
     ]
     faults = [{"ts": 9000, "node": "launcher", "kind": "run.stop"}]
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("loss"), events, faults))
+    return metrics_of(write_run(tmp_path_factory.mktemp("loss"), events, faults))
 
 
 def test_a_message_one_subscribing_group_missed_is_lost_for_it_only(metrics):
@@ -70,16 +69,3 @@ def test_a_group_not_subscribing_the_topic_is_not_charged(metrics):
     row = by(rows_, group="cg-3", topic=U)
     assert (row["expected"], row["consumed"], row["lost"]) == (1, 1, 0)
 
-
-def test_a_pull_alone_shows_a_subscription(spark):
-    """A group whose consumer only pulled T (no rebalance or consume line) subscribes it and is
-    charged every message it never consumed: m1 and m2 acked, neither consumed -> 2 lost.
-    Without any run.stop (``until`` None) every ack counts. The producer group on a ``send``
-    line subscribes nothing."""
-    from reports.loss import group_loss
-    events = frame(spark, "kind string, group string, topic string, msg_ids array<string>", [
-        ("pull", "cg-9", T, None), ("consume", "cg-8", T, ["m1"]), ("send", "pg-1", T, None)])
-    sends = frame(spark, "topic string, msg_id string, outcome string, ts double", [
-        (T, "m1", "ok", 100.0), (T, "m2", "ok", 200.0), (T, "m3", "error", 300.0)])
-    assert rows(group_loss(events, sends), "group", "topic", "expected", "consumed", "lost") == [
-        ("cg-8", T, 2, 1, 1), ("cg-9", T, 2, 0, 2)]

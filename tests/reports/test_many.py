@@ -1,5 +1,6 @@
 """Several runs in one report job: the runs are one table with a ``run`` column, and each
-run's metrics are what a report of that run alone gives; the metrics-only function."""
+run's metrics are what a report of that run alone gives (and what the in-process analysis,
+:func:`tests.reports.runlog.metrics_of`, gives); the metrics-only function."""
 from __future__ import annotations
 
 import json
@@ -11,12 +12,14 @@ from pyspark.sql import functions as F
 
 from reports import job
 from reports.cli import report_command
-from reports.load import load_runs
+from reports.load import good_events, read_runs
 from rmqemu.errors import RunInputError
 from tests.reports.runlog import croute, exit_, fault, metrics_of, nroute, send, start, topic, write_run
 from tests.reports.test_kill import kill_scenario
 
 T = "T"
+
+pytestmark = pytest.mark.spark
 
 
 def pause_scenario() -> tuple[list[dict], list[dict]]:
@@ -43,22 +46,30 @@ def two_runs(tmp_path_factory) -> tuple[Path, Path]:
     return write_run(root / "kill", *kill_scenario()), write_run(root / "pause", *pause_scenario())
 
 
+def _counts(spark, run_dirs: list[str]) -> dict[int, int]:
+    """Readable lines per ``run`` of one :func:`read_runs` scan of ``run_dirs``."""
+    raw, _ = read_runs(spark, run_dirs)
+    events = good_events(raw)
+    assert "run" in events.columns
+    return {r["run"]: r["n"] for r in events.groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+
 def test_runs_are_one_table_with_a_run_column(spark, two_runs):
     a, b = (str(p) for p in two_runs)
-    runs = load_runs(spark, [a, b])
-    assert [r.key for r in runs] == [a, b]
-    for run in runs:
-        assert "run" in run.events.columns
-        got = {r["run"]: r["n"] for r in run.events.groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
-        assert got == {run.id: run.event_count}
-    assert runs[0].event_count != runs[1].event_count
+    _, manifests = read_runs(spark, [a, b])
+    assert [m.run for m in manifests] == ["r1", "r1"]  # the manifests, in the order given
+    together = _counts(spark, [a, b])
+    alone = [_counts(spark, [p])[0] for p in (a, b)]
+    assert together == {0: alone[0], 1: alone[1]}  # ``run``: the index of the run dir
+    assert alone[0] != alone[1]
+    assert alone[0] == 23  # the kill scenario: 21 node lines + 2 fault lines
 
 
 def test_two_runs_in_one_call_give_each_run_its_own_metrics(spark, two_runs):
     a, b = (str(p) for p in two_runs)
     together = job.compute_many(spark, [a, b])
     assert list(together) == [a, b]
-    alone = {rd: metrics_of(spark, Path(rd)) for rd in (a, b)}
+    alone = {rd: metrics_of(Path(rd)) for rd in (a, b)}
     assert together == alone
     assert together[a] != together[b]
     assert together[a]["misrouted"]["by_reason"]["dead"] == 1
@@ -87,7 +98,7 @@ def test_report_of_two_runs_writes_each_run_its_report(spark, two_runs, tmp_path
     assert result.stdout.split() == [str(c / "report" / "report.html") for c in copies]
     for run in copies:
         written = json.loads((run / "report" / "metrics.json").read_text())
-        assert written == metrics_of(spark, run)
+        assert written == metrics_of(run)
         assert (run / "report" / "parquet" / "sends").is_dir()
 
 
@@ -111,7 +122,7 @@ def test_the_same_run_twice_is_bad_input(spark, two_runs):
 def test_metrics_only_writes_nothing_and_equals_the_report(spark, two_runs):
     run = two_runs[1]
     got = job.metrics(spark, str(run))
-    assert got == metrics_of(spark, run)
+    assert got == metrics_of(run)
     assert got["misrouted"]["by_reason"]["paused"] == 1
     assert not (run / "report").exists()
 
@@ -121,11 +132,9 @@ def test_runs_in_directories_with_spaces_percent_and_accents_keep_their_events(s
     (percent-encoded): names that encoding changes must still find their run."""
     odd = write_run(tmp_path / "run é 100%+1", *kill_scenario())
     plain = write_run(tmp_path / "plain", *pause_scenario())
-    runs = load_runs(spark, [str(odd), str(plain)])
-    alone = [load_runs(spark, [str(p)])[0].event_count for p in (odd, plain)]
-    assert [r.event_count for r in runs] == alone
-    for run in runs:
-        assert {r["run"] for r in run.events.select("run").distinct().collect()} == {run.id}
+    together = _counts(spark, [str(odd), str(plain)])
+    alone = [_counts(spark, [str(p)])[0] for p in (odd, plain)]
+    assert together == {0: alone[0], 1: alone[1]}
 
 
 def test_the_same_run_spelled_two_ways_is_bad_input(spark, two_runs):

@@ -10,7 +10,7 @@ T = "T"
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def metrics(tmp_path_factory):
     events = [
         start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
         start(1000, "pg-1-0", "producer"), start(1000, "pg-2-0", "producer"),
@@ -35,7 +35,7 @@ def metrics(spark, tmp_path_factory):
         fault(3350, "fault.end", "f3", "pause", ["broker-b-0"]),
         fault(3500, "fault.end", "f2", "partition", ["broker-b-0", "pg-1-0"]),
     ]
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("part"), events, faults))
+    return metrics_of(write_run(tmp_path_factory.mktemp("part"), events, faults))
 
 
 def test_partitioned_sends_either_direction(metrics):

@@ -10,7 +10,7 @@ T = "T"
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def metrics(tmp_path_factory):
     events = [
         start(1000, "namesrv-0", "namesrv"),
         start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
@@ -30,7 +30,7 @@ def metrics(spark, tmp_path_factory):
         fault(3000, "fault.start", "f2", "pause", ["broker-a-0"]),  # no fault.end ...
         fault(3200, "fault.start", "f3", "resume", ["broker-a-0"]),  # ... the resume ends it
     ]
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("pause"), events, faults))
+    return metrics_of(write_run(tmp_path_factory.mktemp("pause"), events, faults))
 
 
 def test_client_keeping_paused_master_is_stale_over(metrics):

@@ -9,7 +9,7 @@ T = "T"
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def metrics(tmp_path_factory):
     events = [
         start(1000, "namesrv-0", "namesrv"),
         start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
@@ -31,7 +31,7 @@ def metrics(spark, tmp_path_factory):
               fault(2000, "fault.end", "f1", "kill", ["broker-a-0"]),
               fault(3000, "fault.start", "f2", "restart", ["broker-a-0"]),
               fault(3000, "fault.end", "f2", "restart", ["broker-a-0"])]
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("restart"), events, faults))
+    return metrics_of(write_run(tmp_path_factory.mktemp("restart"), events, faults))
 
 
 def test_client_over_until_restore(metrics):

@@ -11,7 +11,7 @@ NO_ROUTE = "No route info of this topic: Ghost\nSee http://rocketmq.apache.org/d
 
 
 @pytest.fixture(scope="module")
-def metrics(spark, tmp_path_factory):
+def metrics(tmp_path_factory):
     brokers = ["broker-a-0", "broker-a-1", "broker-b-0", "broker-c-0", "broker-d-0"]
     events = [
         *[start(1000, b, "broker") for b in brokers],
@@ -39,7 +39,7 @@ def metrics(spark, tmp_path_factory):
     ]
     nodes = {b: broker_node(b, auto=b in ("broker-a-0", "broker-d-0")) for b in brokers}
     nodes["pg-1-0"] = {"role": "producer", "group": "pg-1"}
-    return metrics_of(spark, write_run(tmp_path_factory.mktemp("routing"), events, nodes=nodes))
+    return metrics_of(write_run(tmp_path_factory.mktemp("routing"), events, nodes=nodes))
 
 
 def test_reasons(metrics):

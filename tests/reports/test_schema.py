@@ -1,52 +1,68 @@
-"""The Spark read schema is the event registry's: every registered field is a column and every
-column a registered field, of the registered type unless ``reports.schema.OVERRIDES`` says why;
-and a line of every kind with every field set is read whole by Spark."""
+"""The read schema is the event registry's (:mod:`reports.core.schema`): every registered field is
+a column and every column a registered field, of the registered type unless
+``reports.core.schema.OVERRIDES`` says why; the Spark schema is that one plus the corrupt-record
+column; and a line of every kind with every field set is read whole, in this process and by Spark."""
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import types as T
+import pyarrow as pa
+import pytest
 
-from reports import schema
-from reports.load import load_run
+from reports.core import schema
+from reports.local import read_run
 from rmqemu import events
 from rmqemu.event_types import ListOf, MapOf, Pair, Scalar, Struct, Type
 from tests.reports.runlog import write_run
 
-#: Column types the report modules rely on (casts, bit tests, array functions, the node table).
-RELIED_ON = {
-    "ts": "double", "local_ms": "double", "pid": "bigint", "broker_id": "int", "code": "int", "signal": "string",
-    "targets": "array<string>", "params": "struct<links:array<array<string>>,offset_ms:double>",
-    "read_queues": "int", "write_queues": "int", "perm": "int",
-    "queue_datas": "array<struct<broker:string,read:int,write:int,perm:int>>", "masters": "array<string>",
-    "publish_queues": "array<array<string>>", "changed": "string", "queue_id": "int", "attempt": "int",
-    "latency_ms": "double", "msg_ids": "array<string>", "cids": "array<string>", "allocated": "array<array<string>>",
+#: Column types the core relies on (casts, bit tests, list functions, the node table).
+_PAIRS = pa.list_(pa.list_(pa.string()))
+RELIED_ON: dict[str, pa.DataType] = {
+    "ts": pa.float64(), "local_ms": pa.float64(), "pid": pa.int64(), "broker_id": pa.int32(), "code": pa.int32(),
+    "signal": pa.string(), "targets": pa.list_(pa.string()),
+    "params": pa.struct([pa.field("links", _PAIRS), pa.field("offset_ms", pa.float64())]),
+    "read_queues": pa.int32(), "write_queues": pa.int32(), "perm": pa.int32(),
+    "queue_datas": pa.list_(pa.struct([pa.field("broker", pa.string()), pa.field("read", pa.int32()),
+                                       pa.field("write", pa.int32()), pa.field("perm", pa.int32())])),
+    "masters": pa.list_(pa.string()), "publish_queues": _PAIRS, "changed": pa.string(), "queue_id": pa.int32(),
+    "attempt": pa.int32(), "latency_ms": pa.float64(), "msg_ids": pa.list_(pa.string()),
+    "cids": pa.list_(pa.string()), "allocated": _PAIRS,
 }
 
 
 def test_every_registry_field_is_a_column_and_every_column_a_registry_field() -> None:
     registry = set(events.columns())
-    read = {f.name for f in schema.EVENT_SCHEMA.fields} - {schema.CORRUPT_COLUMN}
+    read = set(schema.EVENTS.names) - {schema.FILE, schema.SEQ}
     assert registry - read == set(), "registered but not read by the report"
     assert read - registry == set(), "read by the report but not registered"
     assert {"mode", "subscribe_queues"} <= read
+    assert schema.EVENTS.names[-2:] == [schema.FILE, schema.SEQ]
+    assert schema.EVENTS.field(schema.SEQ).type == pa.int64()
 
 
 def test_columns_have_the_registry_type_unless_overridden() -> None:
     assert set(schema.OVERRIDES) <= set(events.columns())
     for f in schema.EVENT_FIELDS:
-        expected = schema.OVERRIDES.get(f.name) or schema.spark_type(events.columns()[f.name].type)
-        assert f.dataType == expected, f.name
-    assert schema.EVENT_SCHEMA["mode"].dataType == T.StringType()
-    assert schema.EVENT_SCHEMA["subscribe_queues"].dataType.simpleString() == "array<array<string>>"
-    for name in schema.FAULT_PARAMS.fieldNames():
-        events.KINDS["fault.start"].field("params").type.member(name)  # type: ignore[union-attr]
+        expected = schema.OVERRIDES.get(f.name) or schema.arrow_type(events.columns()[f.name].type)
+        assert f.type == expected, f.name
+    assert schema.EVENTS.field("mode").type == pa.string()
+    assert schema.EVENTS.field("subscribe_queues").type == _PAIRS
+    for f in schema.OVERRIDES["params"]:
+        events.KINDS["fault.start"].field("params").type.member(f.name)  # type: ignore[union-attr]
 
 
 def test_the_types_the_reports_rely_on_did_not_change() -> None:
-    got = {f.name: f.dataType.simpleString() for f in schema.EVENT_SCHEMA.fields}
+    got = {f.name: f.type for f in schema.EVENT_FIELDS}
     assert {k: got[k] for k in RELIED_ON} == RELIED_ON
-    assert schema.QUEUE_DATA.simpleString() == "struct<broker:string,read:int,write:int,perm:int>"
+
+
+def test_the_spark_schema_is_the_core_schema_plus_the_corrupt_record_column() -> None:
+    from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA  # pyspark types only: no JVM
+
+    assert EVENT_SCHEMA.fieldNames() == [f.name for f in schema.EVENT_FIELDS] + [CORRUPT_COLUMN]
+    assert EVENT_SCHEMA["ts"].dataType.simpleString() == "double"
+    assert EVENT_SCHEMA["queue_datas"].dataType.simpleString() == "array<struct<broker:string,read:int,write:int,perm:int>>"
+    assert EVENT_SCHEMA["allocated"].dataType.simpleString() == "array<array<string>>"
 
 
 def example(t: Type) -> Any:
@@ -63,18 +79,41 @@ def example(t: Type) -> Any:
     return {f.name: example(f.type) for f in t.fields}
 
 
-def test_spark_reads_a_full_line_of_every_kind_whole(spark, tmp_path) -> None:
+@pytest.fixture()
+def full_lines(tmp_path) -> tuple[str, list[dict[str, Any]]]:
+    """A run dir with one line of every kind, every field set."""
     lines = []
     for i, kind in enumerate(events.KINDS.values()):
         line = {"ts": 1000.0 + i, "node": "n-0", "kind": kind.name, "local_ms": 1.0,
                 **{f.name: example(f.type) for f in kind.fields}}
         assert events.problems(line) == [], kind.name
         lines.append(line)
-    run = load_run(spark, str(write_run(tmp_path / "r", lines, nodes={"n-0": {"role": "broker"}})))
-    assert run.bad_lines == {} and run.event_count == len(lines)
-    rows = {r["kind"]: r for r in run.events.collect()}
+    return str(write_run(tmp_path / "r", lines, nodes={"n-0": {"role": "broker"}})), lines
+
+
+def _assert_whole(rows: dict[str, dict[str, Any]]) -> None:
     for kind in events.KINDS.values():
         for f in kind.fields:
             assert rows[kind.name][f.name] is not None, f"{kind.name}.{f.name} was not read"
-    assert rows["send"]["mode"] == "x" and rows["client.route"]["subscribe_queues"] == [["x", "7"]]
+    assert rows["send"]["mode"] == "x" and list(map(list, rows["client.route"]["subscribe_queues"])) == [["x", "7"]]
     assert rows["node.exit"]["signal"] == "7" and rows["client.route"]["changed"] == "true"
+
+
+def test_a_full_line_of_every_kind_is_read_whole(full_lines) -> None:
+    run_dir, lines = full_lines
+    meta, table = read_run(run_dir)
+    assert meta.bad_lines == {} and meta.event_count == len(lines) == table.num_rows
+    assert table.schema == schema.EVENTS
+    _assert_whole({r["kind"]: r for r in table.to_pylist()})
+
+
+@pytest.mark.spark
+def test_spark_reads_a_full_line_of_every_kind_whole(spark, full_lines) -> None:
+    from reports.load import file_stats, good_events, read_runs
+
+    run_dir, lines = full_lines
+    raw, _ = read_runs(spark, [run_dir])
+    assert sum(r["bad"] for r in file_stats(raw).collect()) == 0
+    got = good_events(raw).collect()
+    assert len(got) == len(lines)
+    _assert_whole({r["kind"]: r.asDict(recursive=True) for r in got})

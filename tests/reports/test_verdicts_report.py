@@ -49,6 +49,7 @@ def unjudged(spark: Any, tmp_path_factory: Any) -> tuple[Path, Any]:
     return run, invoke(spark, str(run), "--no-parquet")
 
 
+@pytest.mark.spark
 def test_without_expectations_the_page_says_so_and_the_exit_is_0(unjudged: tuple[Path, Any]) -> None:
     run, result = unjudged
     assert result.exit_code == 0, result.output
@@ -59,6 +60,7 @@ def test_without_expectations_the_page_says_so_and_the_exit_is_0(unjudged: tuple
     assert page.index("No expectations") < page.index("Summary")
 
 
+@pytest.mark.spark
 def test_every_metrics_json_path_is_registered_and_every_registered_one_occurs(unjudged: tuple[Path, Any]) -> None:
     run, _ = unjudged
     metrics = json.loads((run / "report" / "metrics.json").read_text())
@@ -80,11 +82,12 @@ def test_every_metrics_json_path_is_registered_and_every_registered_one_occurs(u
 
 
 def test_the_registry_reasons_are_the_reports() -> None:
-    from reports.misrouted import REASONS
+    from reports.core.sends import REASONS
 
     assert metric_paths.REASONS == REASONS
 
 
+@pytest.mark.spark
 def test_the_runs_own_expectations_pass(spark: Any, tmp_path: Path) -> None:
     run = with_topology_expect(kill_run(tmp_path / "run"), {"misrouted.total": {"max": 1}, "sends.ok": 2})
     junit = tmp_path / "junit.xml"
@@ -102,6 +105,7 @@ def test_the_runs_own_expectations_pass(spark: Any, tmp_path: Path) -> None:
     assert [c.get("name") for c in suite.iter("testcase")] == ["misrouted.total", "sends.ok"]
 
 
+@pytest.mark.spark
 def test_a_failed_expectation_exits_1_names_it_and_its_value(spark: Any, tmp_path: Path) -> None:
     run = with_topology_expect(kill_run(tmp_path / "run"), {"sends.ok": 2})  # --expect wins over it
     rules = tmp_path / "rules.yaml"

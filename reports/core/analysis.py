@@ -1,0 +1,202 @@
+"""One run's analysis in three steps, each a plain function the engine runs in a Spark task.
+
+1. :func:`run_truth` (one task per run): the run's small tables, from the few lifecycle,
+   fault, topic and route lines (:data:`TRUTH_KINDS`): lives, pauses, partitions, hosting,
+   write queues, faults, truth, and the node table.
+2. :func:`node_part` (one task per run and node): the heavy, per-client work over one node's
+   events with the run's truth: its route views against truth (pieces, stale intervals,
+   staleness), its sends classified, its unavailability windows, its timer lateness, and the
+   few consumer lines the run-wide metrics need.
+3. :func:`combine` (one task per run): the node parts of a run together: what spans nodes
+   (fault convergence and impact, send counts and latency percentiles, loss per group), the
+   metrics queries (``m.*``), the plot tables (``p.*``) and the derived tables.
+
+:func:`analyse` runs the three in one process, node by node: the tests' engine, and the
+definition of what the Spark engine computes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from reports.core import availability, consumers, health, plots, sends as sends_mod, staleness, truth as truth_mod
+from reports.core.frame import RunInfo, events, node_table
+
+Tables = dict[str, pd.DataFrame]
+
+#: The kinds step 1 reads (a run's few lines; the route kinds only name the topics truth is drawn for).
+TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault.end", "broker.topic",
+                                "client.route", "ns.route", "run.drain")
+#: The kinds step 2 reads (with ``node.exit``, which ends a view).
+NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
+                               "pull", "consume", "rebalance")
+#: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
+TRUTH_COLUMNS: tuple[str, ...] = (
+    "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
+    "fault_id", "fault", "targets", "params", "completed", "waited_ms", "timeout_ms", "lag_total", "lag_left",
+    "unreadable", "interrupted")
+#: The columns step 2 reads.
+NODE_COLUMNS: tuple[str, ...] = (
+    "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
+    "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
+    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated")
+#: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per group and topic).
+CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
+
+#: Derived table (Parquet name) -> the analysis table it is written from.
+TABLES: dict[str, str] = {
+    "lives": "lives", "pauses": "pauses", "partitions": "partitions", "hosts": "hosts", "faults": "faults",
+    "truth": "truth", "client_views": "client_views", "namesrv_views": "namesrv_views",
+    "client_stale_pieces": "client_pieces", "namesrv_stale_pieces": "namesrv_pieces",
+    "client_stale_intervals": "client_intervals", "namesrv_stale_intervals": "namesrv_intervals",
+    "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
+    "fault_convergence": "convergence", "sends": "classified",
+}
+
+#: What step 1 gives step 2 and 3.
+TRUTH_TABLES = ("nodes", "lives", "faults", "pauses", "partitions", "hosts", "autocreate", "write_queues",
+                "truth", "m.autocreate", "m.drain")
+
+
+def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapping[str, Any]]) -> Tables:
+    """Step 1: the run's small tables from its :data:`TRUTH_KINDS` lines (more lines may be
+    given: they are ignored)."""
+    ev = ev[ev["kind"].isin(TRUTH_KINDS)]
+    end = info.run_end
+    nodes = node_table(manifest_nodes, ev)
+    fl = truth_mod.faults(ev, end)
+    out: Tables = {"nodes": nodes, "lives": truth_mod.lives(ev, end), "faults": fl,
+                   "pauses": truth_mod.pauses(fl, end), "partitions": truth_mod.partitions(fl),
+                   "hosts": truth_mod.hosts(ev, nodes, end), "autocreate": truth_mod.autocreate(ev, nodes, end),
+                   "write_queues": truth_mod.write_queues(ev, end)}
+    routes = ev.loc[ev["kind"].isin(("client.route", "ns.route")), "topic"]
+    topics = pd.concat([out["hosts"]["topic"], routes]).dropna().unique()
+    out["truth"] = truth_mod.truth(out["hosts"], out["pauses"], topics, info.run_start, end, out["lives"])
+    out["m.autocreate"] = consumers.autocreate_coverage(ev, nodes, out["hosts"], out["autocreate"])
+    out["m.drain"] = pd.DataFrame(health.drain_rows(ev))
+    return out
+
+
+def _latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The last line of each key (by ``ts``, then read order)."""
+    return df.sort_values(["ts", "seq"]).drop_duplicates(keys, keep="last")
+
+
+#: The metrics queries that read route views, and those that read the classified sends.
+VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults"})
+CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults"})
+
+
+def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo,
+              queries: Collection[str] | None = None) -> Tables:
+    """Step 2: one node's share of the analysis (``ev``: that node's events). Only the tables
+    the node's kinds of line make (a broker logs no route, a namesrv no send); :func:`concat`
+    gives the run every table. ``queries``: only what these metrics queries need (None: all,
+    the derived tables and plots included): route views for :data:`VIEW_QUERIES`, the sends
+    classified for :data:`CLASSIFY_QUERIES` (else plain send attempts)."""
+    end, until = info.run_end, info.measure_end
+    kinds = set(ev["kind"].unique())
+    routes = queries is None or bool(VIEW_QUERIES & set(queries))
+    classify = queries is None or bool(CLASSIFY_QUERIES & set(queries))
+    out: Tables = {}
+    for who, kind, views_of in (("client", "client.route", staleness.client_views),
+                                ("namesrv", "ns.route", staleness.namesrv_views)):
+        if kind in kinds and routes:
+            views = views_of(ev, end, until)
+            pieces = staleness.stale_pieces(views, truth["truth"], who)
+            intervals = staleness.stale_intervals(pieces, who)
+            out.update({f"{who}_views": views, f"{who}_pieces": pieces, f"{who}_intervals": intervals,
+                        f"{who}_staleness": staleness.staleness_summary(pieces, intervals, who)})
+    if "send" in kinds:
+        sent = sends_mod.sends(ev)
+        out["classified"] = sends_mod.classify_sends(
+            sent, truth["nodes"], truth["lives"], truth["pauses"], truth["partitions"], truth["hosts"],
+            truth["autocreate"], truth["write_queues"], end) if classify else sent
+        out["windows"] = availability.unavailable_windows(sent, until)
+    if "node.lag" in kinds:
+        out["m.timing"] = health.node_lag(ev, truth["pauses"], since=info.up_ms)
+    if "pull" in kinds:
+        out["m.sne"] = consumers.subscription_not_exist(ev)
+    if kinds & set(CONSUMER_KINDS):
+        mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
+        pulls = mine[mine["kind"] == "pull"].drop_duplicates(["group", "topic"])
+        routes = _latest(mine[mine["kind"] == "client.route"], ["topic"])
+        out["consumer_lines"] = pd.concat([mine[mine["kind"].isin(("consume", "rebalance"))], pulls, routes],
+                                          ignore_index=True)
+    return out
+
+
+_BLANK: Tables = {}
+
+
+def blank_part(truth: Mapping[str, pd.DataFrame], info: RunInfo) -> Tables:
+    """Every table a node part can have, empty: what :func:`concat` fills a missing one with."""
+    if not _BLANK:
+        lines = [{"ts": 0.0, "node": "n", "kind": kind} for kind in NODE_KINDS]
+        part = node_part(events(lines), truth, info)
+        _BLANK.update({name: df.iloc[0:0] for name, df in part.items()})
+    return _BLANK
+
+
+def concat(parts: Iterable[Tables], truth: Mapping[str, pd.DataFrame], info: RunInfo) -> Tables:
+    """The node parts of a run as one set of tables, every table of :func:`blank_part` present."""
+    by_name: dict[str, list[pd.DataFrame]] = {}
+    for part in [blank_part(truth, info), *parts]:
+        for name, df in part.items():
+            by_name.setdefault(name, []).append(df)
+    return {name: pd.concat(dfs[1:], ignore_index=True) if len(dfs) > 2 else dfs[-1] for name, dfs in by_name.items()}
+
+
+def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plots_too: bool = True,
+            queries: Collection[str] | None = None) -> Tables:
+    """Step 3: the run's metrics queries (``m.*``: all, or ``queries``), plot tables (``p.*``,
+    when ``plots_too``) and analysis tables (by :data:`TABLES` field), from its node parts
+    (:func:`concat`)."""
+    t: Tables = {**{k: v for k, v in truth.items() if not k.startswith("m.")}, **parts}
+    end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
+    classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
+
+    def faults() -> pd.DataFrame:
+        rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
+        impact = availability.with_impact(rows, t["faults"], windows, classified, end)
+        return pd.DataFrame({
+            "fault_id": impact["fault_id"], "fault": impact["fault"], "targets": impact["targets"],
+            "start_offset_ms": impact["start"] - t0, "end_offset_ms": impact["end"] - t0,
+            "has_end": impact["has_end"], "converged_ms": impact["converged_ms"],
+            "stale_views": impact["stale_views"], "impact_end_offset_ms": impact["impact_end"] - t0,
+            "rto_ms": impact["rto_ms"], "failed_sends": impact["failed_sends"],
+            "misrouted_sends": impact["misrouted_sends"]})
+
+    made: dict[str, Callable[[], pd.DataFrame]] = {
+        "m.faults": faults,
+        "m.clients": lambda: t["client_staleness"], "m.namesrvs": lambda: t["namesrv_staleness"],
+        "m.misrouted": lambda: sends_mod.misrouted_by_reason(classified),
+        "m.availability": lambda: availability.availability_by_pair(classified, windows),
+        "m.outcomes": lambda: sends_mod.send_outcomes(classified),
+        "m.latency": lambda: sends_mod.latency_percentiles(classified),
+        "m.no_route": lambda: sends_mod.no_route_errors(classified),
+        "m.autocreate": lambda: truth["m.autocreate"], "m.drain": lambda: truth["m.drain"],
+        "m.timing": lambda: t["m.timing"], "m.sne": lambda: t["m.sne"],
+        "m.consumption": lambda: consumers.consumption(lines, classified, stop),
+        "m.group_loss": lambda: consumers.group_loss(lines, classified, stop),
+        "m.nsq": lambda: consumers.non_subscriber_queues(lines),
+    }
+    wanted = set(made) if queries is None else set(queries)
+    if queries is None or VIEW_QUERIES & wanted:
+        t["convergence"] = staleness.fault_convergence(t["faults"], t["client_intervals"])
+    m = {name: make() for name, make in made.items() if name in wanted}
+    if plots_too:
+        m.update(plots.plot_tables(t, info))
+    return {**t, **m}
+
+
+def analyse(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapping[str, Any]],
+            plots_too: bool = True, queries: Collection[str] | None = None) -> Tables:
+    """The whole analysis of one run in this process: step 1, step 2 for each node, step 3
+    (``queries``: only what these metrics queries need, see :func:`node_part`)."""
+    truth = run_truth(ev[list(TRUTH_COLUMNS)], info, manifest_nodes)
+    mine = ev.loc[ev["kind"].isin(NODE_KINDS), list(NODE_COLUMNS)]
+    parts = [node_part(g, truth, info, queries) for _, g in mine.groupby("node", sort=True)]
+    return combine(concat(parts, truth, info), truth, info, plots_too, queries)

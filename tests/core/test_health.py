@@ -1,0 +1,113 @@
+"""Timing health and the drain (reports.core.health, docs/design.md §6, §7, §9): the cases of
+tests/reports/test_timing.py and test_drain.py on inline frames, no JVM."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from reports.core.frame import events
+from reports.core.health import drain_rows, node_lag, summary, verdict
+
+SCALE = 0.01
+
+
+def lag(node: str, ts: float, window_ms: float | None, p99: float | None, mx: float | None) -> dict[str, Any]:
+    return {"ts": ts, "node": node, "kind": "node.lag", "window_ms": window_ms, "p99_ms": p99, "max_ms": mx}
+
+
+def pauses(rows: list[tuple[str, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["node", "start", "end"]).astype({"start": "float64", "end": "float64"})
+
+
+def rows(df: pd.DataFrame, *cols: str) -> list[tuple[Any, ...]]:
+    out = [tuple(None if pd.isna(v) else v for v in r) for r in df[list(cols)].itertuples(index=False)]
+    return sorted(out, key=lambda t: tuple((v is not None, v) for v in t))
+
+
+def test_second_worst_window_per_node_and_windows_overlapping_its_pause_are_left_out() -> None:
+    ev = events([
+        lag("n1", 1000, 1000, 1.0, 2.0),
+        lag("n1", 2000, 1000, 3.0, 9.0),
+        lag("n2", 1000, 1000, 0.5, 0.5),
+        lag("n2", 5000, 4000, 3000.0, 3000.0),  # [1000, 5000] holds its pause [1500, 4500)
+        lag("n2", 6000, 1000, 4.0, 4.0),        # after the pause: counts
+        lag("n3", 2000, 1000, 900.0, 900.0),    # only window overlaps a pause: nothing left
+        lag("n4", 1000, 1000, 7.0, 7.0),        # a start-up spike, tolerated
+        lag("n4", 2000, 1000, 2.0, 2.0),
+        lag("n4", 3000, 1000, 6.0, 6.0),        # a second window over: that is the lateness
+        lag("n5", 1000, 1000, 9.0, 9.0),        # one window: no verdict yet
+        {"ts": 1500, "node": "n1", "kind": "send"},  # other kinds are ignored
+    ])
+    p = pauses([("n2", 1500, 4500), ("n3", 1999, 3000), ("n1", 2000, 2500)])  # n1's touches only
+    got = node_lag(ev, p)
+    assert list(got.columns) == ["node", "windows", "lag_p99_ms", "worst_window_p99_ms", "lag_max_ms",
+                                 "paused_windows"]
+    assert rows(got, *got.columns) == [
+        ("n1", 2, 1.0, 3.0, 9.0, 0), ("n2", 2, 0.5, 4.0, 4.0, 1), ("n3", 0, None, None, None, 1),
+        ("n4", 3, 6.0, 7.0, 7.0, 0), ("n5", 1, None, 9.0, 9.0, 0)]
+
+
+def test_windows_that_begin_before_the_cluster_was_up_are_left_out() -> None:
+    """``since`` is the launcher's run.start: spawning the cluster loads the host by itself."""
+    ev = events([
+        lag("n1", 1000, 1000, 700.0, 700.0),   # [0, 1000]: while the others were spawned
+        lag("n1", 2000, 1000, 600.0, 600.0),   # [1000, 2000]: begins before run.start 1500
+        lag("n1", 3000, 1000, 2.0, 2.0),
+        lag("n1", 4000, 1000, 3.0, 3.0),
+    ])
+    got = node_lag(ev, pauses([]), since=1500.0)
+    assert rows(got, "node", "windows", "lag_p99_ms", "worst_window_p99_ms") == [("n1", 2, 2.0, 3.0)]
+
+
+def test_null_fields_identical_lines_and_no_lag_at_all() -> None:
+    """A window without ``window_ms`` is the instant ``ts``; one without ``p99_ms`` counts in
+    ``windows`` but not in the ranking; two identical lines are one window (as Spark groups
+    them); no node.lag line: no row."""
+    ev = events([
+        lag("n1", 1000, None, None, 5.0), lag("n1", 2000, 1000, 4.0, 4.0), lag("n1", 2000, 1000, 4.0, 4.0),
+        lag("n2", 1000, None, 8.0, 8.0),
+    ])
+    got = node_lag(ev, pauses([("n2", 999, 1000)]))  # [999, 1000) does not reach the instant 1000
+    assert rows(got, *got.columns) == [("n1", 2, None, 4.0, 5.0, 0), ("n2", 1, None, 8.0, 8.0, 0)]
+    empty = node_lag(ev.iloc[:0], pauses([]))
+    assert empty.empty and list(empty.columns) == list(got.columns)
+
+
+def test_verdict_names_the_worst_node_and_the_scale_that_would_keep_up() -> None:
+    nodes = [{"node": "a", "lag_p99_ms": 2.0}, {"node": "b", "lag_p99_ms": 12.0}, {"node": "c", "lag_p99_ms": None}]
+    v = verdict(nodes, 0.01, [{}, {"pollNameServerInterval": 30000}])
+    assert v["healthy"] is False and v["worst_node"] == "b" and v["lag_p99_ms"] == 12.0
+    assert v["threshold_ms"] == 5.0 and v["suggested_scale"] == 0.024
+    assert verdict(nodes[:1], 0.01, [{}])["healthy"] is True
+
+
+def test_a_run_without_node_lag_is_unknown() -> None:
+    v = verdict([], 0.01, [])
+    assert v["healthy"] is None and v["lag_p99_ms"] is None and v["worst_node"] is None
+
+
+DRAIN = {"ts": 2000.0, "node": "launcher", "kind": "run.drain", "completed": False, "waited_ms": 300.0,
+         "timeout_ms": 300.0, "lag_total": 3, "unreadable": [],
+         "lag_left": [{"group": "cg", "topic": "T", "broker": "broker-a", "queue_id": 1, "lag": 3}]}
+
+
+def test_drain_is_copied_from_run_drain_and_null_without_it() -> None:
+    stop = {"ts": 1950.0, "node": "launcher", "kind": "run.stop"}
+    send = {"ts": 1200.0, "node": "pg-1-0", "kind": "send", "topic": "T", "msg_id": "m1", "outcome": "ok"}
+    got = drain_rows(events([send, stop, DRAIN]))
+    assert got == [{"ts": 2000.0, "completed": False, "waited_ms": 300.0, "timeout_ms": 300.0, "lag_total": 3,
+                    "lag_left": [{**DRAIN["lag_left"][0], "consumer": None}], "unreadable": [],
+                    "interrupted": None}]
+    assert summary(got) == {"completed": False, "waited_ms": 300.0, "timeout_ms": 300.0, "lag_total": 3,
+                            "lag_left": DRAIN["lag_left"], "unreadable": [], "interrupted": False}
+    none = summary(drain_rows(events([send, stop])))
+    assert none["completed"] is None and none["waited_cluster_s"] is None and none["lag_left"] == []
+
+
+def test_the_last_drain_line_wins() -> None:
+    first = {**DRAIN, "ts": 1000.0, "completed": True, "lag_left": None, "unreadable": ["broker-b"]}
+    rows_ = drain_rows(events([DRAIN, first]))
+    assert [r["ts"] for r in rows_] == [2000.0, 1000.0]
+    assert summary(rows_)["completed"] is False
+    assert summary([rows_[1]])["lag_left"] == [] and summary([rows_[1]])["unreadable"] == ["broker-b"]

@@ -1,0 +1,52 @@
+"""The Spark engine (:func:`reports.job.compute_many`: one Spark job over every run) and the
+in-process one (:func:`reports.local.analyse_dirs`, one run at a time) give the same metrics.json
+documents on the hand-made scenarios. Floats are compared to 9 significant digits: the engines
+may add the same numbers in another order."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reports import job
+from reports.local import analyse_dirs
+from reports.metrics import document
+from tests.reports.runlog import write_run
+from tests.reports.test_availability import write_log
+from tests.reports.test_consumption import consumption_log
+from tests.reports.test_kill import kill_scenario
+from tests.reports.test_many import pause_scenario
+
+pytestmark = pytest.mark.spark
+
+
+def rounded(value: Any) -> Any:
+    """``value`` with every float rounded to 9 significant digits, recursively."""
+    if isinstance(value, float):
+        return float(f"{value:.9g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
+def canonical(doc: dict[str, Any]) -> str:
+    return json.dumps(rounded(doc), sort_keys=True, indent=1)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> list[str]:
+    root = tmp_path_factory.mktemp("engines")
+    return [str(write_run(root / "kill", *kill_scenario())), str(write_run(root / "pause", *pause_scenario())),
+            str(write_log(root / "availability")), str(consumption_log(root / "consumption"))]
+
+
+def test_spark_and_local_engines_give_the_same_metrics(spark, runs: list[str]) -> None:
+    together = job.compute_many(spark, runs)
+    assert list(together) == runs
+    for run_dir in runs:
+        alone = document(analyse_dirs([run_dir])[0])
+        assert canonical(together[run_dir]) == canonical(alone), Path(run_dir).name
