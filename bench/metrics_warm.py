@@ -30,7 +30,7 @@ def main() -> int:
     args = parser.parse_args()
     only = [p for p in args.only.split(",") if p] or None
     t = time.perf_counter()
-    spark = build_session("local[2]", conf=TEST_SPARK_CONF)
+    spark = build_session("local[2]", conf=TEST_SPARK_CONF, small_input=True)
     print(f"session start: {time.perf_counter() - t:.1f} s")
     try:
         took = []

@@ -259,7 +259,7 @@ class Cluster:
             from reports.job import metrics as run_metrics
             from reports.session import build_session, stop_session
 
-            session = spark if spark is not None else build_session()
+            session = spark if spark is not None else build_session(small_input=True)
             try:
                 self._metrics = run_metrics(session, str(self.run_dir), only=None if only is None else wanted)
                 self._sections = wanted

@@ -128,7 +128,7 @@ def rmqemu_spark() -> Iterator[Any]:
     ``cluster.metrics(rmqemu_spark)`` so a small run's metrics cost seconds, not a JVM start."""
     from reports.session import build_session, stop_session  # Spark loads only when a test asks
 
-    session = build_session("local[2]", conf=TEST_SPARK_CONF)
+    session = build_session("local[2]", conf=TEST_SPARK_CONF, small_input=True)
     try:
         yield session
     finally:

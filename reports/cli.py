@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from reports.session import THREADS, BackgroundSession, build_session, stop_session
+from reports.session import SMALL_INPUT_BYTES, THREADS, BackgroundSession, build_session, stop_session
 from rmqemu.errors import ExpectationError, RunInputError
 
 
@@ -46,7 +46,7 @@ class _Sessions:
         self.given, self.master, self.progress, self.built = given, master, progress, None
         self.background = background
 
-    def get(self) -> Any:
+    def get(self, small_input: bool = False) -> Any:
         if self.given is not None:
             return self.given
         if self.background is not None:
@@ -54,7 +54,7 @@ class _Sessions:
             return self.background.get()
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
-            self.built = build_session(self.master)
+            self.built = build_session(self.master, small_input=small_input)
         return self.built
 
     def close(self) -> None:
@@ -144,14 +144,17 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
         raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
                                "goes to RUN_DIR/report otherwise)")
     out_dirs = [Path(out)] if out else [default_out(rd) for rd in run_dirs]
+    size, local = 0, True
     for run_dir in run_dirs:
         if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
             read_manifest(None, run_dir)
-            event_paths(run_dir)
+            size += sum(os.path.getsize(p) for p in event_paths(run_dir))
+        else:
+            local = False
     given = expect.from_file(expect_file) if expect_file else None  # checked before Spark starts
     expects = [given or expect.from_run(rd) for rd in run_dirs]
-    results = run_reports(sessions.get(), run_dirs, out_dirs, progress=progress, parquet=parquet,
-                          workers=threads, expects=expects)
+    results = run_reports(sessions.get(local and size < SMALL_INPUT_BYTES), run_dirs, out_dirs, progress=progress,
+                          parquet=parquet, workers=threads, expects=expects)
     judged, failed = [], 0
     for run_dir, res, rules in zip(run_dirs, results, expects):
         progress(f"done: {run_dir if len(run_dirs) > 1 else ''}{': ' if len(run_dirs) > 1 else ''}"

@@ -32,15 +32,15 @@ from reports.core.frame import RunInfo, from_json_columns, to_frame
 from reports.core.schema import EVENTS
 from reports.load import RUN, file_stats, good_events, read_runs
 from reports.manifest import Manifest
-from reports.results import RunMeta, RunResult
+from reports.results import RunMeta, RunResult, write_tables
 from rmqemu.errors import RunInputError
 
 #: What the tasks return: pickled values of a run (``name``: what they are), by node.
 BLOB = "run int, node string, name string, data binary"
 _BLOB = pa.schema([("run", pa.int32()), ("node", pa.string()), ("name", pa.string()), ("data", pa.binary())])
 
-#: Names of the values that are not tables of the analysis.
-META, TRUTH = "meta", "truth"
+#: Names of the values that are not tables of the analysis (DONE: the run's last task finished).
+META, TRUTH, DONE = "meta", "truth", "done"
 
 
 def _blobs(run: int | None, rows: Iterable[tuple[str | None, str, bytes]]) -> pa.Table:
@@ -111,8 +111,8 @@ def _node_part(lines: pa.Table, given: pa.Table, queries: Collection[str] | None
     return _blobs(run, [(rows[0]["node"], "part", _dump(node_part(ev, truth, info, queries)))])
 
 
-def _combine_task(keep: Callable[[str], bool], plots_too: bool,
-                  queries: Collection[str] | None) -> Callable[[pa.Table], pa.Table]:
+def _combine_task(keep: Callable[[str], bool], plots_too: bool, queries: Collection[str] | None,
+                  tables_to: Mapping[int, str]) -> Callable[[pa.Table], pa.Table]:
     def task(table: pa.Table) -> pa.Table:
         run = table.column(RUN)[0].as_py()
         rows = table.to_pylist()
@@ -122,7 +122,9 @@ def _combine_task(keep: Callable[[str], bool], plots_too: bool,
         truth, info = pickle.loads(by_name[TRUTH])
         parts = [pickle.loads(r["data"]) for r in rows if r["name"] == "part"]
         out = combine(concat(parts, truth, info), truth, info, plots_too, queries)
-        return _blobs(run, [(None, META, by_name[META]),
+        if run in tables_to:
+            write_tables(out, tables_to[run])
+        return _blobs(run, [(None, META, by_name[META]), (None, DONE, _dump(True)),
                             *((None, name, _dump(df)) for name, df in out.items() if keep(name))])
     return task
 
@@ -135,10 +137,12 @@ def _partitions(spark: SparkSession, groups: int) -> str:
 
 def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str], bool] = lambda name: True,
                  progress: Callable[[str], None] = lambda message: None,
-                 queries: Collection[str] | None = None) -> list[RunResult]:
+                 queries: Collection[str] | None = None, tables_to: list[str] | None = None) -> list[RunResult]:
     """Every run of ``run_dirs`` analysed in one Spark job: its :class:`RunResult` with the tables
     whose name ``keep`` accepts (``m.*`` metrics queries, ``p.*`` plot tables, the derived
-    tables); ``queries``: only these metrics queries, and only the work they need. Raises
+    tables); ``queries``: only these metrics queries, and only the work they need;
+    ``tables_to``: per run, the directory its task writes the derived tables to as Parquet
+    (:func:`reports.results.write_tables`; the executors must reach it). Raises
     :class:`rmqemu.errors.RunInputError` for unusable input."""
     progress(f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
     raw, manifests = read_runs(spark, list(run_dirs))
@@ -152,7 +156,8 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
              .cogroup(stats.groupBy(RUN)).applyInArrow(_truth_task(dict(enumerate(manifests))), BLOB))
     parts = (events.filter(F.col("kind").isin(*NODE_KINDS)).select(RUN, *_wire(NODE_COLUMNS)).groupBy(RUN, "node")
              .cogroup(truth.groupBy(RUN, "node")).applyInArrow(_node_task(queries), BLOB))
-    job = parts.groupBy(RUN).applyInArrow(_combine_task(keep, plots_too, queries), BLOB)
+    job = parts.groupBy(RUN).applyInArrow(
+        _combine_task(keep, plots_too, queries, dict(enumerate(tables_to or []))), BLOB)
     progress("analysing: truth per run, then views, staleness and sends per node, then each run's metrics")
     key = "spark.sql.shuffle.partitions"
     before = spark.conf.get(key)
@@ -179,6 +184,8 @@ def _results(run_dirs: list[str], manifests: list[Manifest], got: list[Any]) -> 
         meta = t.pop(META, None)
         if meta is None or meta["info"] is None:
             raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
+        if t.pop(DONE, None) is None:  # Spark returned without the run's analysis: never silently
+            raise RuntimeError(f"{run_dir}: the Spark job returned no analysis of this run")
         out.append(RunResult(RunMeta(run_dir, run_id, manifest, meta["info"], meta["events"], meta["bad_lines"]), t))
     return out
 

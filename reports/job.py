@@ -23,15 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from reports import html, plotdata, plots
 from reports.core.analysis import TABLES
 from reports.engine import analyse_runs, names
 from reports.metrics import document, queries_of, sections_of
-from reports.results import RunResult
+from reports.manifest import is_uri, read_manifest
+from reports.rundir import event_paths
 from reports.session import THREADS
 from rmqemu.errors import RunInputError
 
@@ -104,16 +103,6 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_tables(result: RunResult, out: Path) -> list[str]:
-    """Every derived table of an analysed run as Parquet, ``out/<name>/part-0.parquet``;
-    returns the names (:data:`reports.core.analysis.TABLES`)."""
-    for name, source in TABLES.items():
-        (out / name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pandas(result.tables[source], preserve_index=False),
-                       out / name / "part-0.parquet")
-    return list(TABLES)
-
-
 def _prepare(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -121,7 +110,7 @@ def _prepare(out: Path) -> None:
         raise RunInputError(f"{out}: cannot create the report directory ({exc.strerror})") from None
     for old in out.glob("routes-*.png"):  # a re-run must not leave plots of topics it no longer draws
         old.unlink()
-    if (out / "parquet").is_dir():
+    if (out / "parquet").is_dir():  # replaced by this run's tables, or gone with --no-parquet
         shutil.rmtree(out / "parquet")
 
 
@@ -129,23 +118,25 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
                 progress: Progress = quiet, parquet: bool = True, workers: int = THREADS,
                 expects: list[Any] | None = None) -> list[ReportResult]:
     """The whole job for one or many runs: each run's ``report/`` as :func:`run_report`
-    writes it. Raises ``RunInputError`` for unusable input (before writing). ``expects``: per
-    run, the :class:`rmqemu.verdicts.Expectations` its report.html opens with (or None).
-    ``workers``: threads drawing the plots and writing the Parquet tables."""
+    writes it. Raises ``RunInputError`` for unusable input (before writing, as far as the files
+    show it). ``expects``: per run, the :class:`rmqemu.verdicts.Expectations` its report.html
+    opens with (or None). ``workers``: threads drawing the plots."""
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]
-    stage = Stages(progress)
-    stage("analyse", "analysing with Spark")
-    results = analyse_runs(spark, list(run_dirs), progress=progress)
+    for run_dir in run_dirs:  # bad input is found before anything is written
+        if not is_uri(run_dir) or run_dir.startswith("file://"):
+            read_manifest(None, run_dir)
+            event_paths(run_dir)
     for out in outs:
         _prepare(out)
-    stage("write", "writing metrics.json, drawing plots" + (", writing Parquet tables" if parquet else ""))
+    stage = Stages(progress)
+    stage("analyse", "analysing with Spark" + (" (the run's tasks write its Parquet tables)" if parquet else ""))
+    tables_to = [str((out / "parquet").resolve()) for out in outs] if parquet else None
+    results = analyse_runs(spark, list(run_dirs), names(["m.", "p."]), progress, tables_to=tables_to)
+    stage("write", "writing metrics.json, drawing plots")
 
     def write(i: int) -> tuple[list[str], list[plots.Figure]]:
-        r, out = results[i], outs[i]
-        if parquet:
-            write_tables(r, out / "parquet")
-        data = plotdata.assemble(r)
-        return data.notes, plots.render_all(data, out)
+        data = plotdata.assemble(results[i])
+        return data.notes, plots.render_all(data, outs[i])
 
     docs = [document(r) for r in results]
     for doc, out in zip(docs, outs):

@@ -7,13 +7,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from reports.core.analysis import TABLES
 from reports.core.frame import RunInfo
 from reports.manifest import Manifest
 
@@ -76,3 +81,16 @@ def rows(df: pd.DataFrame, order: Iterable[str] | None = None) -> Rows:
     if keys:
         out.sort(key=lambda r: tuple((r.get(c) is not None, r.get(c)) for c in keys))
     return out
+
+
+def write_tables(tables: Mapping[str, pd.DataFrame], out: str) -> list[str]:
+    """The derived tables of an analysed run (:data:`reports.core.analysis.TABLES`) as Parquet,
+    ``out/<name>/part-0.parquet`` (what was there before is replaced); returns the names. Run
+    by the run's Spark task, so a large run's tables never pass through the driver."""
+    root = Path(out)
+    if root.is_dir():
+        shutil.rmtree(root)
+    for name, source in TABLES.items():
+        (root / name).mkdir(parents=True)
+        pq.write_table(pa.Table.from_pandas(tables[source], preserve_index=False), root / name / "part-0.parquet")
+    return list(TABLES)

@@ -19,18 +19,28 @@ THREADS = 4
 LOCAL_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
-    "spark.driver.memory": "1g",
+    "spark.driver.memory": "2g",
 }
 
 
-def build_session(master: str | None = None, conf: dict[str, str] | None = None) -> Any:
+#: JVM options of a local session for a small input: the C1 compiler only (compiled sooner;
+#: C2's slower, better code pays only over a long run) and the serial collector.
+SMALL_INPUT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+#: Below this many bytes of logs a run counts as small (about 100k events).
+SMALL_INPUT_BYTES = 20 * 1024 * 1024
+
+
+def build_session(master: str | None = None, conf: dict[str, str] | None = None, small_input: bool = False) -> Any:
     """A SparkSession for the report: ``local[*]`` by default, UI and progress bars off, Spark's
     own logging at ERROR. A local session binds the loopback interface (a local job needs no
     other address, so a laptop's firewall or VPN cannot get in its way). The Python workers run
     this interpreter (they import rmqemu's analysis), on a cluster at the same path unless
     ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names another with rmqemu installed; with a
     real cluster (``--master spark://...``) the driver must be reachable (docs/design.md §9).
-    ``conf``: extra settings, applied last."""
+    ``small_input``: a local session for logs under :data:`SMALL_INPUT_BYTES` starts its JVM
+    with :data:`SMALL_INPUT_JVM` (bench/README.md has the figures). ``conf``: extra settings,
+    applied last."""
     master = master or "local[*]"
     local = master.startswith("local")
     # the analysis runs in Python workers: this interpreter (rmqemu's), on a cluster at the
@@ -45,7 +55,8 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None)
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.log.level", "ERROR")
          .config("spark.sql.session.timeZone", "UTC"))
-    for key, value in {**(LOCAL_CONF if local else {}), **(conf or {})}.items():
+    extra = {"spark.driver.extraJavaOptions": SMALL_INPUT_JVM} if local and small_input else {}
+    for key, value in {**(LOCAL_CONF if local else {}), **extra, **(conf or {})}.items():
         b = b.config(key, value)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -110,10 +121,11 @@ def _lower_this_threads_priority() -> None:
 class BackgroundSession:
     """A report session built on a thread, so the JVM starts while something else runs
     (``rmqemu launch --report``: while the cluster runs). Hand it to ``report_command`` as
-    ``obj={"background": session}``; the report then owns it and stops it at the end."""
+    ``obj={"background": session}``; the report then owns it and stops it at the end. A
+    launched run is mostly small: ``small_input`` by default (JVM options are fixed at start)."""
 
-    def __init__(self, master: str | None = None) -> None:
-        self.master = master
+    def __init__(self, master: str | None = None, small_input: bool = True) -> None:
+        self.master, self.small_input = master, small_input
         self._session: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._build, name="report-session", daemon=True)
@@ -122,7 +134,7 @@ class BackgroundSession:
     def _build(self) -> None:
         try:
             _lower_this_threads_priority()
-            self._session = build_session(self.master)
+            self._session = build_session(self.master, small_input=self.small_input)
         except BaseException as exc:  # noqa: BLE001 - raised again by get()
             self._error = exc
 

@@ -11,7 +11,7 @@ import click
 from emulator.cli.errors import handle_errors
 from emulator.cli.interrupts import stop_signals
 from emulator.launcher.run_dir import DEFAULT_ROOT
-from emulator.sweep.on_spark import SparkRuns, prepare_local_workers, spark_parallel
+from emulator.sweep.on_spark import SparkRuns, is_local, prepare_local_workers, spark_parallel
 from emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
 from emulator.sweep.spec import SweepSpec, load_sweep
 
@@ -117,9 +117,11 @@ def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str |
 
 
 def _build_session(master: str | None) -> Any:
+    """A session for the sweep's runs and analysis; a local one with the small-input JVM (a
+    sweep's runs are small)."""
     from reports.session import build_session  # Spark: imported only when a sweep needs it
 
-    return build_session(master)
+    return build_session(master, small_input=master is None or is_local(master))
 
 
 def _stop_session(spark: Any) -> None:
