@@ -122,7 +122,9 @@ class BackgroundSession:
     """A report session built on a thread, so the JVM starts while something else runs
     (``rmqemu launch --report``: while the cluster runs). Hand it to ``report_command`` as
     ``obj={"background": session}``; the report then owns it and stops it at the end. A
-    launched run is mostly small: ``small_input`` by default (JVM options are fixed at start)."""
+    launched run is mostly small: ``small_input`` by default (JVM options are fixed at start).
+    Once started, it analyses a tiny run (:func:`reports.engine.warm_up`), still beside the
+    cluster at the lower priority: the report after the run then finds its Python workers up."""
 
     def __init__(self, master: str | None = None, small_input: bool = True) -> None:
         self.master, self.small_input = master, small_input
@@ -135,6 +137,9 @@ class BackgroundSession:
         try:
             _lower_this_threads_priority()
             self._session = build_session(self.master, small_input=self.small_input)
+            from reports.engine import warm_up  # pyspark: imported on this thread, once started
+
+            warm_up(self._session)
         except BaseException as exc:  # noqa: BLE001 - raised again by get()
             self._error = exc
 

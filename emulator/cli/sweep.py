@@ -100,8 +100,12 @@ def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str |
 
     missing = unanalysed(results)
     analysed = sum(r.exit_code == 0 for r in results) - len(missing)
-    click.echo(f"analysing {len(missing)} run(s) in one Spark job ({master or 'local[*]'})"
-               + (f"; {analysed} analysed before (kept in <run>/analysis.json)" if analysed else ""), err=True)
+    kept = f"{analysed} run(s) analysed before (kept in <run>/analysis.json)"
+    if missing:
+        click.echo(f"analysing {len(missing)} run(s) in one Spark job ({master or 'local[*]'})"
+                   + (f"; {kept}" if analysed else ""), err=True)
+    else:
+        click.echo(f"no Spark job: {kept}", err=True)
     own = spark is None and bool(missing)
     if own:
         spark = _build_session(master)

@@ -55,10 +55,6 @@ TABLES: dict[str, str] = {
     "fault_convergence": "convergence", "sends": "classified",
 }
 
-#: What step 1 gives step 2 and 3.
-TRUTH_TABLES = ("nodes", "lives", "faults", "pauses", "partitions", "hosts", "autocreate", "write_queues",
-                "truth", "m.autocreate", "m.drain")
-
 
 def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapping[str, Any]]) -> Tables:
     """Step 1: the run's small tables from its :data:`TRUTH_KINDS` lines (more lines may be
@@ -116,9 +112,9 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
             truth["autocreate"], truth["write_queues"], end) if classify else sent
         out["windows"] = availability.unavailable_windows(sent, until)
     if "node.lag" in kinds:
-        out["m.timing"] = health.node_lag(ev, truth["pauses"], since=info.up_ms)
+        out["lag"] = health.node_lag(ev, truth["pauses"], since=info.up_ms)
     if "pull" in kinds:
-        out["m.sne"] = consumers.subscription_not_exist(ev)
+        out["sne"] = consumers.subscription_not_exist(ev)
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
         pulls = mine[mine["kind"] == "pull"].drop_duplicates(["group", "topic"])
@@ -178,7 +174,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.latency": lambda: sends_mod.latency_percentiles(classified),
         "m.no_route": lambda: sends_mod.no_route_errors(classified),
         "m.autocreate": lambda: truth["m.autocreate"], "m.drain": lambda: truth["m.drain"],
-        "m.timing": lambda: t["m.timing"], "m.sne": lambda: t["m.sne"],
+        "m.timing": lambda: t["lag"], "m.sne": lambda: t["sne"],
         "m.consumption": lambda: consumers.consumption(lines, classified, stop),
         "m.group_loss": lambda: consumers.group_loss(lines, classified, stop),
         "m.nsq": lambda: consumers.non_subscriber_queues(lines),

@@ -101,9 +101,8 @@ def with_impact(rows: pd.DataFrame, faults: pd.DataFrame, windows: pd.DataFrame,
     ``misrouted_sends``: non-ok / misrouted attempts (of the measured run) whose ``ts`` is in
     it. An attempt or window counts for every fault whose window holds it.
 
-    As the Spark version (an inner join of the rows with their marks and with their own
-    ``faults`` row): a row keeps its place if ``faults`` has its ``fault_id`` or something
-    lies in its window; other rows are dropped."""
+    A row keeps its place if ``faults`` has its ``fault_id`` or something lies in its window;
+    other rows are dropped (the rows are the fault table's own, so none is)."""
     att = measured_attempts(classified, measure_end)
     failed = ~att["ok"].to_numpy(dtype=bool)
     mis = att["reason"].notna().to_numpy(dtype=bool)

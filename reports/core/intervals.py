@@ -1,4 +1,4 @@
-"""Interval arithmetic on pandas tables: the core's version of ``reports.intervals``.
+"""Interval arithmetic on pandas tables.
 
 Every state the metrics talk about (a broker alive, a node paused, a client's view of a
 topic) is a set of half-open intervals ``[start, end)`` in host wall ms. These helpers build

@@ -88,8 +88,8 @@ def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame
                    partitions: pd.DataFrame, hosts: pd.DataFrame, autocreate: pd.DataFrame,
                    write_queues: pd.DataFrame, run_end: float | None = None) -> pd.DataFrame:
     """All sends plus ``target_id``, ``target`` (node) and ``reason`` (None when the send was
-    well routed or had no broker), in the order of ``sends`` (a fresh index). As the Spark
-    join, a node table naming two nodes for one (broker, id) would repeat the send.
+    well routed or had no broker), in the order of ``sends`` (a fresh index). A node table
+    naming two nodes for one (broker, id) would repeat the send (as a join does).
 
     ``run_end``: intervals are ``[start, end)`` and the ones nothing ended stop at the run
     end, so a send logged at the very end is looked up a hair earlier, inside them."""

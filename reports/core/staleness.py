@@ -1,5 +1,4 @@
-"""Route staleness (docs/design.md §7) of one run, or one node's share of it, as pandas tables:
-the core's version of ``reports.staleness``, same rules, same numbers.
+"""Route staleness (docs/design.md §7) of one run, or one node's share of it, as pandas tables.
 
 A *view* is piecewise constant: each ``client.route`` (or ``ns.route``) line holds until the
 next one for the same topic, or until the node's ``node.exit``; a view is a tuple of sorted

@@ -1,7 +1,7 @@
 """Ground-truth intervals of docs/design.md §7 (alive, paused, partitioned, hosting, truth) for
-one run, as pandas tables: the core's version of ``reports.truth``, same rules, same numbers.
+one run, as pandas tables.
 
-The rules where docs/design.md leaves room (``reports.truth`` explains each): a second
+The rules where docs/design.md leaves room (tests/core/test_truth.py shows each): a second
 ``node.start`` ends the previous life; events between an exit and the next start belong to the
 next life; a read-only ``broker.topic`` does not end hosting; auto-create needs ``TBW102``
 hosted (write bit) with the inherit bit; a pause ends at its own ``fault.end``, else at the

@@ -262,29 +262,6 @@ def test_partition_both_ways_does_not_change_truth():
     assert row(conv, fault_id="f3")["stale_views"] == 2
 
 
-def test_overlapping_faults_merged_pauses_over_and_under_at_once_and_a_shared_window():
-    out = analyse([
-        start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
-        start(1000, "pg-1-0", "producer"), start(1000, "pg-2-0", "producer"),
-        topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
-        croute(1100, "pg-1-0", T, ["broker-a", "broker-b"]), croute(1100, "pg-2-0", T, ["broker-a"]),
-        exit_(2000, "broker-a-0", signal=9), croute(2200, "pg-1-0", T, ["broker-b"]),
-        *[exit_(4000, n, code=0) for n in ("broker-b-0", "pg-1-0", "pg-2-0")],
-        fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]),
-        fault(2100, "fault.start", "f2", "pause", ["broker-b-0"]),
-        fault(2300, "fault.start", "f3", "pause", ["broker-b-0"]),
-        fault(2300, "fault.start", "f4", "clock", ["pg-2-0"], offset_ms=5000),  # same start as f3
-        fault(2500, "fault.end", "f2", "pause", ["broker-b-0"]),
-        fault(2700, "fault.end", "f3", "pause", ["broker-b-0"]),
-    ])
-    assert staleness(row(out["client"], client="pg-1-0", topic=T)) == (700.0, 700.0, 0.0, 1, 700.0)
-    assert staleness(row(out["client"], client="pg-2-0", topic=T)) == (2900.0, 2000.0, 2300.0, 1, 2900.0)
-    assert out["client"]["stale_ms"].sum() == 3600.0
-    conv = out["convergence"]
-    assert [row(conv, fault_id=f)["converged_ms"] for f in ("f1", "f2", "f3", "f4")] == [2000.0, 1900.0, 1700.0, 1700.0]
-    assert row(conv, fault_id="f3")["next_start"] == row(conv, fault_id="f4")["next_start"] == 4000.0
-
-
 def test_truth_needs_the_master_alive_not_only_a_topic_line():
     out = analyse([start(500, "pg-1-0", "producer"), croute(500, "pg-1-0", T, ["broker-a"]), topic(500, "broker-a-0", T),
                    start(1000, "broker-a-0", "broker"), topic(1000, "broker-b-0", T),   # b-0 never starts

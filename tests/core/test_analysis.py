@@ -1,0 +1,51 @@
+"""The three steps of one run's analysis (reports.core.analysis) and the JSON columns the Spark
+engine hands its tasks (reports.core.frame.from_json_columns)."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from reports.core.analysis import VIEW_QUERIES, analyse
+from reports.core.frame import RunInfo, events, from_json_columns
+from reports.results import rows
+from tests.reports.test_kill import kill_scenario
+
+QUERIES = ("m.clients", "m.namesrvs", "m.faults", "m.misrouted", "m.outcomes", "m.latency", "m.consumption",
+           "m.availability", "m.timing", "m.drain")
+
+
+def _run() -> tuple:
+    lines, faults = kill_scenario()
+    ev = events(lines + faults)
+    return ev, RunInfo.of(ev, 0.01)
+
+
+def test_asking_for_some_queries_gives_them_the_rows_of_the_whole_analysis() -> None:
+    ev, info = _run()
+    whole = analyse(ev, info, {}, plots_too=False)
+    for wanted in (["m.consumption", "m.outcomes"], ["m.misrouted"], ["m.clients", "m.faults"], list(QUERIES)):
+        part = analyse(ev, info, {}, plots_too=False, queries=wanted)
+        assert {q for q in part if q.startswith("m.")} == set(wanted)
+        for q in wanted:
+            assert rows(part[q]) == rows(whole[q]), q
+    assert rows(whole["m.clients"]) and rows(whole["m.misrouted"])  # the scenario has both
+
+
+def test_without_the_staleness_queries_no_view_is_computed() -> None:
+    ev, info = _run()
+    part = analyse(ev, info, {}, plots_too=False, queries=["m.consumption"])
+    assert part["client_views"].empty and not (VIEW_QUERIES & set(part))
+    assert "reason" not in part["classified"]  # nor is any send classified
+
+
+def test_json_columns_are_parsed_back_to_their_types_nulls_and_empty_lists_kept() -> None:
+    queues = [["broker-a", "0"], ["broker-b", "1"]]
+    table = pa.table({"kind": ["client.route", "send", "client.route"],
+                      "publish_queues": [json.dumps(queues), None, "[]"],
+                      "msg_ids": pa.array([None, None, None], pa.string())})
+    out = from_json_columns(table)
+    assert out.schema.field("publish_queues").type == pa.list_(pa.list_(pa.string()))
+    assert out.column("publish_queues").to_pylist() == [queues, None, []]
+    assert out.column("msg_ids").type == pa.list_(pa.string()) and out.column("msg_ids").null_count == 3
+    assert from_json_columns(out).equals(out)  # already typed: left as it is
