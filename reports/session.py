@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import Any
 
-#: Threads the report's driver draws the plots and writes the Parquet tables on (``--threads``).
+#: Threads the report's driver draws the plots of several runs on (``--threads``).
 THREADS = 4
 
 #: Settings of a local session on a small host: the analysis runs in Python workers, each
