@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import pickle
 import tempfile
-from pathlib import Path
-from urllib.parse import unquote
 from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pandas as pd
 import pyarrow as pa
@@ -150,8 +150,8 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
     progress(f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
     raw, manifests = read_runs(spark, list(run_dirs))
     events = good_events(raw)
-    # renamed: grouped by run in a cogroup, Spark 4.3 drops the file and node columns of the
-    # aggregate (they come from the scan's metadata and its first column)
+    # renamed: under their own names, Spark 4.3 handed the cogroup's task this aggregate
+    # without its file and node columns
     stats = file_stats(raw).select(RUN, F.col("file").alias("file_name"), F.col("node").alias("node_name"),
                                    "good", "bad", "lo", "hi", "stop", "up")
     plots_too = keep("p.lanes")
@@ -169,8 +169,6 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
         got = job.collect()
     finally:
         spark.conf.set(key, before)
-        if raw.is_cached:
-            raw.unpersist()
     return _results(run_dirs, manifests, got)
 
 
