@@ -33,7 +33,8 @@ parallel: 2
 """
 # the --master test's: two runs, one per cell, both running at once as Spark tasks
 PAIR = SWEEP.replace("seeds: [1, 2]", "seeds: [1]")
-# rate 1 sends about 100 messages in the 100 s run, rate 4 about 400: the second cell fails
+# rate 1 sends about 100 messages in the 100 s run, rate 4 about 400: the second cell fails, with
+# room for a host that falls behind by half (seen at load average 10: a rate-4 run under 250)
 RATES = """sweep: tiny-rate
 topology: tiny.yaml
 seeds: [1, 2]
@@ -41,7 +42,7 @@ vary:
   producers.*.rate: [1, 4]
 parallel: 2
 expect:
-  sends.ok: {max: 250}
+  sends.ok: {max: 180}
   consumption.lost: 0
 """
 
@@ -82,7 +83,7 @@ def test_one_spark_job_analyses_the_sweep_and_a_failing_cell_exits_1(tmp_path: P
     for run_id, row in rows.items():
         slow = run_id.startswith("c000")
         assert row["verdict"] == ("PASS" if slow else "FAIL"), row
-        assert (int(row["sends.ok"]) <= 250) == slow and row["consumption.lost"] == "0"
+        assert (int(row["sends.ok"]) <= 180) == slow and row["consumption.lost"] == "0"
     assert "FAIL c001-s1: FAIL sends.ok = " in proc.stderr
     html = page.read_text()
     assert "<h1>FAIL" in html and html.count('class="FAIL"') == 3  # two runs and their cell
