@@ -124,7 +124,7 @@ def _combine_task(keep: Callable[[str], bool], plots_too: bool, queries: Collect
             return _blobs(run, [(None, META, by_name[META])])
         truth, info = pickle.loads(by_name[TRUTH])
         parts = [pickle.loads(r["data"]) for r in rows if r["name"] == "part"]
-        out = combine(concat(parts, truth, info), truth, info, plots_too, queries)
+        out = combine(concat(parts), truth, info, plots_too, queries)
         if run in tables_to:
             write_tables(out, tables_to[run])
         return _blobs(run, [(None, META, by_name[META]), (None, DONE, _dump(True)),

@@ -16,6 +16,7 @@ definition of what the Spark engine computes.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
@@ -94,12 +95,12 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
     classified for :data:`CLASSIFY_QUERIES` (else plain send attempts)."""
     end, until = info.run_end, info.measure_end
     kinds = set(ev["kind"].unique())
-    routes = queries is None or bool(VIEW_QUERIES & set(queries))
+    want_views = queries is None or bool(VIEW_QUERIES & set(queries))
     classify = queries is None or bool(CLASSIFY_QUERIES & set(queries))
     out: Tables = {}
     for who, kind, views_of in (("client", "client.route", staleness.client_views),
                                 ("namesrv", "ns.route", staleness.namesrv_views)):
-        if kind in kinds and routes:
+        if kind in kinds and want_views:
             views = views_of(ev, end, until)
             pieces = staleness.stale_pieces(views, truth["truth"], who)
             intervals = staleness.stale_intervals(pieces, who)
@@ -118,28 +119,27 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
         pulls = mine[mine["kind"] == "pull"].drop_duplicates(["group", "topic"])
-        routes = _latest(mine[mine["kind"] == "client.route"], ["topic"])
-        out["consumer_lines"] = pd.concat([mine[mine["kind"].isin(("consume", "rebalance"))], pulls, routes],
+        last_routes = _latest(mine[mine["kind"] == "client.route"], ["topic"])
+        out["consumer_lines"] = pd.concat([mine[mine["kind"].isin(("consume", "rebalance"))], pulls, last_routes],
                                           ignore_index=True)
     return out
 
 
-_BLANK: Tables = {}
+@functools.cache
+def blank_part() -> Tables:
+    """Every table a node part can have, empty (the part of a node with one line of each of
+    :data:`NODE_KINDS`, cut to no row): what :func:`concat` fills a missing one with. Computed
+    once per process: the columns do not depend on the run."""
+    info = RunInfo(0.0, 1.0)
+    ev = events([{"ts": 0.0, "node": "n", "kind": kind} for kind in NODE_KINDS])
+    part = node_part(ev, run_truth(ev.iloc[0:0], info, {}), info)
+    return {name: df.iloc[0:0] for name, df in part.items()}
 
 
-def blank_part(truth: Mapping[str, pd.DataFrame], info: RunInfo) -> Tables:
-    """Every table a node part can have, empty: what :func:`concat` fills a missing one with."""
-    if not _BLANK:
-        lines = [{"ts": 0.0, "node": "n", "kind": kind} for kind in NODE_KINDS]
-        part = node_part(events(lines), truth, info)
-        _BLANK.update({name: df.iloc[0:0] for name, df in part.items()})
-    return _BLANK
-
-
-def concat(parts: Iterable[Tables], truth: Mapping[str, pd.DataFrame], info: RunInfo) -> Tables:
+def concat(parts: Iterable[Tables]) -> Tables:
     """The node parts of a run as one set of tables, every table of :func:`blank_part` present."""
     by_name: dict[str, list[pd.DataFrame]] = {}
-    for part in [blank_part(truth, info), *parts]:
+    for part in [{name: df.copy() for name, df in blank_part().items()}, *parts]:
         for name, df in part.items():
             by_name.setdefault(name, []).append(df)
     return {name: pd.concat(dfs[1:], ignore_index=True) if len(dfs) > 2 else dfs[-1] for name, dfs in by_name.items()}
@@ -195,4 +195,4 @@ def analyse(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mappin
     truth = run_truth(ev[list(TRUTH_COLUMNS)], info, manifest_nodes)
     mine = ev.loc[ev["kind"].isin(NODE_KINDS), list(NODE_COLUMNS)]
     parts = [node_part(g, truth, info, queries) for _, g in mine.groupby("node", sort=True)]
-    return combine(concat(parts, truth, info), truth, info, plots_too, queries)
+    return combine(concat(parts), truth, info, plots_too, queries)
