@@ -4,8 +4,9 @@ in Spark tasks keyed by run and node, in ONE Spark job whatever the number of ru
 1. every run's truth, one task per run (:func:`reports.core.analysis.run_truth`): its few
    lifecycle, fault, topic and route lines, and its files' line counts and bounds (the run's
    numbers, its broken lines);
-2. every node's part, one task per node (:func:`~reports.core.analysis.node_part`): its lines
-   with its run's truth (a cogroup on ``(run, node)``: the truth task hands a copy to each node
+2. every share's part (:func:`~reports.core.analysis.node_part`): a share is a run's nodes
+   together when its logs are under :data:`SHARE_BYTES`, else one of its nodes; its lines with
+   its run's truth (a cogroup on ``(run, share)``: the truth task hands a copy to each share
    of its run);
 3. every run's metrics, plot and derived tables, one task per run
    (:func:`~reports.core.analysis.combine`), collected.
@@ -17,6 +18,8 @@ them, it does not look inside.
 from __future__ import annotations
 
 import json
+import math
+import os
 import pickle
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -34,13 +37,22 @@ from reports.core.analysis import (
 from reports.core.frame import RunInfo, from_json_columns, to_frame
 from reports.core.schema import EVENTS
 from reports.load import RUN, file_stats, good_events, read_runs
-from reports.manifest import Manifest
+from reports.manifest import Manifest, is_uri
 from reports.results import RunMeta, RunResult, write_tables
+from reports.rundir import event_paths
+from reports.conf import sql_conf
 from rmqemu.errors import RunInputError
 
-#: What the tasks return: pickled values of a run (``name``: what they are), by node.
-BLOB = "run int, node string, name string, data binary"
-_BLOB = pa.schema([("run", pa.int32()), ("node", pa.string()), ("name", pa.string()), ("data", pa.binary())])
+#: What the tasks return: pickled values of a run (``name``: what they are), by share (null:
+#: the run's own).
+BLOB = "run int, share string, name string, data binary"
+_BLOB = pa.schema([("run", pa.int32()), ("share", pa.string()), ("name", pa.string()), ("data", pa.binary())])
+
+#: A run whose logs are smaller is analysed in one task, its nodes together: on a small run a
+#: call per node costs more in pandas' per-call overhead than the tasks gain (bench/README.md).
+SHARE_BYTES = 16 * 1024 * 1024
+#: The share of a run analysed whole.
+WHOLE = ""
 
 #: Names of the values that are not tables of the analysis (DONE: the run's last task finished).
 META, TRUTH, DONE = "meta", "truth", "done"
@@ -48,7 +60,7 @@ META, TRUTH, DONE = "meta", "truth", "done"
 
 def _blobs(run: int | None, rows: Iterable[tuple[str | None, str, bytes]]) -> pa.Table:
     rows = list(rows)
-    return pa.table({"run": [run] * len(rows), "node": [r[0] for r in rows], "name": [r[1] for r in rows],
+    return pa.table({"run": [run] * len(rows), "share": [r[0] for r in rows], "name": [r[1] for r in rows],
                      "data": [r[2] for r in rows]}, schema=_BLOB)
 
 
@@ -82,7 +94,7 @@ def _meta(run: int, stats: pd.DataFrame, manifest: Manifest) -> tuple[RunInfo | 
     return info, meta
 
 
-def _truth_task(manifests: Mapping[int, Manifest]) -> Callable[[pa.Table, pa.Table], pa.Table]:
+def _truth_task(manifests: Mapping[int, Manifest], whole: Collection[int]) -> Callable[[pa.Table, pa.Table], pa.Table]:
     def task(lines: pa.Table, stats: pa.Table) -> pa.Table:
         run = (lines if len(lines) else stats).column(RUN)[0].as_py()
         st = stats.to_pandas().rename(columns={"file_name": "file", "node_name": "node"})
@@ -92,26 +104,26 @@ def _truth_task(manifests: Mapping[int, Manifest]) -> Callable[[pa.Table, pa.Tab
         if info is None:
             return _blobs(run, [(None, META, _dump(meta))])
         truth = _dump((run_truth(_events(lines), info, manifests[run].nodes), info))
-        nodes = sorted(set(st.loc[st["good"] > 0, "node"].dropna()))
-        return _blobs(run, [(None, META, _dump(meta)), (None, TRUTH, truth), *((n, TRUTH, truth) for n in nodes)])
+        shares = [WHOLE] if run in whole else sorted(set(st.loc[st["good"] > 0, "node"].dropna()))
+        return _blobs(run, [(None, META, _dump(meta)), (None, TRUTH, truth), *((n, TRUTH, truth) for n in shares)])
     return task
 
 
-def _node_task(queries: Collection[str] | None) -> Callable[[pa.Table, pa.Table], pa.Table]:
-    return lambda lines, given: _node_part(lines, given, queries)
+def _share_task(queries: Collection[str] | None) -> Callable[[pa.Table, pa.Table], pa.Table]:
+    return lambda lines, given: _share_part(lines, given, queries)
 
 
-def _node_part(lines: pa.Table, given: pa.Table, queries: Collection[str] | None) -> pa.Table:
-    """A node's part; the run's own rows (meta, truth: ``node`` null) pass through."""
+def _share_part(lines: pa.Table, given: pa.Table, queries: Collection[str] | None) -> pa.Table:
+    """A share's part; the run's own rows (meta, truth: ``share`` null) pass through."""
     run = given.column(RUN)[0].as_py()
     rows = given.to_pylist()
-    if rows[0]["node"] is None:
+    if rows[0]["share"] is None:
         return _blobs(run, [(None, r["name"], r["data"]) for r in rows])
     if not len(lines):
         return _blobs(run, [])
     truth, info = pickle.loads(rows[0]["data"])
-    ev = _events(lines)
-    return _blobs(run, [(rows[0]["node"], "part", _dump(node_part(ev, truth, info, queries)))])
+    ev = _events(lines.drop_columns(["share"]))
+    return _blobs(run, [(rows[0]["share"], "part", _dump(node_part(ev, truth, info, queries)))])
 
 
 def _combine_task(keep: Callable[[str], bool], plots_too: bool, queries: Collection[str] | None,
@@ -119,7 +131,7 @@ def _combine_task(keep: Callable[[str], bool], plots_too: bool, queries: Collect
     def task(table: pa.Table) -> pa.Table:
         run = table.column(RUN)[0].as_py()
         rows = table.to_pylist()
-        by_name = {r["name"]: r["data"] for r in rows if r["node"] is None}
+        by_name = {r["name"]: r["data"] for r in rows if r["share"] is None}
         if TRUTH not in by_name:
             return _blobs(run, [(None, META, by_name[META])])
         truth, info = pickle.loads(by_name[TRUTH])
@@ -132,20 +144,35 @@ def _combine_task(keep: Callable[[str], bool], plots_too: bool, queries: Collect
     return task
 
 
-def _partitions(spark: SparkSession, groups: int) -> str:
-    """Shuffle partitions for this job: one per group, at most a few per core (Spark's default of
-    200 makes a tiny report thousands of empty tasks on a cluster)."""
-    return str(max(1, min(groups, 2 * max(spark.sparkContext.defaultParallelism, 1))))
+def _whole_runs(run_dirs: list[str], share_bytes: int) -> set[int]:
+    """The runs analysed in one share: local ones with less than ``share_bytes`` of logs (a
+    run elsewhere, in HDFS say, is cut by node)."""
+    def size(run_dir: str) -> float:
+        if is_uri(run_dir) and not run_dir.startswith("file://"):
+            return math.inf
+        return sum(os.path.getsize(p) for p in event_paths(run_dir))
+    return {i for i, run_dir in enumerate(run_dirs) if size(run_dir) < share_bytes}
+
+
+def _job_conf(spark: SparkSession, groups: int) -> dict[str, str]:
+    """The SQL settings of this job. Shuffle partitions: one per group, at most a few per core
+    (Spark's default of 200 makes a tiny report thousands of empty tasks on a cluster). Kept
+    as they are: adaptive execution would merge partitions of few bytes into one task, and a
+    group's few bytes are a run's or a node's whole analysis (bench/README.md)."""
+    return {"spark.sql.shuffle.partitions": str(max(1, min(groups, 2 * max(spark.sparkContext.defaultParallelism, 1)))),
+            "spark.sql.adaptive.coalescePartitions.enabled": "false"}
 
 
 def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str], bool] = lambda name: True,
                  progress: Callable[[str], None] = lambda message: None,
-                 queries: Collection[str] | None = None, tables_to: list[str] | None = None) -> list[RunResult]:
+                 queries: Collection[str] | None = None, tables_to: list[str] | None = None,
+                 share_bytes: int = SHARE_BYTES) -> list[RunResult]:
     """Every run of ``run_dirs`` analysed in one Spark job: its :class:`RunResult` with the tables
     whose name ``keep`` accepts (``m.*`` metrics queries, ``p.*`` plot tables, the derived
     tables); ``queries``: only these metrics queries, and only the work they need;
     ``tables_to``: per run, the directory its task writes the derived tables to as Parquet
-    (:func:`reports.results.write_tables`; the executors must reach it). Raises
+    (:func:`reports.results.write_tables`; the executors must reach it); ``share_bytes``: a
+    run with fewer bytes of logs is analysed in one share (0: every run node by node). Raises
     :class:`rmqemu.errors.RunInputError` for unusable input."""
     progress(f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
     raw, manifests = read_runs(spark, list(run_dirs))
@@ -155,20 +182,20 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
     stats = file_stats(raw).select(RUN, F.col("file").alias("file_name"), F.col("node").alias("node_name"),
                                    "good", "bad", "lo", "hi", "stop", "up")
     plots_too = keep("p.lanes")
+    whole = _whole_runs(run_dirs, share_bytes)
     truth = (events.filter(F.col("kind").isin(*TRUTH_KINDS)).select(RUN, *_wire(TRUTH_COLUMNS)).groupBy(RUN)
-             .cogroup(stats.groupBy(RUN)).applyInArrow(_truth_task(dict(enumerate(manifests))), BLOB))
-    parts = (events.filter(F.col("kind").isin(*NODE_KINDS)).select(RUN, *_wire(NODE_COLUMNS)).groupBy(RUN, "node")
-             .cogroup(truth.groupBy(RUN, "node")).applyInArrow(_node_task(queries), BLOB))
+             .cogroup(stats.groupBy(RUN)).applyInArrow(_truth_task(dict(enumerate(manifests)), whole), BLOB))
+    share = F.when(F.col(RUN).isin(*whole), F.lit(WHOLE)).otherwise(F.col("node")) if whole else F.col("node")
+    parts = (events.filter(F.col("kind").isin(*NODE_KINDS) & F.col("node").isNotNull())
+             .select(RUN, share.alias("share"), *_wire(NODE_COLUMNS)).groupBy(RUN, "share")
+             .cogroup(truth.groupBy(RUN, "share")).applyInArrow(_share_task(queries), BLOB))
     job = parts.groupBy(RUN).applyInArrow(
         _combine_task(keep, plots_too, queries, dict(enumerate(tables_to or []))), BLOB)
-    progress("analysing: truth per run, then views, staleness and sends per node, then each run's metrics")
-    key = "spark.sql.shuffle.partitions"
-    before = spark.conf.get(key)
-    spark.conf.set(key, _partitions(spark, sum(len(m.nodes) or 1 for m in manifests)))
-    try:
+    progress("analysing: truth per run, then views, staleness and sends (a small run whole, a large one "
+             "node by node), then each run's metrics")
+    groups = sum(1 if i in whole else len(m.nodes) or 1 for i, m in enumerate(manifests))
+    with sql_conf(spark, _job_conf(spark, groups)):
         got = job.collect()
-    finally:
-        spark.conf.set(key, before)
     return _results(run_dirs, manifests, got)
 
 

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, functions as F
 from reports.manifest import Manifest, is_uri, read_manifest
 from reports.rundir import event_paths
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA
+from reports.conf import sql_conf
 from rmqemu.errors import RunInputError
 
 RUN = "run"
@@ -48,7 +49,9 @@ def _local_runs(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
                                     "give each run directory once")
             run_of[key] = run_id
     keys = F.create_map(*[x for key, run_id in run_of.items() for x in (F.lit(key), F.lit(run_id))])
-    return read_events(spark, paths, keys[F.col("_metadata.file_path")])
+    with sql_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": str(len(paths) + 1)}):
+        # the files are listed already: no Spark job to list them again (Spark's is for over 32)
+        return read_events(spark, paths, keys[F.col("_metadata.file_path")])
 
 
 def _remote_run(spark: SparkSession, run_dir: str, run_id: int) -> DataFrame:

@@ -64,8 +64,7 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None,
 
 
 def stop_session(spark: Any, timeout: float = 30.0) -> None:
-    """Stop the session *and its JVM*, and wait for the JVM to exit (and publish the class
-    archive it wrote at exit, if it was recording one: :mod:`reports.jvm_archive`).
+    """Stop the session *and its JVM*, and wait for the JVM to exit.
 
     ``SparkSession.stop()`` leaves PySpark's gateway JVM running until this Python process
     exits; the JVM then notices EOF on its stdin and exits on its own, but by then its

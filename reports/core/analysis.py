@@ -3,16 +3,18 @@
 1. :func:`run_truth` (one task per run): the run's small tables, from the few lifecycle,
    fault, topic and route lines (:data:`TRUTH_KINDS`): lives, pauses, partitions, hosting,
    write queues, faults, truth, and the node table.
-2. :func:`node_part` (one task per run and node): the heavy, per-client work over one node's
-   events with the run's truth: its route views against truth (pieces, stale intervals,
-   staleness), its sends classified, its unavailability windows, its timer lateness, and the
-   few consumer lines the run-wide metrics need.
+2. :func:`node_part` (one task per share of a run's nodes: a small run's nodes together, a
+   large run's one by one): the heavy, per-client work over those nodes' events with the
+   run's truth: their route views against truth (pieces, stale intervals, staleness), their
+   sends classified, their unavailability windows, their timer lateness, and the few consumer
+   lines the run-wide metrics need. Every function it calls is keyed by node, so a share of
+   whole nodes gives the rows those nodes give in the whole run.
 3. :func:`combine` (one task per run): the node parts of a run together: what spans nodes
    (fault convergence and impact, send counts and latency percentiles, loss per group), the
    metrics queries (``m.*``), the plot tables (``p.*``) and the derived tables.
 
-:func:`analyse` runs the three in one process, node by node: the tests' engine, and the
-definition of what the Spark engine computes.
+:func:`analyse` runs the three in one process, all nodes in one share: the tests' engine,
+and the definition of what the Spark engine computes.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ NODE_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
     "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated")
-#: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per group and topic).
+#: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 
 #: Derived table (Parquet name) -> the analysis table it is written from.
@@ -76,11 +78,6 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
     return out
 
 
-def _latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The last line of each key (by ``ts``, then read order)."""
-    return df.sort_values(["ts", "seq"]).drop_duplicates(keys, keep="last")
-
-
 #: The metrics queries that read route views, and those that read the classified sends.
 VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults"})
 CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults"})
@@ -88,9 +85,9 @@ CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults"})
 
 def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo,
               queries: Collection[str] | None = None) -> Tables:
-    """Step 2: one node's share of the analysis (``ev``: that node's events). Only the tables
-    the node's kinds of line make (a broker logs no route, a namesrv no send); :func:`concat`
-    gives the run every table. ``queries``: only what these metrics queries need (None: all,
+    """Step 2: the analysis of a share of a run's nodes (``ev``: all the events of each of
+    them; one node, or all). Only the tables their kinds of line make (a broker logs no
+    route, a namesrv no send); :func:`concat` gives the run every table. ``queries``: only what these metrics queries need (None: all,
     the derived tables and plots included): route views for :data:`VIEW_QUERIES`, the sends
     classified for :data:`CLASSIFY_QUERIES` (else plain send attempts)."""
     end, until = info.run_end, info.measure_end
@@ -118,8 +115,8 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         out["sne"] = consumers.subscription_not_exist(ev)
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
-        pulls = mine[mine["kind"] == "pull"].drop_duplicates(["group", "topic"])
-        last_routes = _latest(mine[mine["kind"] == "client.route"], ["topic"])
+        pulls = mine[mine["kind"] == "pull"].drop_duplicates(["node", "group", "topic"])
+        last_routes = consumers.latest(mine[mine["kind"] == "client.route"], ["node", "topic"])
         out["consumer_lines"] = pd.concat([mine[mine["kind"].isin(("consume", "rebalance"))], pulls, last_routes],
                                           ignore_index=True)
     return out
@@ -190,9 +187,8 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
 
 def analyse(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapping[str, Any]],
             plots_too: bool = True, queries: Collection[str] | None = None) -> Tables:
-    """The whole analysis of one run in this process: step 1, step 2 for each node, step 3
-    (``queries``: only what these metrics queries need, see :func:`node_part`)."""
+    """The whole analysis of one run in this process: step 1, step 2 for all its nodes at
+    once, step 3 (``queries``: only what these metrics queries need, see :func:`node_part`)."""
     truth = run_truth(ev[list(TRUTH_COLUMNS)], info, manifest_nodes)
-    mine = ev.loc[ev["kind"].isin(NODE_KINDS), list(NODE_COLUMNS)]
-    parts = [node_part(g, truth, info, queries) for _, g in mine.groupby("node", sort=True)]
-    return combine(concat(parts), truth, info, plots_too, queries)
+    mine = ev.loc[ev["kind"].isin(NODE_KINDS) & ev["node"].notna(), list(NODE_COLUMNS)]
+    return combine(concat([node_part(mine, truth, info, queries)]), truth, info, plots_too, queries)

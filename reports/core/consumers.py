@@ -203,7 +203,7 @@ def _queue_keys(df: pd.DataFrame, col: str, keep: list[str]) -> pd.DataFrame:
     return out
 
 
-def _latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """The last row by (ts, seq) of each ``keys`` group (null keys form a group)."""
     return df.sort_values(["ts", "seq"]).drop_duplicates(keys, keep="last")
 
@@ -217,22 +217,22 @@ def _sorted_cids(values: Iterable[object]) -> tuple[str | None, ...]:
 
 def non_subscriber_queues(ev: pd.DataFrame) -> pd.DataFrame:
     """``group, topic, subscribers, non_subscribers, queues, unowned_queues`` per (group, topic)
-    at each subscriber's latest ``rebalance`` (``unowned_queues``: queues allocated to
+    at each subscriber's last ``rebalance`` (``unowned_queues``: queues allocated to
     non-subscribers; see the module docstring of ``reports/clients.py``)."""
     cols = ["group", "topic", "subscribers", "non_subscribers", "queues", "unowned_queues"]
     gt = ["group", "topic"]
-    latest = _latest(_kind(ev, "rebalance"), ["node", *gt]).reset_index(drop=True)
-    if latest.empty:
+    last = latest(_kind(ev, "rebalance"), ["node", *gt]).reset_index(drop=True)
+    if last.empty:
         return pd.DataFrame({c: pd.Series(dtype="int64" if c.endswith("queues") else object) for c in cols})
     # one number per (group, topic), a null key a value like any other (as Spark's group-by)
-    latest["_g"] = latest.groupby(gt, dropna=False, sort=True).ngroup()
-    out = latest.drop_duplicates("_g").sort_values("_g")[gt].reset_index(drop=True)
-    routes = _latest(_kind(ev, "client.route"), ["node", "topic"]).dropna(subset=["node", "topic"])
+    last["_g"] = last.groupby(gt, dropna=False, sort=True).ngroup()
+    out = last.drop_duplicates("_g").sort_values("_g")[gt].reset_index(drop=True)
+    routes = latest(_kind(ev, "client.route"), ["node", "topic"]).dropna(subset=["node", "topic"])
     route_q = _queue_keys(routes, "publish_queues", ["node", "topic"])
-    subs = latest[["_g", "cid"]].dropna(subset=["cid"]).drop_duplicates()
-    seen = _explode(latest, "cids", ["_g"], "cid").drop_duplicates()
-    alloc = _queue_keys(latest, "allocated", ["_g"]).drop_duplicates()
-    rq = latest[["node", "topic", "_g"]].dropna(subset=["node", "topic"]).merge(route_q, on=["node", "topic"])
+    subs = last[["_g", "cid"]].dropna(subset=["cid"]).drop_duplicates()
+    seen = _explode(last, "cids", ["_g"], "cid").drop_duplicates()
+    alloc = _queue_keys(last, "allocated", ["_g"]).drop_duplicates()
+    rq = last[["node", "topic", "_g"]].dropna(subset=["node", "topic"]).merge(route_q, on=["node", "topic"])
     universe = pd.concat([rq[["_g", "q"]], alloc], ignore_index=True).drop_duplicates()
 
     def minus(a: pd.DataFrame, b: pd.DataFrame, col: str) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from reports import job
+from reports.engine import analyse_runs, names
 from reports.local import analyse_dirs
 from reports.metrics import document
 from tests.reports.runlog import write_run
@@ -50,3 +51,10 @@ def test_spark_and_local_engines_give_the_same_metrics(spark, runs: list[str]) -
     for run_dir in runs:
         alone = document(analyse_dirs([run_dir])[0])
         assert canonical(together[run_dir]) == canonical(alone), Path(run_dir).name
+
+
+def test_runs_cut_node_by_node_give_the_metrics_of_runs_analysed_whole(spark, runs: list[str]) -> None:
+    """A large run's nodes go to separate tasks (``share_bytes`` 0 cuts these small ones so)."""
+    by_node = analyse_runs(spark, runs, names(["m."]), share_bytes=0)
+    for run_dir, result in zip(runs, by_node):
+        assert canonical(document(result)) == canonical(document(analyse_dirs([run_dir])[0])), Path(run_dir).name
