@@ -150,6 +150,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     t: Tables = {**{k: v for k, v in truth.items() if not k.startswith("m.")}, **parts}
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
+    messages = functools.cache(lambda: consumers.Messages(lines, classified, stop))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
@@ -172,8 +173,8 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.no_route": lambda: sends_mod.no_route_errors(classified),
         "m.autocreate": lambda: truth["m.autocreate"], "m.drain": lambda: truth["m.drain"],
         "m.timing": lambda: t["lag"], "m.sne": lambda: t["sne"],
-        "m.consumption": lambda: consumers.consumption(lines, classified, stop),
-        "m.group_loss": lambda: consumers.group_loss(lines, classified, stop),
+        "m.consumption": lambda: consumers.consumption(messages()),
+        "m.group_loss": lambda: consumers.group_loss(messages()),
         "m.nsq": lambda: consumers.non_subscriber_queues(lines),
     }
     wanted = set(made) if queries is None else set(queries)

@@ -70,58 +70,92 @@ def _nulls_as_none(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     return out.where(out.notna(), None)
 
 
-def _first_acks(sends: pd.DataFrame, until: float | None) -> pd.DataFrame:
-    """``topic, msg_id``: messages whose first ok attempt is before ``until`` (None: any)."""
-    ok = sends.loc[_is(sends["outcome"], "ok"), ["topic", "msg_id", "ts"]]
-    first = ok.groupby(["topic", "msg_id"], dropna=False, sort=False)["ts"].min().reset_index()
-    stop = _stop(until)
-    if stop is not None:
-        first = first.loc[first["ts"] < stop]
-    return _nulls_as_none(first, ["topic", "msg_id"])
+def _codes(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
+    """``(codes, values)``: each column's values as integer codes over ONE dictionary of all
+    their ``values`` (null: -1), so that the same string has the same code in every column:
+    joins and distinct counts over a run's hundreds of thousands of message ids become integer
+    work."""
+    codes, values = pd.factorize(pd.concat([c.astype(object) for c in columns], ignore_index=True))
+    bounds = np.cumsum([0, *(len(c) for c in columns)])
+    return [codes[lo:hi].astype(np.int64) for lo, hi in zip(bounds[:-1], bounds[1:])], np.asarray(values, dtype=object)
 
 
-def _deliveries(ev: pd.DataFrame) -> pd.DataFrame:
-    """``group, topic, msg_id``: one row per message id a ``consume`` lists."""
-    return _explode(_kind(ev, "consume"), "msg_ids", ["group", "topic"], "msg_id")
+def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 key per row for the pair of codes ``(a, b)`` (nulls, -1, kept distinct)."""
+    return (a + 1) * (1 << 31) + (b + 1)
 
 
-def _count_by_topic(df: pd.DataFrame) -> pd.Series:
-    """Rows per non-null topic (what a join on ``topic`` can match)."""
-    return df.groupby("topic", dropna=True).size()
+class Messages:
+    """What :func:`consumption` and :func:`group_loss` read, computed once for both: a run's ok
+    send attempts, its deliveries (one row per message id a ``consume`` lists) and its
+    subscriptions, their topics, message ids and groups as codes over one dictionary each, and
+    each message's first ok attempt before ``until`` (``run.stop``; None: any)."""
+
+    def __init__(self, ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None) -> None:
+        ok = sends.loc[_is(sends["outcome"], "ok"), ["topic", "msg_id", "ts"]]
+        dl = _explode(_kind(ev, "consume"), "msg_ids", ["group", "topic"], "msg_id")
+        subs = subscriptions(ev)
+        (self.ok_topic, self.dl_topic, self.sub_topic, self.watched, self.sent_topic), self.topics = _codes(
+            ok["topic"], dl["topic"], subs["topic"], _kind(ev, "consume", "rebalance")["topic"], sends["topic"])
+        (self.ok_msg, self.dl_msg), _ = _codes(ok["msg_id"], dl["msg_id"])
+        (self.dl_group, self.sub_group), _ = _codes(dl["group"], subs["group"])
+        self.subs = subs
+        # the first ok attempt of each (topic, message), kept when before ``until``
+        key = _pairs(self.ok_topic, self.ok_msg)
+        ts = ok["ts"].to_numpy(dtype=float)
+        order = np.lexsort((ts, key))
+        first = order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(key) else order
+        stop = _stop(until)
+        if stop is not None:
+            first = first[ts[first] < stop]
+        self.first_topic, self.first_msg = self.ok_topic[first], self.ok_msg[first]
 
 
-def _per_topic(topics: pd.Series, counts: pd.Series) -> pd.Series:
-    """``counts`` looked up for each topic (a left join: a null topic matches nothing), 0 if none."""
-    return topics.map(counts).fillna(0).astype("int64")
+def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(a, b)`` rows."""
+    first = ~pd.Series(_pairs(a, b)).duplicated().to_numpy()
+    return a[first], b[first]
 
 
-def _nonnull(values: pd.Series) -> pd.Series:
-    return values.dropna().drop_duplicates()
+def _per_code(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Rows (or ``weights``) per non-null code, for codes ``0 .. size - 1``."""
+    keep = codes >= 0
+    return np.bincount(codes[keep], weights=None if weights is None else weights[keep], minlength=size)[:size]
 
 
-def consumption(ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None) -> pd.DataFrame:
+def consumption(m: Messages) -> pd.DataFrame:
     """Per topic: ``topic, acked, consumed, lost, duplicate_messages, duplicate_deliveries,
-    consumed_unacked``; ``until``: ``run.stop``, at or after which a first ack cannot make a
-    message lost (None: none)."""
-    acked = sends.loc[_is(sends["outcome"], "ok"), ["topic", "msg_id"]].drop_duplicates()
-    deliveries = _deliveries(ev)
-    consumed = deliveries[["topic", "msg_id"]].drop_duplicates()
-    watched = _nonnull(_kind(ev, "consume", "rebalance")["topic"])
-    first = _first_acks(sends, until)
-    lost = first.loc[first["topic"].isin(watched) & ~first["msg_id"].isin(_nonnull(consumed["msg_id"]))]
-    n = deliveries.groupby(["group", "topic", "msg_id"], dropna=False, sort=False).size()
-    dup = n[n > 1].reset_index(name="n")
-    unacked = consumed.loc[~consumed["msg_id"].isin(_nonnull(acked["msg_id"]))]
-    topics = pd.concat([acked["topic"], consumed["topic"]], ignore_index=True).drop_duplicates()
-    out = pd.DataFrame({"topic": topics.sort_values(na_position="first").reset_index(drop=True)})
-    t = out["topic"]
-    out["acked"] = _per_topic(t, _count_by_topic(acked))
-    out["consumed"] = _per_topic(t, _count_by_topic(consumed))
-    out["lost"] = _per_topic(t, _count_by_topic(lost))
-    out["duplicate_messages"] = _per_topic(t, _count_by_topic(dup))
-    out["duplicate_deliveries"] = _per_topic(t, (dup["n"] - 1).groupby(dup["topic"], dropna=True).sum())
-    out["consumed_unacked"] = _per_topic(t, _count_by_topic(unacked))
-    return out[list(CONSUMPTION_COLUMNS)]
+    consumed_unacked`` (a first ack at or after ``until`` cannot make a message lost)."""
+    acked_t, acked_m = _unique_pairs(m.ok_topic, m.ok_msg)
+    consumed_t, consumed_m = _unique_pairs(m.dl_topic, m.dl_msg)
+    n_msgs = int(max(m.ok_msg.max(initial=-1), m.dl_msg.max(initial=-1))) + 1
+    was_consumed, was_acked = np.zeros(n_msgs + 1, bool), np.zeros(n_msgs + 1, bool)
+    was_consumed[consumed_m[consumed_m >= 0]] = True  # index n_msgs: null, never set
+    was_acked[acked_m[acked_m >= 0]] = True
+    watched = np.isin(m.first_topic, m.watched[m.watched >= 0])
+    lost = watched & ~was_consumed[np.where(m.first_msg >= 0, m.first_msg, n_msgs)]
+    unacked = ~was_acked[np.where(consumed_m >= 0, consumed_m, n_msgs)]
+    # deliveries of the same (group, topic, message) more than once
+    group_topic = pd.factorize(_pairs(m.dl_group, m.dl_topic))[0].astype(np.int64)
+    each, firsts = pd.factorize(_pairs(group_topic, m.dl_msg))
+    n = np.bincount(each, minlength=len(firsts))
+    first = np.flatnonzero(~pd.Series(each).duplicated().to_numpy())  # in order of ``each``'s codes
+    dup_t, dup_n = m.dl_topic[first][n > 1], n[n > 1]
+    codes = np.unique(np.concatenate([acked_t, consumed_t]))
+    size = int(codes.max(initial=-1)) + 1
+    names = pd.Series([m.topics[c] if c >= 0 else None for c in codes], dtype=object)
+    out = pd.DataFrame({"topic": names, "_c": codes}).sort_values("topic", na_position="first", kind="stable")
+    at = np.where(out["_c"].to_numpy() >= 0, out["_c"].to_numpy(), size)
+
+    def per(codes_of: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        return np.r_[_per_code(codes_of, size, weights), 0][at].astype("int64")
+    out["acked"] = per(acked_t)
+    out["consumed"] = per(consumed_t)
+    out["lost"] = per(m.first_topic[lost])
+    out["duplicate_messages"] = per(dup_t)
+    out["duplicate_deliveries"] = per(dup_t, (dup_n - 1).astype(float))
+    out["consumed_unacked"] = per(consumed_t[unacked])
+    return out[list(CONSUMPTION_COLUMNS)].reset_index(drop=True)
 
 
 def subscriptions(ev: pd.DataFrame) -> pd.DataFrame:
@@ -131,22 +165,25 @@ def subscriptions(ev: pd.DataFrame) -> pd.DataFrame:
     return sub.drop_duplicates().sort_values(["group", "topic"]).reset_index(drop=True)
 
 
-def group_loss(ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None) -> pd.DataFrame:
+def group_loss(m: Messages) -> pd.DataFrame:
     """``group, topic, expected, consumed, lost`` per subscribed (group, topic) whose topic some
-    producer sent to: ``expected`` messages first acked before ``until`` (``run.stop``; None:
-    any), ``consumed`` of them by the group (a ``consume`` of it under any topic)."""
-    pairs = subscriptions(ev)
-    pairs = pairs.loc[pairs["topic"].isin(_nonnull(sends["topic"]))].reset_index(drop=True)
-    got = _deliveries(ev)[["group", "msg_id"]].dropna().drop_duplicates()
-    got["_got"] = 1
-    per = (pairs.merge(_first_acks(sends, until).dropna(subset=["topic"]), on="topic")
-           .merge(got, on=["group", "msg_id"], how="left"))
-    counts = per.groupby(["group", "topic"], sort=False).agg(expected=("topic", "size"), consumed=("_got", "count"))
-    out = pairs.merge(counts.reset_index(), on=["group", "topic"], how="left")
-    for c in ("expected", "consumed"):
-        out[c] = out[c].fillna(0).astype("int64")
+    producer sent to: ``expected`` messages first acked before ``until``, ``consumed`` of them
+    by the group (a ``consume`` of it under any topic)."""
+    sent = np.isin(m.sub_topic, np.unique(m.sent_topic[m.sent_topic >= 0]))
+    n_msgs = int(max(m.first_msg.max(initial=-1), m.dl_msg.max(initial=-1))) + 1
+    known = (m.dl_group >= 0) & (m.dl_msg >= 0)
+    expected, consumed = [], []
+    for g, t in zip(m.sub_group[sent], m.sub_topic[sent]):
+        msgs = m.first_msg[m.first_topic == t]
+        got = np.zeros(n_msgs + 1, bool)  # index n_msgs: a null message id, never consumed
+        got[m.dl_msg[known & (m.dl_group == g)]] = True
+        expected.append(len(msgs))
+        consumed.append(int(got[np.where(msgs >= 0, msgs, n_msgs)].sum()))
+    out = m.subs.loc[sent, ["group", "topic"]].reset_index(drop=True)
+    out["expected"] = np.array(expected, dtype="int64")
+    out["consumed"] = np.array(consumed, dtype="int64")
     out["lost"] = out["expected"] - out["consumed"]
-    return out[["group", "topic", "expected", "consumed", "lost"]]
+    return out
 
 
 def _sorted_set(values: Iterable[object]) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from reports.core.availability import measured_attempts, unavailable_windows
+from reports.core.availability import measured_attempts
 from reports.core.frame import RunInfo
 from reports.core.sends import latency_over_time, misrouted_over_time
 
@@ -123,15 +123,16 @@ def _binned(df: pd.DataFrame, bin_ms: float, cols: list[str]) -> pd.DataFrame:
     return out[["t_s", *cols]]
 
 
-def _availability(sends: pd.DataFrame, t0: float, end: float, max_windows: int) -> dict[str, pd.DataFrame]:
-    """Each producer's span of measured attempts and its unavailability windows (the first
-    ``max_windows`` + 1 by producer, topic, start)."""
+def _availability(sends: pd.DataFrame, windows: pd.DataFrame, t0: float, end: float,
+                  max_windows: int) -> dict[str, pd.DataFrame]:
+    """Each producer's span of measured attempts and its unavailability windows (the run's
+    ``windows``: the first ``max_windows`` + 1 by producer, topic, start)."""
     att = measured_attempts(sends, end)
     g = att.groupby("producer", dropna=False, sort=True)["ts"]
     spans = pd.DataFrame({"first_s": (g.min() - t0) / 1000.0, "last_s": (g.max() - t0) / 1000.0,
                           "attempts": g.size()}).reset_index()
     spans = spans.astype({"first_s": float, "last_s": float, "attempts": "int64"})
-    windows = _order(unavailable_windows(sends, end), [("producer", True), ("topic", True), ("start", True)])
+    windows = _order(windows, [("producer", True), ("topic", True), ("start", True)])
     windows = windows.head(max_windows + 1)
     return {"p.producers": spans[["producer", "first_s", "last_s", "attempts"]],
             "p.unavailable": pd.DataFrame({"producer": windows["producer"], "topic": windows["topic"],
@@ -144,7 +145,8 @@ def plot_tables(t: Mapping[str, pd.DataFrame], info: RunInfo, max_topics: int = 
     """The small tables the plots draw, by name (``p.latency``, ``p.faults``, ``p.misrouted``,
     ``p.topics``, ``p.lanes``, ``p.lane_counts``, ``p.durations``, ``p.intervals``,
     ``p.producers``, ``p.unavailable``), from the analysis tables ``t`` of one run (``sends``
-    may be absent: ``classified`` holds every column of it)."""
+    may be absent: ``classified`` holds every column of it; ``windows``: the run's
+    unavailability windows)."""
     t0, bin_ms = info.run_start, info.bin_ms
     sends = t["sends"] if "sends" in t else t["classified"]
     cs, faults, ci = t["client_staleness"], t["faults"], t["client_intervals"]
@@ -164,5 +166,5 @@ def plot_tables(t: Mapping[str, pd.DataFrame], info: RunInfo, max_topics: int = 
         "p.lane_counts": counts.astype({"count": "int64"}),
         "p.durations": durations[["duration_ms"]].reset_index(drop=True),
         "p.intervals": pd.DataFrame({"n": np.array([len(ci)] if len(ci) else [], dtype="int64")}),
-        **_availability(sends, t0, info.measure_end, max_windows),
+        **_availability(sends, t["windows"], t0, info.measure_end, max_windows),
     }

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from reports.core.consumers import (autocreate_coverage, consumption, group_loss, non_subscriber_queues,
+from reports.core.consumers import (Messages, autocreate_coverage, consumption, group_loss, non_subscriber_queues,
                                     subscription_not_exist, subscriptions)
 from reports.core.frame import events
 
@@ -70,7 +70,7 @@ def run() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_lost_duplicates_unacked(run) -> None:
-    got = consumption(*run)
+    got = consumption(Messages(*run))
     assert list(got.columns) == ["topic", "acked", "consumed", "lost", "duplicate_messages",
                                  "duplicate_deliveries", "consumed_unacked"]
     # m4 lost; m5 never acked; m6 never sent; m2 twice by cg-1; nobody consumes U: not lost
@@ -92,8 +92,8 @@ def test_queues_left_to_non_subscriber(run) -> None:
 def test_a_message_acked_after_run_stop_is_not_lost() -> None:
     log = events([ev(0, "cg-1-0", "rebalance", group="cg-1", topic=T), consume(1, "cg-1-0", "cg-1", ["m1"])])
     s = sends([send(100, T, "m1"), send(200, T, "m2"), send(250, T, "m3", "timeout"), send(400, T, "m3")])
-    assert rows(consumption(log, s, until=300.0), "topic", "acked", "lost") == [(T, 3, 1)]  # m2; m3 after
-    assert rows(consumption(log, s), "topic", "acked", "lost") == [(T, 3, 2)]  # no run.stop: both
+    assert rows(consumption(Messages(log, s, until=300.0)), "topic", "acked", "lost") == [(T, 3, 1)]  # m2; m3 after
+    assert rows(consumption(Messages(log, s)), "topic", "acked", "lost") == [(T, 3, 2)]  # no run.stop: both
 
 
 # --- tests/reports/test_loss.py ----------------------------------------------------------------------
@@ -127,8 +127,8 @@ def loss_run() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_a_message_one_subscribing_group_missed_is_lost_for_it_only(loss_run) -> None:
     log, s = loss_run
-    assert consumption(log, s, until=9000.0)["lost"].sum() == 0  # m3 was consumed by cg-1
-    got = group_loss(log, s, until=9000.0)
+    assert consumption(Messages(log, s, until=9000.0))["lost"].sum() == 0  # m3 was consumed by cg-1
+    got = group_loss(Messages(log, s, until=9000.0))
     assert list(got.columns) == ["group", "topic", "expected", "consumed", "lost"]
     # cg-2: m2 counts via %RETRY%cg-2; cg-1: m4 acked after run.stop; (cg-3, T) and %RETRY% not charged
     assert rows(got, *got.columns) == [("cg-1", T, 3, 3, 0), ("cg-2", T, 3, 2, 1), ("cg-3", U, 1, 1, 0)]
@@ -140,7 +140,7 @@ def test_a_pull_alone_shows_a_subscription() -> None:
                                                                 msg_ids=["m1"]),
                   ev(2, "p1", "send", group="pg-1", topic=T)])
     s = sends([send(100, T, "m1"), send(200, T, "m2"), send(300, T, "m3", "error")])
-    assert rows(group_loss(log, s), "group", "topic", "expected", "consumed", "lost") == [
+    assert rows(group_loss(Messages(log, s)), "group", "topic", "expected", "consumed", "lost") == [
         ("cg-8", T, 2, 1, 1), ("cg-9", T, 2, 0, 2)]
     assert rows(subscriptions(log), "group", "topic") == [("cg-8", T), ("cg-9", T)]
 
@@ -149,8 +149,9 @@ def test_a_pull_alone_shows_a_subscription() -> None:
 
 def test_empty_inputs_give_empty_tables_with_the_columns() -> None:
     log, s = events([ev(0, "x", "node.start", role="broker")]).iloc[:0], sends([])
-    assert list(consumption(log, s).columns)[-1] == "consumed_unacked" and consumption(log, s).empty
-    assert group_loss(log, s).empty and subscriptions(log).empty
+    got = consumption(Messages(log, s))
+    assert list(got.columns)[-1] == "consumed_unacked" and got.empty
+    assert group_loss(Messages(log, s)).empty and subscriptions(log).empty
     assert subscription_not_exist(log).empty and list(subscription_not_exist(log).columns)[-1] == "pulls"
     nsq = non_subscriber_queues(log)
     assert nsq.empty and list(nsq.columns)[-1] == "unowned_queues"
@@ -166,7 +167,7 @@ def test_latest_rebalance_by_ts_then_seq_and_null_msg_ids() -> None:
     ])
     assert rows(non_subscriber_queues(log), "subscribers", "non_subscribers", "queues", "unowned_queues") == [
         (("c1@1",), (), 1, 0)]
-    assert rows(consumption(log, sends([])), "topic", "acked", "consumed", "lost", "consumed_unacked") == [
+    assert rows(consumption(Messages(log, sends([]))), "topic", "acked", "consumed", "lost", "consumed_unacked") == [
         (T, 0, 1, 0, 1)]
 
 

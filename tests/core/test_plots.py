@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reports.core.availability import unavailable_windows
 from reports.core.frame import RunInfo
 from reports.core.plots import compress_states, plot_tables
 
@@ -44,12 +45,13 @@ def staleness(rows: list[tuple[str, str, float | None]]) -> pd.DataFrame:
     return df[["client", "topic", "measured_ms", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms"]]
 
 
-def tables() -> dict[str, pd.DataFrame]:
+def tables(info: RunInfo = INFO) -> dict[str, pd.DataFrame]:
     classified = pd.DataFrame([
         send("p1", 50, "T", "ok", 1.0), send("p1", 60, "T", "timeout", 3.0, "paused"), send("p1", 250, "T", "ok", 2.0),
         send("p1", 300, "U", "oneway", None), send("p2", 400, "U", "error", None, "dead")])
     return {
         "sends": classified[SEND_COLUMNS], "classified": classified,
+        "windows": unavailable_windows(classified[SEND_COLUMNS], info.measure_end),
         "faults": pd.DataFrame({"fault_id": ["f1", "f2"], "fault": ["pause", "kill"], "targets": [("broker-a-0",), None],
                                 "params": [None, None], "start": [1000.0, 5000.0], "end": [3000.0, 12000.0],
                                 "has_end": [True, False], "next_start": [5000.0, 12000.0]}),
@@ -114,7 +116,8 @@ def test_time_bins_faults_and_caps(capped) -> None:
 def test_availability_spans_and_windows(capped) -> None:
     assert rows(capped["p.producers"]) == [("p1", 0.05, 0.25, 3), ("p2", 0.4, 0.4, 1)]  # the oneway is not measured
     assert rows(capped["p.unavailable"]) == [("p1", "T", 0.06, 0.25), ("p2", "U", 0.4, 12.0)]  # max_windows 1: 2 rows
-    stopped = plot_tables(tables(), RunInfo(0.0, 12000.0, stop_ms=350.0))
+    stop = RunInfo(0.0, 12000.0, stop_ms=350.0)
+    stopped = plot_tables(tables(stop), stop)
     assert rows(stopped["p.producers"]) == [("p1", 0.05, 0.25, 3)]
     assert rows(stopped["p.unavailable"]) == [("p1", "T", 0.06, 0.25)]
 
