@@ -25,6 +25,7 @@ from faults.launch_glue import check_topology_faults
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rmqemu", message="%(prog)s %(version)s")
 def main() -> None:
     """rmqemu: a multiprocess emulator of an Apache RocketMQ 4.9 cluster with fault injection."""
 

@@ -1,5 +1,5 @@
-"""The CLI without PySpark installed: `report` explains what to install, `launch --report` refuses
-before starting anything."""
+"""The CLI without PySpark installed (`report` explains what to install, `launch --report` refuses
+before starting anything), and its version."""
 
 from __future__ import annotations
 
@@ -33,3 +33,11 @@ def test_the_cli_does_not_import_pyspark_until_a_report_is_made(tmp_path: Path) 
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_version_is_the_installed_distributions(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    script = Path(sys.executable).with_name("rmqemu")
+    out = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"rmqemu {version('rmqemu')}"
