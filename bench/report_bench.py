@@ -30,11 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import duck  # noqa: E402
 import duckdb  # noqa: E402
 import gen_events  # noqa: E402
-import duck  # noqa: E402
 
-from reports.job import metrics as run_metrics, run_report  # noqa: E402
+from reports.job import metrics as run_metrics  # noqa: E402
+from reports.job import run_report
 from reports.rundir import event_paths  # noqa: E402
 from reports.session import THREADS, build_session, stop_session  # noqa: E402
 

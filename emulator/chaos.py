@@ -26,9 +26,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 from emulator.launcher.cluster import Cluster as LauncherCluster
 from emulator.launcher.fault_spec import parse_duration
+from emulator.launcher.run_events import read_events
 from emulator.launcher.topology import Topology
 from emulator.launcher.topology_load import load_topology, parse_topology
-from emulator.launcher.run_events import read_events
 from faults.launch_glue import check_topology_faults
 from faults.supervisor_verbs import VerbServer
 from rmqemu.errors import SpecError

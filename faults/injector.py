@@ -20,11 +20,10 @@ import threading
 from typing import Any, Iterable
 
 from emulator.node.clock import ClockSetting
-from rmqemu.errors import RmqemuError
 from emulator.node.links import LinkRule
-from rmqemu.errors import FaultError, OverlappingFault
 from faults.kinds import ClockFault, Fault, ProcessExitFault, RestartFault
 from faults.ops import ClusterOps
+from rmqemu.errors import FaultError, OverlappingFault, RmqemuError
 
 Link = tuple[str, str]
 

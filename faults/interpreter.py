@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from rmqemu.errors import FaultError, PlanFailed
 from faults.injector import Injector
 from faults.kinds import build_fault
 from faults.schedule import Plan, PlanStep
+from rmqemu.errors import FaultError, PlanFailed
 
 
 @dataclass

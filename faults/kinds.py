@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Sequence
 
 from emulator.node.clock import ClockSetting
 from emulator.node.links import LinkRule
-from rmqemu.errors import FaultError, PlanError, ProcessGone
 from faults.ops import ClusterOps
+from rmqemu.errors import FaultError, PlanError, ProcessGone
 
 Link = tuple[str, str]
 

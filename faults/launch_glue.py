@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from emulator.launcher.nodes import NodeInfo
 from emulator.launcher.topology_load import plan_nodes
-from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
 from faults.injector import Injector
 from faults.interpreter import run_plan_steps
 from faults.nemesis import random_plan
 from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, spec_problems, write_plan
+from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
 
 if TYPE_CHECKING:
     from emulator.launcher.cluster import Cluster

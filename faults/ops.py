@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from emulator.launcher.nodes import NodeInfo
 from emulator.node.clock import ClockSetting
 from emulator.node.links import LinkRule
-from emulator.launcher.nodes import NodeInfo
 
 Link = tuple[str, str]
 

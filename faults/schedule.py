@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from rmqemu.errors import FaultError, PlanError
-from faults.kinds import FAULT_CLASSES
-from emulator.launcher.nodes import NodeInfo
-from faults.partition import plan_partition
 from emulator.launcher.fault_spec import FaultSpec
+from emulator.launcher.nodes import NodeInfo
+from faults.kinds import FAULT_CLASSES
+from faults.partition import plan_partition
 from faults.targets import resolve_targets
+from rmqemu.errors import FaultError, PlanError
 
 PLAN_VERSION = 1
 HOLDS = {"kill": "process", "stop": "process", "pause": "process", "clock": "clock"}

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from emulator.node.clock import mono_ms
-from rmqemu.errors import FaultError, PlanError
 from faults.injector import Injector
 from faults.kinds import Fault, build_fault
 from faults.ops import ClusterOps
 from faults.verbs import one_fault_plan, spec_from_args
+from rmqemu.errors import FaultError, PlanError
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 VERBS = ("kill", "stop", "pause", "partition", "link", "skew")

@@ -20,8 +20,8 @@ from __future__ import annotations
 import random
 from typing import Callable, Mapping, Sequence
 
-from rmqemu.errors import TargetError
 from emulator.launcher.nodes import NodeInfo
+from rmqemu.errors import TargetError
 
 SELECTORS: tuple[str, ...] = ("one", "minority", "majority", "all")
 ROLE_TERMS: tuple[str, ...] = ("namesrv", "broker", "master", "slave", "producer", "consumer")

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from reports.html import CSS, esc
-from rmqemu.errors import RunInputError
 from reports.summary import fmt_num, headline_values
+from rmqemu.errors import RunInputError
 
 Metrics = dict[str, Any]
 

@@ -29,10 +29,19 @@ from urllib.parse import unquote
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import Column, SparkSession, functions as F
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
+from reports.conf import sql_conf
 from reports.core.analysis import (
-    NODE_COLUMNS, NODE_KINDS, TRUTH_COLUMNS, TRUTH_KINDS, combine, concat, node_part, run_truth,
+    NODE_COLUMNS,
+    NODE_KINDS,
+    TRUTH_COLUMNS,
+    TRUTH_KINDS,
+    combine,
+    concat,
+    node_part,
+    run_truth,
 )
 from reports.core.frame import RunInfo, from_json_columns, to_frame
 from reports.core.schema import EVENTS
@@ -40,7 +49,6 @@ from reports.load import RUN, file_stats, good_events, read_runs
 from reports.manifest import Manifest, is_uri
 from reports.results import RunMeta, RunResult, write_tables
 from reports.rundir import event_paths
-from reports.conf import sql_conf
 from rmqemu.errors import RunInputError
 
 #: What the tasks return: pickled values of a run (``name``: what they are), by share (null:

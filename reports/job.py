@@ -28,8 +28,8 @@ from pyspark.sql import SparkSession
 from reports import html, plotdata, plots
 from reports.core.analysis import TABLES
 from reports.engine import analyse_runs, names
-from reports.metrics import document, queries_of, sections_of
 from reports.manifest import is_uri, read_manifest
+from reports.metrics import document, queries_of, sections_of
 from reports.rundir import event_paths
 from reports.session import THREADS
 from rmqemu.errors import RunInputError

@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, functions as F
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+from reports.conf import sql_conf
 from reports.manifest import Manifest, is_uri, read_manifest
 from reports.rundir import event_paths
 from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA
-from reports.conf import sql_conf
 from rmqemu.errors import RunInputError
 
 RUN = "run"

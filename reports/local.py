@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from reports.core.analysis import analyse
 from reports.core.frame import RunInfo, table_of, to_frame
-from reports.rundir import event_paths
 from reports.manifest import read_manifest
 from reports.results import RunMeta, RunResult
+from reports.rundir import event_paths
 from rmqemu.errors import RunInputError
 
 

@@ -6,7 +6,20 @@ one here is renaming it in every run log. Order matters only for ``docs/events.m
 from __future__ import annotations
 
 from rmqemu.event_types import (
-    BOOL, FLOAT, INT, LINKS, LONG, QUEUES, STR, STRS, Field, Kind, ListOf, MapOf, Section, Struct,
+    BOOL,
+    FLOAT,
+    INT,
+    LINKS,
+    LONG,
+    QUEUES,
+    STR,
+    STRS,
+    Field,
+    Kind,
+    ListOf,
+    MapOf,
+    Section,
+    Struct,
 )
 
 # ----------------------------------------------------------------------------- common fields

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from emulator.launcher import admin as _admin
-from rmqemu.errors import RmqemuError
-from emulator.launcher.run_dir import read_json, resolve_run
 from emulator.cli.errors import handle_errors
+from emulator.launcher import admin as _admin
+from emulator.launcher.run_dir import read_json, resolve_run
+from rmqemu.errors import RmqemuError
 
 
 def _nodes(run: Path | None) -> dict[str, Any]:

@@ -15,7 +15,15 @@ from typing import Any, Callable
 
 import click
 
-from rmqemu.errors import ExpectationError, RmqemuError, RunDirError, RunInputError, SpecError, TopologyError, UsageError
+from rmqemu.errors import (
+    ExpectationError,
+    RmqemuError,
+    RunDirError,
+    RunInputError,
+    SpecError,
+    TopologyError,
+    UsageError,
+)
 
 
 def _one_line(text: str) -> str:

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 from emulator.launcher.cluster import Cluster
 from emulator.launcher.lagwatch import LagWatch
-from emulator.node.clock import host_ms
 from emulator.launcher.topology import Topology
+from emulator.node.clock import host_ms
 
 
 @dataclass

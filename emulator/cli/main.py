@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,12 @@ from typing import Any
 import click
 
 from emulator.cli.errors import handle_errors
-from emulator.cli.interrupts import finish as finish_interrupted, stop_signals
-from rmqemu.errors import PlanError, TopologyError, UsageError
+from emulator.cli.interrupts import finish as finish_interrupted
+from emulator.cli.interrupts import stop_signals
 from emulator.launcher.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
 from emulator.launcher.topology_load import load_topology, override, parse_topology
 from faults.launch_glue import check_topology_faults
+from rmqemu.errors import PlanError, TopologyError, UsageError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

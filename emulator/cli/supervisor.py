@@ -19,14 +19,15 @@ from typing import Any, Callable
 
 import psutil
 
-from emulator.cli.interrupts import finish as finish_interrupted, stop_signals
+from emulator.cli.interrupts import finish as finish_interrupted
+from emulator.cli.interrupts import stop_signals
 from emulator.cli.supervisor_record import is_running, remove_record, write_record
 from emulator.launcher.cluster import Cluster
-from rmqemu.errors import ControlError, LaunchError, RmqemuError
 from emulator.launcher.run_dir import read_json, write_json
 from emulator.launcher.topology_load import load_topology
 from emulator.transport.control import SupervisorServer, supervisor_call
 from faults.supervisor_verbs import register_verbs
+from rmqemu.errors import ControlError, LaunchError, RmqemuError
 
 STATE_FILE = "supervisor.json"
 CALL_TIMEOUT_MS = 30_000.0

@@ -10,9 +10,9 @@ import itertools
 import os
 from typing import Any
 
-from rmqemu.errors import ControlError
-from emulator.protocol import Frame, RequestCode, ResponseCode, request
 from emulator.launcher.topology import TopicEntry
+from emulator.protocol import Frame, RequestCode, ResponseCode, request
+from rmqemu.errors import ControlError
 
 ADMIN_TIMEOUT_MS = 3000.0
 _calls = itertools.count(1)  # one identity per call: a new connection is never taken for an old one

@@ -18,16 +18,15 @@ from typing import Any, Callable
 
 from emulator.launcher import manifest as _manifest
 from emulator.launcher.drain import drain as drain_consumers
-from emulator.node.clock import ClockSetting, host_ms
-from rmqemu.errors import ClusterError, ControlError, LaunchError
-from emulator.node.links import LinkRule, rules_to_wire
+from emulator.launcher.nodes import NodeInfo
 from emulator.launcher.processes import NodeProcess, kill_all, spawn_node
 from emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
 from emulator.launcher.topology import Topology
 from emulator.launcher.topology_load import NodePlan, plan_nodes
+from emulator.node.clock import ClockSetting, host_ms
+from emulator.node.links import LinkRule, rules_to_wire
 from emulator.transport.control import ControlServer, NodeGone, NodeReady
-from rmqemu.errors import FaultError, UnsafeSignal
-from emulator.launcher.nodes import NodeInfo
+from rmqemu.errors import ClusterError, ControlError, FaultError, LaunchError, UnsafeSignal
 
 READY_TIMEOUT_S = 30.0
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from rmqemu.errors import FaultError
 from emulator.launcher.signals import SpawnedProcess
+from rmqemu.errors import FaultError
 
 _PR_SET_PDEATHSIG = 1
 

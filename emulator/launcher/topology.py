@@ -14,10 +14,10 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from emulator.launcher.fault_spec import FaultSpec, parse_duration
 from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
-from emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.verdicts import EXPECT_RULE_SCHEMA, expect_problems
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Protocol, TextIO
 
 from emulator.node.clock import host_ms
-from rmqemu import wire_json
 from emulator.transport._guard import EventGate
+from rmqemu import wire_json
 from rmqemu.events import check as check_event
 
 

@@ -21,9 +21,9 @@ from typing import Any, BinaryIO
 from emulator.node.clock import ClusterTime, SkewableClock
 from emulator.node.io import EventLog, StoreDir
 from emulator.node.profiling import run_profiled
+from emulator.node.runtime import Runtime
 from emulator.roles.node_spec import NodeSpec
 from emulator.roles.registry import build_role
-from emulator.node.runtime import Runtime
 from emulator.transport.zmq_node import ZmqTransport
 
 NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (docs/rocketmq-model.md §1.5)

@@ -33,16 +33,37 @@ from collections import deque
 from typing import Any, Callable, Iterable
 
 from emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
+from emulator.node.io import EventLog, NodeStore
 from emulator.node.lag import LagMeter, window_ms
 from emulator.node.links import rules_from_wire
-from emulator.node.io import EventLog, NodeStore
 from emulator.node.timers import PendingRequests, TimerTable
 from emulator.roles.base import (
-    Action, After, Append, Cancel, ChannelEvent, CloseChannel, Emit, Every, Exit, Inbound, Now, Oneway, Persist,
-    Reply, Request, Role,
+    Action,
+    After,
+    Append,
+    Cancel,
+    ChannelEvent,
+    CloseChannel,
+    Emit,
+    Every,
+    Exit,
+    Inbound,
+    Now,
+    Oneway,
+    Persist,
+    Reply,
+    Request,
+    Role,
 )
 from emulator.transport.base import (
-    BadInput, ControlCommand, ControlLost, ControlRefused, Received, SendFailed, Transport, Woken,
+    BadInput,
+    ControlCommand,
+    ControlLost,
+    ControlRefused,
+    Received,
+    SendFailed,
+    Transport,
+    Woken,
 )
 
 EXIT_LAUNCHER_LOST = 3

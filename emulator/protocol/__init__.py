@@ -18,11 +18,29 @@ finite and ints 64-bit) and the header's ``code``, ``opaque`` and ``flag`` must 
 from __future__ import annotations
 
 from emulator.protocol.codes import (  # noqa: F401 - the package's names
-    AUTO_CREATE_TOPIC_KEY, FAQ_SUFFIX, MASTER_ID, ClientErrorCode, EmulatorCode, Perm, RequestCode, ResponseCode,
+    AUTO_CREATE_TOPIC_KEY,
+    FAQ_SUFFIX,
+    MASTER_ID,
+    ClientErrorCode,
+    EmulatorCode,
+    Perm,
+    RequestCode,
+    ResponseCode,
 )
 from emulator.protocol.frame import (  # noqa: F401
-    ChannelEvent, Flag, Frame, decode, encode, encode_body, oneway, request,
+    ChannelEvent,
+    Flag,
+    Frame,
+    decode,
+    encode,
+    encode_body,
+    oneway,
+    request,
 )
 from emulator.protocol.guard import (  # noqa: F401
-    MAX_BODY_JSON_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH, BadFrame, loads_checked,
+    MAX_BODY_JSON_BYTES,
+    MAX_HEADER_BYTES,
+    MAX_JSON_DEPTH,
+    BadFrame,
+    loads_checked,
 )

@@ -21,7 +21,7 @@ on it, and it is what closes when the peer process dies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, Union
+from typing import Any, Callable, Protocol, Union
 
 from emulator.protocol import ChannelEvent, Frame
 from rmqemu.events import check as check_event

@@ -23,19 +23,25 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from emulator.protocol import MASTER_ID, EmulatorCode, RequestCode as RC
-from emulator.roles.node_spec import NodeSpec
+from emulator.protocol import MASTER_ID, EmulatorCode
+from emulator.protocol import RequestCode as RC
+from emulator.roles.admin_processor import AdminProcessor
 from emulator.roles.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
 from emulator.roles.broker_config import BrokerConfigs, broker_configs_from_dict
 from emulator.roles.broker_outer_api import NamesrvRegistrar
-from emulator.roles.consumer_manager import (
-    CHANNEL_EXPIRED_TIMEOUT, ConsumerManager, ConsumerOffsetManager, ProducerManager, SubscriptionGroupManager,
-)
-from emulator.roles.admin_processor import AdminProcessor
 from emulator.roles.client_processor import ClientProcessor
+from emulator.roles.consumer_manager import (
+    CHANNEL_EXPIRED_TIMEOUT,
+    ConsumerManager,
+    ConsumerOffsetManager,
+    ProducerManager,
+    SubscriptionGroupManager,
+)
 from emulator.roles.ha import HAService
-from emulator.roles.ha_client import RETRY_TIMER as HA_RETRY, HAClient
+from emulator.roles.ha_client import RETRY_TIMER as HA_RETRY
+from emulator.roles.ha_client import HAClient
 from emulator.roles.message_store import MessageStore
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.pull_processor import PullProcessor
 from emulator.roles.send_processor import SendProcessor
 from emulator.roles.server_dispatch import Handler, dispatch

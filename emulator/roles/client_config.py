@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from emulator.roles.broker_config import ConfigError
+from emulator.roles.broker_config import ConfigError, known_keys
 from emulator.roles.broker_config import config_from_dict as _typed_config_from_dict
-from emulator.roles.broker_config import known_keys
 
 T = TypeVar("T")
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emulator.protocol import Perm, RequestCode, ResponseCode as R, oneway
+from emulator.protocol import Perm, RequestCode, oneway
+from emulator.protocol import ResponseCode as R
 from emulator.roles.base import Action, Inbound, Now, Reply
 from emulator.roles.consumer_manager import ClientChannelInfo, ConsumerGroupInfo
 from emulator.roles.server_dispatch import h_int, h_str

@@ -23,10 +23,10 @@ from typing import Any, Callable
 
 from emulator.protocol import RequestCode
 from emulator.roles.allocate import strategy_from_spec
-from emulator.roles.node_spec import NodeSpec
 from emulator.roles.base import Action, After, ChannelEvent, Emit, Every, Inbound, Now, Role
 from emulator.roles.client_config import ConsumerConfig, config_from_dict
 from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.offset_store import OffsetStore
 from emulator.roles.pull_loop import Puller, parse_timer
 from emulator.roles.rebalance import ProcessQueue, Rebalancer

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import EmulatorCode, Frame, ResponseCode as R, request
+from emulator.protocol import EmulatorCode, Frame, request
+from emulator.protocol import ResponseCode as R
 from emulator.roles.base import Action, After, Cancel, Emit, Now, Request
 
 if TYPE_CHECKING:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import zlib
 from typing import Any, Callable
 
-from emulator.protocol import FAQ_SUFFIX, RequestCode as RC, ResponseCode
-from emulator.roles.node_spec import NodeSpec
+from emulator.protocol import FAQ_SUFFIX, ResponseCode
+from emulator.protocol import RequestCode as RC
 from emulator.roles.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
 from emulator.roles.broker_config import NamesrvConfigs, namesrv_configs_from_dict
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.route_info import BROKER_CHANNEL_EXPIRED_TIME, Removed, RouteInfoManager
 from emulator.roles.server_dispatch import Handler, dispatch, h_int, h_str
 from emulator.roles.topic_config import parse_wrapper

@@ -19,7 +19,8 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import FAQ_SUFFIX, Perm, ResponseCode as R
+from emulator.protocol import FAQ_SUFFIX, Perm
+from emulator.protocol import ResponseCode as R
 from emulator.roles.base import Action, After, Cancel, Inbound, Now, Reply
 from emulator.roles.message_store import GetMessageStatus as S
 from emulator.roles.server_dispatch import h_int, h_str

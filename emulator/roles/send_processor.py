@@ -23,13 +23,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import FAQ_SUFFIX, Perm, ResponseCode as R
+from emulator.protocol import FAQ_SUFFIX, Perm
+from emulator.protocol import ResponseCode as R
 from emulator.roles.base import Action, Inbound, Now, Reply
 from emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
 from emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
 from emulator.roles.topic_config import (
-    DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, TopicConfig,
-    topic_not_exist_remark, validate_topic,
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TopicConfig,
+    topic_not_exist_remark,
+    validate_topic,
 )
 
 if TYPE_CHECKING:

@@ -21,8 +21,17 @@ from emulator.protocol import Perm
 from emulator.roles.base import Action, Emit, Persist
 from emulator.roles.broker_config import BrokerConfig
 from emulator.roles.topic_config import (
-    AUTO_CREATE_TOPIC_KEY, BENCHMARK_TOPIC, BUILTIN_SYSTEM_TOPICS, OFFSET_MOVED_EVENT, SCHEDULE_TOPIC,
-    SCHEDULE_TOPIC_QUEUE_NUM, SELF_TEST_TOPIC, SYSTEM_TOPIC_PREFIX, DataVersion, TopicConfig, parse_wrapper,
+    AUTO_CREATE_TOPIC_KEY,
+    BENCHMARK_TOPIC,
+    BUILTIN_SYSTEM_TOPICS,
+    OFFSET_MOVED_EVENT,
+    SCHEDULE_TOPIC,
+    SCHEDULE_TOPIC_QUEUE_NUM,
+    SELF_TEST_TOPIC,
+    SYSTEM_TOPIC_PREFIX,
+    DataVersion,
+    TopicConfig,
+    parse_wrapper,
     wrapper_json,
 )
 

@@ -22,10 +22,10 @@ from collections.abc import Container
 from typing import Any
 
 import zmq
-from emulator.transport._monitor import recv_monitor_message
 
 from emulator.transport import _auth
 from emulator.transport._guard import EventGate
+from emulator.transport._monitor import recv_monitor_message
 from emulator.transport._wire import MAX_CONTROL_BYTES, pack, unpack
 from emulator.transport.base import ControlCommand, ControlLost, ControlRefused, TransportEvent
 

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-
 from typing import Any
 
 import zmq
+
+from emulator.protocol import ChannelEvent, Frame, encode
 from emulator.transport._frames import send_parts
 from emulator.transport._monitor import recv_monitor_message
-
-from emulator.protocol import Frame, encode
-from emulator.protocol import ChannelEvent
 from emulator.transport.base import SendFailed, addr_to_endpoint
 
 OUT_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED

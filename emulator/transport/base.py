@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
 from emulator.node.links import LinkRule
-from emulator.protocol import Frame
-from emulator.protocol import ChannelEvent
+from emulator.protocol import ChannelEvent, Frame
 
 OUT_PREFIX = "out:"
 

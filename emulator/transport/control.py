@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import zmq
-from emulator.transport._monitor import recv_monitor_message
 
-from rmqemu.errors import ControlError
 from emulator.transport import _auth
 from emulator.transport._conns import Conn, ConnTracker
 from emulator.transport._guard import EventGate, seed_routing_ids
-from emulator.transport._wire import LOOPBACK, MAX_CONTROL_BYTES, pack, socket_, unpack
+from emulator.transport._monitor import recv_monitor_message
 from emulator.transport._supervisor_rpc import SupervisorServer, supervisor_call
+from emulator.transport._wire import LOOPBACK, MAX_CONTROL_BYTES, pack, socket_, unpack
 from emulator.transport.base import peer_label
+from rmqemu.errors import ControlError
 
 __all__ = ["Ack", "ControlServer", "LOOPBACK", "NodeGone", "NodeReady", "SupervisorServer", "pack",
            "supervisor_call", "unpack"]

@@ -12,9 +12,9 @@ import os
 import time
 
 import zmq
-from emulator.transport._monitor import recv_monitor_message
 
 from emulator.protocol import BadFrame, Frame, decode, encode
+from emulator.transport._monitor import recv_monitor_message
 from emulator.transport.base import addr_to_endpoint
 
 _opaques = itertools.count(1)

@@ -24,21 +24,28 @@ import random
 from typing import Any
 
 import zmq
-from emulator.transport._frames import recv_parts, send_parts
-from emulator.transport._monitor import recv_monitor_message
 
 from emulator.node.clock import mono_ms
 from emulator.node.links import LinkRule, LinkTable
-from emulator.protocol import BadFrame, Frame, decode, encode
-from emulator.protocol import ChannelEvent
+from emulator.protocol import BadFrame, ChannelEvent, Frame, decode, encode
 from emulator.transport._conns import ConnTracker, shutdown_fd
 from emulator.transport._control_client import ControlClient
+from emulator.transport._frames import recv_parts, send_parts
 from emulator.transport._guard import EventGate, seed_routing_ids
+from emulator.transport._monitor import recv_monitor_message
 from emulator.transport._outbound import Outbound, OutboundSet
 from emulator.transport._readiness import EpollPoller
 from emulator.transport._shaping import ShapedSender
 from emulator.transport.base import (
-    OUT_PREFIX, BadInput, Received, SendFailed, TransportEvent, Woken, endpoint_to_addr, out_channel, peer_label,
+    OUT_PREFIX,
+    BadInput,
+    Received,
+    SendFailed,
+    TransportEvent,
+    Woken,
+    endpoint_to_addr,
+    out_channel,
+    peer_label,
 )
 
 _EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: IntFlag arithmetic is slow (see _frames)

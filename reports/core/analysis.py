@@ -24,7 +24,9 @@ from typing import Any
 
 import pandas as pd
 
-from reports.core import availability, consumers, health, plots, sends as sends_mod, staleness, truth as truth_mod
+from reports.core import availability, consumers, health, plots, staleness
+from reports.core import sends as sends_mod
+from reports.core import truth as truth_mod
 from reports.core.frame import RunInfo, events, node_table
 
 Tables = dict[str, pd.DataFrame]

@@ -20,8 +20,18 @@ import numpy as np
 import pandas as pd
 
 from reports.core.intervals import (
-    END, START, compress, elementary_segments, from_change_points, group_codes, merge_intervals, num, ordered,
-    overlap_index, overlap_pieces, sorted_sets,
+    END,
+    START,
+    compress,
+    elementary_segments,
+    from_change_points,
+    group_codes,
+    merge_intervals,
+    num,
+    ordered,
+    overlap_index,
+    overlap_pieces,
+    sorted_sets,
 )
 from reports.core.schema import AUTO_CREATE_TOPIC, PERM_INHERIT, PERM_WRITE
 

@@ -3,14 +3,21 @@ engine hands its tasks (reports.core.frame.from_json_columns)."""
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
 from reports.core.analysis import (
-    NODE_COLUMNS, NODE_KINDS, TRUTH_COLUMNS, VIEW_QUERIES, analyse, combine, concat, node_part, run_truth,
+    NODE_COLUMNS,
+    NODE_KINDS,
+    TRUTH_COLUMNS,
+    VIEW_QUERIES,
+    analyse,
+    combine,
+    concat,
+    node_part,
+    run_truth,
 )
 from reports.core.frame import RunInfo, events, from_json_columns, to_frame
 from reports.local import read_run

@@ -16,7 +16,11 @@ import pandas as pd
 import pytest
 
 from reports.core.availability import (
-    NO_ANSWER_OUTCOMES, availability_by_pair, measured_attempts, unavailable_windows, with_impact,
+    NO_ANSWER_OUTCOMES,
+    availability_by_pair,
+    measured_attempts,
+    unavailable_windows,
+    with_impact,
 )
 from reports.core.frame import RunInfo, events, node_table
 from reports.core.sends import classify_sends, misrouted_by_reason, sends

@@ -7,8 +7,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from reports.core.consumers import (Messages, autocreate_coverage, consumption, group_loss, non_subscriber_queues,
-                                    subscription_not_exist, subscriptions)
+from reports.core.consumers import (
+    Messages,
+    autocreate_coverage,
+    consumption,
+    group_loss,
+    non_subscriber_queues,
+    subscription_not_exist,
+    subscriptions,
+)
 from reports.core.frame import events
 
 T, U = "T", "U"

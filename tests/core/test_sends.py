@@ -11,7 +11,13 @@ import pytest
 from reports.core.frame import events
 from reports.core.schema import NO_ROUTE_ERROR
 from reports.core.sends import (
-    OUTCOME_COLUMNS, SEND_COLUMNS, latency_over_time, latency_percentiles, no_route_errors, send_outcomes, sends,
+    OUTCOME_COLUMNS,
+    SEND_COLUMNS,
+    latency_over_time,
+    latency_percentiles,
+    no_route_errors,
+    send_outcomes,
+    sends,
 )
 
 NO_ROUTE = f"{NO_ROUTE_ERROR}, Ghost"

@@ -13,7 +13,12 @@ import pandas as pd
 
 from reports.core.frame import RunInfo, events, node_table
 from reports.core.staleness import (
-    client_views, fault_convergence, namesrv_views, stale_intervals, stale_pieces, staleness_summary,
+    client_views,
+    fault_convergence,
+    namesrv_views,
+    stale_intervals,
+    stale_pieces,
+    staleness_summary,
 )
 from reports.core.truth import faults, hosts, lives, pauses, truth
 

@@ -9,7 +9,17 @@ import pandas as pd
 
 from reports.core.frame import events
 from reports.core.truth import (
-    FAULT_COLUMNS, autocreate, broker_nodes, exits, faults, hosts, lives, partitions, pauses, truth, write_queues,
+    FAULT_COLUMNS,
+    autocreate,
+    broker_nodes,
+    exits,
+    faults,
+    hosts,
+    lives,
+    partitions,
+    pauses,
+    truth,
+    write_queues,
 )
 
 

@@ -10,11 +10,24 @@ import pytest
 
 from emulator.node.clock import ClockSetting, ClusterTime, FakeClock, SkewableClock
 from emulator.node.io import EventLog, StoreDir
+from emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
 from emulator.protocol import Frame, request
 from emulator.roles.base import (
-    Action, After, Append, Cancel, ChannelEvent, Emit, Every, Exit, Inbound, Now, Persist, Reply, Request, Role,
+    Action,
+    After,
+    Append,
+    Cancel,
+    ChannelEvent,
+    Emit,
+    Every,
+    Exit,
+    Inbound,
+    Now,
+    Persist,
+    Reply,
+    Request,
+    Role,
 )
-from emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
 from emulator.transport.base import BadInput, ControlLost
 from emulator.transport.fake import FakeTransport
 

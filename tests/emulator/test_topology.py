@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from emulator.cli.main import main
-from rmqemu.errors import TopologyError
 from emulator.launcher.topology_load import load_topology, parse_topology, plan_nodes
 from faults.launch_glue import check_topology_faults
+from rmqemu.errors import TopologyError
 
 TOPOLOGIES = sorted(Path(__file__).resolve().parents[2].joinpath("topologies").glob("*.yaml"))
 

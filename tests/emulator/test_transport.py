@@ -13,16 +13,21 @@ from typing import Callable, Iterator
 import pytest
 import zmq
 
-from rmqemu.errors import ControlError
 from emulator.node.links import LinkRule
-from emulator.protocol import Flag, Frame, request
-from emulator.protocol import ChannelEvent
+from emulator.protocol import ChannelEvent, Flag, Frame, request
 from emulator.transport.base import (
-    BadInput, ControlCommand, ControlLost, Received, SendFailed, TransportEvent, out_channel,
+    BadInput,
+    ControlCommand,
+    ControlLost,
+    Received,
+    SendFailed,
+    TransportEvent,
+    out_channel,
 )
 from emulator.transport.control import ControlServer, NodeGone, NodeReady
 from emulator.transport.oneshot import RequestFailed, request_once
 from emulator.transport.zmq_node import ZmqTransport
+from rmqemu.errors import ControlError
 
 DEADLINE_S = 20.0
 

@@ -11,7 +11,15 @@ import random
 import pytest
 
 from emulator.protocol import (
-    MAX_HEADER_BYTES, MAX_JSON_DEPTH, BadFrame, Flag, Frame, decode, encode, loads_checked, request,
+    MAX_HEADER_BYTES,
+    MAX_JSON_DEPTH,
+    BadFrame,
+    Flag,
+    Frame,
+    decode,
+    encode,
+    loads_checked,
+    request,
 )
 from emulator.transport import _auth
 from emulator.transport._guard import GLOBAL_PER_S, EventGate

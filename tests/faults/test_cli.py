@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 import emulator.cli.supervisor
 from emulator.cli.main import main
-from rmqemu.errors import ControlError
 from faults.supervisor_verbs import VerbServer
 from faults.testing import FakeOps
+from rmqemu.errors import ControlError
 
 
 @pytest.fixture

@@ -6,13 +6,19 @@ import pytest
 
 from emulator.node.clock import ClockSetting
 from emulator.node.links import LinkRule
-from rmqemu.errors import FaultError, OverlappingFault, PlanError, UnsafeSignal
 from faults.injector import Injector
 from faults.kinds import (
-    ClockFault, KillFault, LinkFault, PartitionFault, PauseFault, StopFault, build_fault,
+    ClockFault,
+    KillFault,
+    LinkFault,
+    PartitionFault,
+    PauseFault,
+    StopFault,
+    build_fault,
 )
 from faults.ops import ClusterOps
 from faults.testing import FakeOps
+from rmqemu.errors import FaultError, OverlappingFault, PlanError, UnsafeSignal
 
 T0 = 1_000_000.0
 BLOCK = LinkRule(blocked=True)

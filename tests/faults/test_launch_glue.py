@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from rmqemu.errors import ControlError
-from rmqemu.errors import PlanError, PlanFailed, UnsafeSignal
+from emulator.launcher.fault_spec import FaultSpec
 from faults.launch_glue import build_plan, drive_plan
 from faults.schedule import plan_from_specs
-from emulator.launcher.fault_spec import FaultSpec
 from faults.testing import FakeOps
+from rmqemu.errors import ControlError, PlanError, PlanFailed, UnsafeSignal
 
 
 class FakeCluster(FakeOps):

@@ -4,10 +4,16 @@ import random
 
 import pytest
 
-from rmqemu.errors import PartitionError
 from faults.partition import (
-    bridge, cut, halves, isolate, majorities_ring, majority, plan_partition,
+    bridge,
+    cut,
+    halves,
+    isolate,
+    majorities_ring,
+    majority,
+    plan_partition,
 )
+from rmqemu.errors import PartitionError
 
 
 def test_cut_two_groups_symmetric():

@@ -7,8 +7,8 @@ import sys
 import psutil
 import pytest
 
-from rmqemu.errors import ProcessGone, UnsafeSignal
 from emulator.launcher.signals import ProcessRegistry, SpawnedProcess
+from rmqemu.errors import ProcessGone, UnsafeSignal
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(30)"]
 

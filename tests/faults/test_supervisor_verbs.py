@@ -7,9 +7,9 @@ import pytest
 
 from emulator.node.clock import ClockSetting
 from emulator.node.links import LinkRule
-from rmqemu.errors import FaultError, OverlappingFault, SpecError
 from faults.supervisor_verbs import VerbServer, register_verbs
 from faults.testing import FakeOps
+from rmqemu.errors import FaultError, OverlappingFault, SpecError
 
 
 @pytest.fixture

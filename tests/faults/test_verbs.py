@@ -5,14 +5,20 @@ import random
 import pytest
 
 from emulator.node.clock import ClockSetting
-from rmqemu.errors import SpecError
 from faults.injector import Injector
 from faults.interpreter import run_plan_steps
 from faults.kinds import PauseFault
 from faults.testing import FakeOps, sample_nodes
 from faults.verbs import (
-    link_spec, one_fault_plan, parse_partition_args, parse_skew, partition_spec, process_spec, skew_spec,
+    link_spec,
+    one_fault_plan,
+    parse_partition_args,
+    parse_skew,
+    partition_spec,
+    process_spec,
+    skew_spec,
 )
+from rmqemu.errors import SpecError
 
 NODES = sample_nodes()
 

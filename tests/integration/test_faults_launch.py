@@ -12,7 +12,13 @@ from pathlib import Path
 from emulator.testing import read_events
 from tests.eventdoc import contract_problems, kinds_written
 from tests.faults.live import (
-    alive, kill_survivors, manifest_procs, rmqemu, run_cli, stopped, wait_until,
+    alive,
+    kill_survivors,
+    manifest_procs,
+    rmqemu,
+    run_cli,
+    stopped,
+    wait_until,
 )
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"

@@ -3,7 +3,6 @@ namesrv's expiries and the nodes' ``node.clock`` events."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from emulator.testing import read_events

@@ -13,15 +13,15 @@ import sys
 import psutil
 import pytest
 
+from emulator.launcher.fault_spec import FaultSpec
+from emulator.launcher.signals import SpawnedProcess
 from emulator.node.clock import mono_ms
 from emulator.testing import read_events
-from rmqemu.errors import ProcessGone, UnsafeSignal
+from faults.injector import Injector
 from faults.interpreter import run_plan
 from faults.kinds import KillFault, PauseFault
 from faults.schedule import plan_from_specs
-from emulator.launcher.signals import SpawnedProcess
-from emulator.launcher.fault_spec import FaultSpec
-from faults.injector import Injector
+from rmqemu.errors import ProcessGone, UnsafeSignal
 from tests.faults.live import SCALE, alive, fault_events, manifest_procs, ns_broker, sends
 
 BASE = {"name": "faults-process", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",

@@ -152,9 +152,10 @@ def test_seeded_fuzz_of_every_role_and_the_control_endpoint(start_cluster) -> No
 
 
 def test_the_supervisor_rpc_survives_hostile_frames_and_refuses_replays(tmp_path: Path) -> None:
+    import psutil
+
     from emulator.cli.supervisor import call, start_detached
     from emulator.testing import kill_survivors, process_alive, run_processes
-    import psutil
 
     topo = tmp_path / "t.yaml"
     topo.write_text(json.dumps({**TOPO, "consumers": [], "duration": "100000s"}))

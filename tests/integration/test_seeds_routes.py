@@ -7,6 +7,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from emulator.cli.main import main
+from emulator.testing import read_events
 from tests.integration.seeds_lib import (
     NO_ROUTE_PREFIX,
     SEED_FILES,
@@ -18,7 +19,6 @@ from tests.integration.seeds_lib import (
     sends,
     topology,
 )
-from emulator.testing import read_events
 
 WAIT_S = 60
 

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from reports.cli import report_command
-from tests.reports.test_kill import kill_scenario
 from tests.reports.runlog import by, write_run
+from tests.reports.test_kill import kill_scenario
 
 T = "OrderTopic"
 TRUNCATED = '{"ts": 3900, "node": "pg-1-0", "kind": "send", "msg_id": "m9", "top'

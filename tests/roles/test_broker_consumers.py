@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from emulator.protocol import FAQ_SUFFIX, Flag, RequestCode as RC, ResponseCode
+from emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
+from emulator.protocol import RequestCode as RC
 from emulator.roles.base import After, Cancel, CloseChannel, Reply
 
 from .broker_helpers import broker, heartbeat, pull, send

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.protocol import EmulatorCode, Flag, Frame, RequestCode as RC, ResponseCode as R
+from emulator.protocol import EmulatorCode, Flag, Frame
+from emulator.protocol import RequestCode as RC
+from emulator.protocol import ResponseCode as R
 from emulator.roles.base import After, Cancel, Request
 from emulator.roles.ha_client import RETRY_TIMER
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from emulator.protocol import FAQ_SUFFIX, Flag, RequestCode as RC, ResponseCode
+from emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
+from emulator.protocol import RequestCode as RC
 from emulator.roles.base import Every, Oneway, Persist, Request
 
 from .broker_helpers import MASTER_ADDR, NS1, NS2, broker, send

@@ -1,10 +1,9 @@
 """Push consumer role driven with hand-built frames and a fake clock (docs/rocketmq-model.md §4)."""
 
-from emulator.roles.node_spec import NodeSpec
-from emulator.protocol import RequestCode, ResponseCode
+from emulator.protocol import RequestCode, ResponseCode, oneway
 from emulator.roles.base import Oneway
-from emulator.protocol import oneway
 from emulator.roles.consumer import Consumer
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.subscription import build_subscription_data, java_string_hash
 from tests.roles.fakes import Driver, response
 

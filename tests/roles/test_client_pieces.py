@@ -8,8 +8,8 @@ from emulator.protocol import FAQ_SUFFIX
 from emulator.roles.fault_strategy import MQFaultStrategy, compute_not_available_duration
 from emulator.roles.route_cache import (
     MessageQueue,
-    TopicPublishInfo,
     ThreadLocalIndex,
+    TopicPublishInfo,
     as_default_topic_route,
     find_broker_address_in_subscribe,
     normalize_route,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from emulator.roles.node_spec import NodeSpec
 from emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
 from emulator.roles.base import Oneway
+from emulator.roles.node_spec import NodeSpec
 from emulator.roles.producer import Producer
 from emulator.roles.workload import OutgoingMessage
 from tests.roles.fakes import Driver, response

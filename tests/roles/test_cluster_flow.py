@@ -3,10 +3,11 @@ see through register, auto-create, master death and restart."""
 
 from __future__ import annotations
 
-from emulator.roles.node_spec import NodeSpec
-from emulator.protocol import RequestCode as RC, ResponseCode
+from emulator.protocol import RequestCode as RC
+from emulator.protocol import ResponseCode
 from emulator.roles.broker import Broker
 from emulator.roles.namesrv import NameServer
+from emulator.roles.node_spec import NodeSpec
 
 from .broker_helpers import NS1, send, spec
 from .fakes import Driver, FakeStore, FakeTime

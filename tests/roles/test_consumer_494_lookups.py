@@ -4,7 +4,8 @@ call; the rebalance waits 20 s after each run, a woken one included."""
 
 from __future__ import annotations
 
-from emulator.protocol import RequestCode as RC, oneway
+from emulator.protocol import RequestCode as RC
+from emulator.protocol import oneway
 from emulator.roles.route_cache import MessageQueue
 
 from .fakes import response

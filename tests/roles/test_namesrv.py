@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from emulator.roles.node_spec import NodeSpec
-from emulator.protocol import FAQ_SUFFIX, RequestCode as RC, ResponseCode
+from emulator.protocol import FAQ_SUFFIX, ResponseCode
+from emulator.protocol import RequestCode as RC
 from emulator.roles.base import CloseChannel, Every
 from emulator.roles.namesrv import NameServer, crc32
+from emulator.roles.node_spec import NodeSpec
 
 from .fakes import Driver
 

@@ -13,7 +13,6 @@ import pytest
 from emulator.sweep.analysis import analyse
 from emulator.sweep.runner import RunResult
 from emulator.sweep.spec import parse_sweep
-
 from tests.sweep.tiny import TINY_TOPOLOGY as TOPO
 
 
