@@ -3,7 +3,7 @@
     .venv/bin/python bench/cluster_timing.py [--repeat 3]
 
 Reports, for the quickstart topology at timing.scale 0.01:
-- time from `Cluster.start()` to every broker registered on every namesrv;
+- time from `Launcher.start()` to every broker registered on every namesrv;
 - SIGKILL of a master -> `ns.broker change=channel_destroy` on the namesrv (host ms);
 - a fault-free run's spurious `expired` / `channel_destroy` events (must be 0).
 Timing goals live here, not in tests (tests poll with generous timeouts).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.launcher.cluster import Cluster  # noqa: E402
+from emulator.launcher.launcher import Launcher  # noqa: E402
 from emulator.launcher.topology_load import load_topology  # noqa: E402
 from emulator.node.clock import host_ms  # noqa: E402
 from emulator.testing import read_events  # noqa: E402
@@ -32,7 +32,7 @@ TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "quickstart.yaml
 def one_run(tmp: Path) -> dict[str, float]:
     topo = load_topology(TOPOLOGY).model_copy(update={"producers": [], "consumers": []})
     t0 = time.monotonic()
-    with Cluster(topo, run_dir=tmp) as c:
+    with Launcher(topo, run_dir=tmp) as c:
         up_ms = (time.monotonic() - t0) * 1000
         c.pump(1000)  # a quiet second: 3 register periods, 10 scans
         spurious = [e for e in read_events(tmp, "ns.broker") if e["change"] in ("expired", "channel_destroy")]
@@ -40,8 +40,9 @@ def one_run(tmp: Path) -> dict[str, float]:
         c.signal("broker-b-0", signal.SIGKILL)
         c.node_exited("broker-b-0", signal.SIGKILL)
         addr = c.addrs["broker-b-0"]
-        gone = lambda: read_events(tmp, "ns.broker", where=lambda e: e["change"] == "channel_destroy"
-                                   and e["broker_addr"] == addr)
+        def gone(addr: str = addr) -> list[dict]:
+            return read_events(tmp, "ns.broker",
+                               where=lambda e: e["change"] == "channel_destroy" and e["broker_addr"] == addr)
         c.wait_for(gone, 30, "channel_destroy")
         destroy_ms = gone()[0]["ts"] - exit_ts
     return {"registered_ms": up_ms, "channel_destroy_after_kill_ms": destroy_ms, "spurious": len(spurious)}

@@ -1,6 +1,7 @@
 """``emulator.Cluster``: a running cluster with the CLI's fault verbs as methods (docs/design.md §8).
 
-What a user's own test needs beyond the launcher's :class:`~emulator.launcher.cluster.Cluster`:
+What a user's own test needs beyond the :class:`~emulator.launcher.launcher.Launcher` that runs
+the processes:
 
     with emulator.Cluster.from_file("topologies/quickstart.yaml", run_dir=tmp_path) as c:
         c.wait_routed("OrderTopic")
@@ -24,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from emulator.launcher.cluster import Cluster as LauncherCluster
 from emulator.launcher.fault_spec import parse_duration
+from emulator.launcher.launcher import Launcher
 from emulator.launcher.run_events import read_events
 from emulator.launcher.topology import Topology
 from emulator.launcher.topology_load import load_topology, parse_topology
@@ -79,8 +80,9 @@ class FaultHandle:
 
 class Cluster:
     """One run of a topology with the fault verbs, waits and metrics; ``with`` starts and
-    finishes it. The launcher's cluster is ``core`` (its own ``stop()`` shuts the whole run
-    down, which here is :meth:`finish`: ``stop`` is the fault verb, as on the CLI)."""
+    finishes it. ``launcher`` is the :class:`~emulator.launcher.launcher.Launcher` below it, for
+    tests that work at the process level (its ``stop()`` shuts the whole run down, which here
+    is :meth:`finish`: ``stop`` is the fault verb, as on the CLI)."""
 
     def __init__(self, topology: Topology | str | Path | dict[str, Any], run_dir: Path | None = None,
                  root: Path = Path("runs"), log: Callable[[str], None] | None = None) -> None:
@@ -89,8 +91,8 @@ class Cluster:
         elif isinstance(topology, dict):
             topology = parse_topology(topology, "emulator.Cluster")
         topo = check_topology_faults(topology, topology.name)
-        self.core = LauncherCluster(topo, run_dir=run_dir, root=root, log=log)
-        self.verbs = VerbServer(self.core, scale=self.core.scale, seed=topo.seed, log=log)
+        self.launcher = Launcher(topo, run_dir=run_dir, root=root, log=log)
+        self.verbs = VerbServer(self.launcher, scale=self.launcher.scale, seed=topo.seed, log=log)
         self.started = False
         self.finished = False
         self._metrics: dict[str, Any] | None = None  # the last document computed ...
@@ -98,36 +100,43 @@ class Cluster:
 
     @property
     def run_dir(self) -> Path:
-        return self.core.run_dir
+        return self.launcher.run_dir
 
     @property
     def scale(self) -> float:
-        return self.core.scale
+        return self.launcher.scale
 
     @property
     def addrs(self) -> dict[str, str]:
         """Node name -> its current address (a restarted node gets a new one)."""
-        return self.core.addrs
+        return self.launcher.addrs
 
-    def __getattr__(self, name: str) -> Any:
-        """The launcher cluster's own attributes (``procs``, ``signal``, ``pump``, ``node_infos``,
-        ...) for tests that work below the verbs; everything above is this class's."""
-        if name == "core":  # not set yet: __init__ failed before it
-            raise AttributeError(name)
-        return getattr(self.core, name)
+    @property
+    def started_ms(self) -> float:
+        """When the run started (host wall ms; 0 before :meth:`start`)."""
+        return self.launcher.started_ms
+
+    @property
+    def died(self) -> list[str]:
+        """Nodes that exited without a fault killing them (the run is broken if any)."""
+        return list(self.launcher.died)
+
+    def pid(self, node: str) -> int:
+        """The process id of a node (its current process: a restarted node has a new one)."""
+        return self.launcher.procs[node].pid
 
     def nodes(self, role: str | None = None) -> list[str]:
         """The topology's node names, of one role (``namesrv``, ``broker``, ``producer``, ``consumer``) if given."""
-        return [n for n, p in self.core.plans.items() if role is None or p.role == role]
+        return [n for n, p in self.launcher.plans.items() if role is None or p.role == role]
 
     def state(self, node: str) -> dict[str, Any]:
         """A node's live tables (its role's ``state()``) over the control plane."""
-        return self.core.state(node)
+        return self.launcher.state(node)
 
     def start(self) -> "Cluster":
         if not self.started:
             self.started = True
-            self.core.start()
+            self.launcher.start()
         return self
 
     def __enter__(self) -> "Cluster":
@@ -224,7 +233,7 @@ class Cluster:
         return read_events(self.run_dir, kind, node)
 
     def _tick(self, wait_ms: float) -> None:
-        self.core.pump(wait_ms)
+        self.launcher.pump(wait_ms)
         self.verbs.tick()
 
     # ------------------------------------------------------------------ the end
@@ -239,7 +248,7 @@ class Cluster:
                 if self.started:
                     self.verbs.close()
             finally:
-                self.core.stop(drain=drain and self.started)
+                self.launcher.stop(drain=drain and self.started)
         return self.run_dir
 
     def metrics(self, spark: Any = None, only: Iterable[str] | None = None) -> dict[str, Any]:

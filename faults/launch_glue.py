@@ -1,4 +1,4 @@
-"""How ``rmqemu launch`` gets its fault plan and runs it against a live :class:`Cluster`.
+"""How ``rmqemu launch`` gets its fault plan and runs it against a live :class:`Launcher`.
 
 The plan comes from, in order of precedence, ``--replay RUN_DIR`` (that run's ``plan.json``),
 ``--nemesis KINDS`` (a random plan that follows from the seed) or the topology's ``faults:`` list.
@@ -21,7 +21,7 @@ from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, spec_p
 from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
 
 if TYPE_CHECKING:
-    from emulator.launcher.cluster import Cluster
+    from emulator.launcher.launcher import Launcher
     from emulator.launcher.topology import Topology
 
 
@@ -63,7 +63,7 @@ def check_topology_faults(topo: "Topology", source: str | None = None) -> "Topol
     return topo
 
 
-def drive_plan(cluster: "Cluster", plan: Plan, pump_for: Callable[[float], None],
+def drive_plan(cluster: "Launcher", plan: Plan, pump_for: Callable[[float], None],
                elapsed_ms: Callable[[], float], total_ms: float) -> None:
     """Write ``plan.json``, run every step on time, heal everything at the end (or on error).
 

@@ -41,8 +41,8 @@ def test_a_paused_broker_is_resumed_when_the_block_ends(start_cluster):
     c.wait_routed("Orders")
     with c.pause("broker-b-0"):                         # SIGSTOP, like a long GC pause
         c.sleep("30s")
-        assert psutil.Process(c.procs["broker-b-0"].pid).status() == psutil.STATUS_STOPPED
-    assert psutil.Process(c.procs["broker-b-0"].pid).status() != psutil.STATUS_STOPPED
+        assert psutil.Process(c.pid("broker-b-0")).status() == psutil.STATUS_STOPPED
+    assert psutil.Process(c.pid("broker-b-0")).status() != psutil.STATUS_STOPPED
 
 
 def test_a_one_way_cut_of_a_broker_from_the_namesrv(start_cluster):

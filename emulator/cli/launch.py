@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.launcher.cluster import Cluster
 from emulator.launcher.lagwatch import LagWatch
+from emulator.launcher.launcher import Launcher
 from emulator.launcher.topology import Topology
 from emulator.node.clock import host_ms
 
@@ -67,7 +67,7 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
                  log: Callable[[str], None] | None = None) -> RunResult:
     """Start the cluster, run the plan for the topology's duration, stop everything."""
     say = log or (lambda msg: print(msg, file=sys.stderr))
-    with Cluster(topo, run_dir=run_dir, root=root, log=say) as cluster:
+    with Launcher(topo, run_dir=run_dir, root=root, log=say) as cluster:
         result = RunResult(cluster.run_dir, seed=topo.seed)
         total_ms = topo.duration * 1000 * topo.timing.scale
         bar = Progress(total_ms, f"{topo.name} ({topo.duration:g} cluster s)", progress)
@@ -102,7 +102,7 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
     return result
 
 
-def _fault_driver(cluster: Cluster, plan: Any, pump_for: Callable[[float], None],
+def _fault_driver(cluster: Launcher, plan: Any, pump_for: Callable[[float], None],
                   elapsed_ms: Callable[[], float], total_ms: float) -> Callable[[], None] | None:
     """The faults interpreter bound to this cluster, or None when the run has no faults."""
     if plan is None:

@@ -1,7 +1,7 @@
 """``rmqemu up``: a detached supervisor process that keeps a cluster running between commands.
 
 ``up`` starts ``python -m emulator.cli.supervisor TOPOLOGY RUN_DIR`` in its own session and waits for
-``supervisor.json`` to say ``up`` (or ``failed``). The supervisor owns the :class:`Cluster` (its
+``supervisor.json`` to say ``up`` (or ``failed``). The supervisor owns the :class:`Launcher` (its
 nodes die with it) and answers the CLI's ``status``, ``down`` and fault verbs over a token-checked
 RPC socket. ``down`` stops the nodes gracefully and ends the supervisor.
 """
@@ -22,7 +22,7 @@ import psutil
 from emulator.cli.interrupts import finish as finish_interrupted
 from emulator.cli.interrupts import stop_signals
 from emulator.cli.supervisor_record import is_running, remove_record, write_record
-from emulator.launcher.cluster import Cluster
+from emulator.launcher.launcher import Launcher
 from emulator.launcher.run_dir import read_json, write_json
 from emulator.launcher.topology_load import load_topology
 from emulator.transport.control import SupervisorServer, supervisor_call
@@ -33,7 +33,7 @@ STATE_FILE = "supervisor.json"
 CALL_TIMEOUT_MS = 30_000.0
 
 
-def node_status(cluster: Cluster) -> dict[str, Any]:
+def node_status(cluster: Launcher) -> dict[str, Any]:
     out = {}
     for name, plan in cluster.plans.items():
         proc = cluster.procs.get(name)
@@ -46,7 +46,7 @@ def node_status(cluster: Cluster) -> dict[str, Any]:
 class Supervisor:
     """The serving loop; commands are plain functions of (cluster, args) -> result dict."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Launcher) -> None:
         self.cluster = cluster
         self.running = True
         self.commands: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -75,7 +75,7 @@ class Supervisor:
                     if handler is None:
                         raise ControlError(f"unknown command {name!r}; known: {', '.join(sorted(self.commands))}")
                     server.reply(reply_id, True, handler(args))
-                except Exception as exc:  # a bad command must not take the cluster down
+                except Exception as exc:  # noqa: BLE001 - a bad command must not take the cluster down
                     server.reply(reply_id, False, {"error": str(exc)})
 
 
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         server = SupervisorServer(token)
         with stop_signals() as interrupt:  # SIGTERM/SIGINT: heal, stop the nodes (a second one is only noted)
             try:
-                with Cluster(topo, run_dir=run_dir, log=lambda m: print(m, flush=True)) as cluster:
+                with Launcher(topo, run_dir=run_dir, log=lambda m: print(m, flush=True)) as cluster:
                     sup = Supervisor(cluster)
                     write_record(run_dir, {n: (p.pid, p.create_time) for n, p in cluster.procs.items()})
                     write_json(state_path, {"state": "up", **me, "endpoint": server.endpoint, "token": token},
@@ -105,10 +105,10 @@ def main(argv: list[str]) -> int:
                 interrupt.finishing = True
                 finish_interrupted(run_dir)
         server.close()
-        if (run_dir / "events").is_dir():  # not deleted under us (see Cluster.run_dir_deleted)
+        if (run_dir / "events").is_dir():  # not deleted under us (see Launcher.run_dir_deleted)
             write_json(state_path, {"state": "down", **me}, private=True)
         return 0
-    except BaseException as exc:  # tell `up` why, then exit
+    except BaseException as exc:  # noqa: BLE001 - whatever failed, tell `up` why, then exit 1
         try:
             write_json(state_path, {"state": "failed", **me, "error": str(exc),
                                     "traceback": traceback.format_exc()}, private=True)
@@ -137,7 +137,8 @@ def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> d
             if state["state"] == "failed":
                 raise LaunchError(f"cluster did not come up: {state['error']}")
             if state["state"] == "down":  # stopped by a signal while it started
-                raise LaunchError(f"the supervisor was stopped before the cluster was up; see {run_dir / 'supervisor.log'}")
+                raise LaunchError("the supervisor was stopped before the cluster was up; "
+                                  f"see {run_dir / 'supervisor.log'}")
         if proc.poll() is not None and not state_path.exists():
             raise LaunchError(f"supervisor exited with {proc.returncode}; see {run_dir / 'supervisor.log'}")
         time.sleep(0.05)

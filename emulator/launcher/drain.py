@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from rmqemu.errors import ControlError
 
 if TYPE_CHECKING:
-    from emulator.launcher.cluster import Cluster
+    from emulator.launcher.launcher import Launcher
     from emulator.launcher.topology_load import NodePlan
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
@@ -188,7 +188,7 @@ def wait_drained(probe: Callable[[float], Backlog], clock_ms: Callable[[], float
         return DrainResult(False, waited, timeout_ms, backlog, interrupted=True)
 
 
-def cluster_probe(cluster: "Cluster", groups: list[GroupWatch]) -> Callable[[float], Backlog]:
+def cluster_probe(cluster: "Launcher", groups: list[GroupWatch]) -> Callable[[float], Backlog]:
     """A probe that reads the live masters (and BROADCASTING instances) over the control plane."""
     masters = {p.broker: n for n, p in cluster.plans.items() if p.role == "broker" and p.broker_id == 0}
     broadcast_nodes = [n for g in groups if g.broadcasting for n in g.instances]
@@ -210,7 +210,7 @@ def cluster_probe(cluster: "Cluster", groups: list[GroupWatch]) -> Callable[[flo
     return probe
 
 
-def drain(cluster: "Cluster", timeout_s: float) -> DrainResult:
+def drain(cluster: "Launcher", timeout_s: float) -> DrainResult:
     """Wait for every consumer group to catch up (``timeout_s`` cluster seconds at most),
     handling control messages and node exits meanwhile; write ``run.drain``."""
     groups = groups_to_watch(cluster.plans.values())

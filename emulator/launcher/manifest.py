@@ -10,7 +10,7 @@ from emulator.launcher.run_dir import write_json
 from emulator.roles.node_spec import NodeSpec
 
 if TYPE_CHECKING:
-    from emulator.launcher.cluster import Cluster
+    from emulator.launcher.launcher import Launcher
 
 
 def _version(dist: str) -> str:
@@ -20,7 +20,7 @@ def _version(dist: str) -> str:
         return "unknown"
 
 
-def node_entry(cluster: "Cluster", name: str) -> dict[str, Any]:
+def node_entry(cluster: "Launcher", name: str) -> dict[str, Any]:
     plan = cluster.plans[name]
     entry: dict[str, Any] = {"role": plan.role, "config": plan.config}
     for key in ("broker", "broker_id", "cluster", "group"):
@@ -36,7 +36,7 @@ def node_entry(cluster: "Cluster", name: str) -> dict[str, Any]:
     return entry
 
 
-def write(cluster: "Cluster") -> None:
+def write(cluster: "Launcher") -> None:
     topo = cluster.topo
     data = {
         "run": cluster.run_dir.name,
@@ -53,7 +53,7 @@ def write(cluster: "Cluster") -> None:
     write_json(cluster.run_dir / "manifest.json", data)
 
 
-def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
+def write_spec(cluster: "Launcher", name: str, namesrv_names: list[str]) -> None:
     """What ``python -m emulator.node`` reads (mode 0600). No secret: the node's control key is
     handed over on its stdin by ``spawn_node``."""
     plan = cluster.plans[name]
@@ -63,7 +63,7 @@ def write_spec(cluster: "Cluster", name: str, namesrv_names: list[str]) -> None:
         role=plan.role,  # type: ignore[arg-type]
         seed=cluster.topo.seed,
         scale=cluster.scale,
-        anchor_ms=cluster.started_ms,  # set by Cluster.start before any node is spawned
+        anchor_ms=cluster.started_ms,  # set by Launcher.start before any node is spawned
         min_request_timeout_wall_ms=cluster.topo.timing.minRequestTimeoutWallMs,
         port=cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
         control=cluster.control.endpoint,

@@ -27,7 +27,7 @@ TOPOLOGY: dict[str, Any] = {
 
 
 def _status(c: emulator.Cluster, node: str) -> str:
-    return psutil.Process(c.core.procs[node].pid).status()
+    return psutil.Process(c.launcher.procs[node].pid).status()
 
 
 def _fault_lines(run_dir: Path, kind: str, fault_id: str) -> list[dict[str, Any]]:
@@ -38,10 +38,10 @@ def test_kill_with_restart_pause_as_a_block_and_heal_at_finish(tmp_path: Path) -
     with emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
         c.wait_routed("T")
         killed = c.kill("broker-b-0", restart_after="20s")
-        old_pid = c.core.procs["broker-b-0"].pid
+        old_pid = c.launcher.procs["broker-b-0"].pid
         assert killed.kind == "kill" and killed.targets == ["broker-b-0"] and killed.active
         c.wait_for(lambda: not killed.active, 30, "the kill's restart")  # ends by itself, in cluster time
-        c.wait_for(lambda: c.core.procs["broker-b-0"].pid != old_pid and c.core.procs["broker-b-0"].alive(),
+        c.wait_for(lambda: c.launcher.procs["broker-b-0"].pid != old_pid and c.launcher.procs["broker-b-0"].alive(),
                    30, "broker-b-0 restarted")
         assert [e["reason"] for e in _fault_lines(c.run_dir, "fault.end", killed.fault_id)] == ["scheduled"]
 
@@ -60,7 +60,7 @@ def test_kill_with_restart_pause_as_a_block_and_heal_at_finish(tmp_path: Path) -
     assert run_dir == tmp_path / "run"
     for fault in (cut, skewed):
         assert len(_fault_lines(run_dir, "fault.end", fault.fault_id)) == 1
-    assert not any(p.alive() for p in c.core.procs.values())
+    assert not any(p.alive() for p in c.launcher.procs.values())
 
 
 def test_link_delay_shows_in_send_latency_and_resume_ends_a_timed_pause(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_a_failing_test_body_still_stops_every_process(tmp_path: Path) -> None:
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="the test failed"):
         with emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
-            pids = [p.pid for p in c.core.procs.values()]
+            pids = [p.pid for p in c.launcher.procs.values()]
             c.pause("broker-a-0")
             raise RuntimeError("the test failed")
     assert pids and not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

@@ -10,7 +10,7 @@ import signal
 import time
 from typing import Any
 
-from emulator.launcher.cluster import Cluster
+from emulator.chaos import Cluster
 from emulator.testing import read_events
 
 SCALE = 0.01
@@ -37,7 +37,7 @@ def ns_broker(c: Cluster, broker_node: str, change: str, **extra: Any) -> list[d
 
 
 def namesrvs(c: Cluster) -> list[str]:
-    return [n for n, p in c.plans.items() if p.role == "namesrv"]
+    return [n for n, p in c.launcher.plans.items() if p.role == "namesrv"]
 
 
 def latest_route(c: Cluster, namesrv: str, topic: str) -> dict[str, Any] | None:
@@ -47,7 +47,7 @@ def latest_route(c: Cluster, namesrv: str, topic: str) -> dict[str, Any] | None:
 
 def test_every_broker_registers_on_every_namesrv_and_tbw102_routes_auto_create_brokers(start_cluster) -> None:
     c = start_cluster(CORE)
-    brokers = [n for n, p in c.plans.items() if p.role == "broker"]
+    brokers = [n for n, p in c.launcher.plans.items() if p.role == "broker"]
     for ns in namesrvs(c):
         for b in brokers:
             assert read_events(c.run_dir, "ns.broker", node=ns, where=lambda e, b=b: e["change"] == "register"
@@ -59,13 +59,13 @@ def test_every_broker_registers_on_every_namesrv_and_tbw102_routes_auto_create_b
         assert [q["broker"] for q in order["queue_datas"]] == ["broker-a", "broker-b"]
         assert order["masters"] == ["broker-a", "broker-b"]
     starts = read_events(c.run_dir, "node.start")
-    assert {e["node"] for e in starts} == set(c.plans)
+    assert {e["node"] for e in starts} == set(c.launcher.plans)
 
 
 def test_sigkill_of_a_master_destroys_its_channel_and_the_slave_keeps_queue_data(start_cluster) -> None:
     c = start_cluster(CORE)
-    c.signal("broker-a-0", signal.SIGKILL)
-    c.node_exited("broker-a-0", signal.SIGKILL)
+    c.launcher.signal("broker-a-0", signal.SIGKILL)
+    c.launcher.node_exited("broker-a-0", signal.SIGKILL)
     for ns in namesrvs(c):
         c.wait_for(lambda ns=ns: ns_broker(c, "broker-a-0", "channel_destroy", node=ns), 30, f"channel_destroy on {ns}")
         c.wait_for(lambda ns=ns: latest_route(c, ns, "OrderTopic")["masters"] == ["broker-b"], 30, "route update")
@@ -78,13 +78,14 @@ def test_sigkill_of_a_master_destroys_its_channel_and_the_slave_keeps_queue_data
 
 def test_sigstop_expires_only_after_the_scaled_120s_and_sigcont_registers_again(start_cluster) -> None:
     c = start_cluster(CORE)
-    proc = c.procs["broker-b-0"]
+    proc = c.launcher.procs["broker-b-0"]
     proc.send_signal(signal.SIGSTOP)
     from emulator.node.clock import host_ms
 
     paused_at = host_ms()
     try:
-        gone = lambda: ns_broker(c, "broker-b-0", "expired") or ns_broker(c, "broker-b-0", "channel_destroy")
+        def gone() -> list[dict[str, Any]]:
+            return ns_broker(c, "broker-b-0", "expired") or ns_broker(c, "broker-b-0", "channel_destroy")
         c.wait_for(gone, 60, "the paused broker to be dropped")
         first = gone()[0]
         # The last registration happened at most one period before the pause.
@@ -109,20 +110,20 @@ def test_namesrv_clock_bump_expires_brokers_and_they_come_back(start_cluster) ->
 
     c = start_cluster(CORE)
     ns = "namesrv-1"
-    brokers = [n for n, p in c.plans.items() if p.role == "broker"]
+    brokers = [n for n, p in c.launcher.plans.items() if p.role == "broker"]
     step = EXPIRY_MS + 100_000 * SCALE
     bumps = 10
     for bump in range(1, bumps + 1):
         phase_s = ((bump * 0.618034) % 1.0) * REGISTER_PERIOD_MS / 1000
         until = time.monotonic() + phase_s
-        c.wait_for(lambda: time.monotonic() >= until, 10, "the bump's phase")
-        c.set_clock(ns, ClockSetting(offset_ms=bump * step))
+        c.wait_for(lambda until=until: time.monotonic() >= until, 10, "the bump's phase")
+        c.launcher.set_clock(ns, ClockSetting(offset_ms=bump * step))
         # after a scan (10 s scaled) every broker has either expired or re-registered; wait for a
         # re-registration of each (the expired ones are new entries again, so `register` shows)
         c.wait_for(lambda: all(ns_broker(c, b, "register", node=ns)[-1]["ts"] >
                                max([e["ts"] for e in ns_broker(c, b, "expired", node=ns)] or [0]) for b in brokers),
                    60, "every broker registered after the bump")
-        c.pump(3 * REGISTER_PERIOD_MS)
+        c.launcher.pump(3 * REGISTER_PERIOD_MS)
         if all(ns_broker(c, b, "expired", node=ns) for b in brokers):
             break
     for b in brokers:
@@ -137,11 +138,12 @@ def test_restarted_broker_restores_topics_from_topics_json(start_cluster) -> Non
     c = start_cluster(CORE)
     topics_json = c.run_dir / "store" / "broker-a-0" / "config" / "topics.json"
     assert "OrderTopic" in topics_json.read_text()
-    c.signal("broker-a-0", signal.SIGKILL)
-    c.node_exited("broker-a-0", signal.SIGKILL)
-    c.restart("broker-a-0")
-    restored = lambda: read_events(c.run_dir, "broker.topic", node="broker-a-0",
-                                   where=lambda e: e["how"] == "restore" and e["topic"] == "OrderTopic")
+    c.launcher.signal("broker-a-0", signal.SIGKILL)
+    c.launcher.node_exited("broker-a-0", signal.SIGKILL)
+    c.launcher.restart("broker-a-0")
+    def restored() -> list[dict[str, Any]]:
+        return read_events(c.run_dir, "broker.topic", node="broker-a-0",
+                           where=lambda e: e["how"] == "restore" and e["topic"] == "OrderTopic")
     c.wait_for(restored, 30, "OrderTopic restored")
     assert restored()[0]["write_queues"] == 4
     for ns in namesrvs(c):

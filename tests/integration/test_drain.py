@@ -99,7 +99,7 @@ def test_a_group_whose_consumers_were_killed_leaves_the_drain_not_completed_at_i
         c.wait_for(lambda: len(_acked(c.run_dir)) >= 5, 60, "a few acked messages after the kill")
         for node in c.nodes("consumer"):
             if node.startswith("cg-dead"):
-                assert not c.core.procs[node].alive()
+                assert not c.launcher.procs[node].alive()
         run_dir = c.finish()
 
     (drained,) = read_events(run_dir, "run.drain")

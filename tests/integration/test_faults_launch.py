@@ -62,7 +62,10 @@ def test_same_seed_same_nemesis_plan_other_seed_other_plan_and_replay(tmp_path: 
         assert plan["replay"] == plan["a"]
         steps = json.loads(plan["a"])["steps"]
         assert steps and json.loads(plan["a"])["seed"] == 5
-        started = lambda run: [(e["fault_id"], e["fault"], e["targets"]) for e in read_events(run, "fault.start")]
+
+        def started(run: Path) -> list[tuple[str, str, list[str]]]:
+            return [(e["fault_id"], e["fault"], e["targets"]) for e in read_events(run, "fault.start")]
+
         assert started(runs["replay"]) == started(runs["a"])  # the same faults, on the same nodes
         assert contract_problems(runs["a"]) == [], "lines that break the event registry (rmqemu/event_kinds.py)"
         assert {"node.start", "node.exit", "fault.start", "fault.end", "run.stop", "send"} <= kinds_written(runs["a"])

@@ -3,6 +3,8 @@ namesrv's expiries and the nodes' ``node.clock`` events."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from emulator.testing import read_events
@@ -60,7 +62,10 @@ def test_strobing_namesrv_clock_expires_brokers_again_and_again(start_cluster) -
     started = fault_events(c, c1.fault_id)[0]
     assert started["params"]["strobe_delta_ms"] == pytest.approx(2 * EXPIRY_MS)
     brokers = ["broker-a-0", "broker-b-0"]
-    expiries = lambda b: ns_broker(c, b, "expired", after=started["ts"])
+
+    def expiries(b: str) -> list[dict[str, Any]]:
+        return ns_broker(c, b, "expired", after=started["ts"])
+
     c.wait_for(lambda: any(len(expiries(b)) >= 2 for b in brokers), 60, "a broker expiring twice")
     clock = read_events(c.run_dir, "node.clock", node="namesrv-0")[-1]
     assert clock["setting"]["strobe_period_ms"] == pytest.approx(1000.0)
@@ -104,20 +109,29 @@ def test_clock_bump_then_reset_on_a_broker_is_applied_and_undone(start_cluster) 
     c2 = c.skew("broker-a-0", "reset")
     assert read_events(c.run_dir, "node.clock", node="broker-a-0")[-1]["offset_ms"] == pytest.approx(0.0, abs=1.0)
     assert [(e["kind"], e["fault_id"]) for e in read_events(c.run_dir) if e["kind"].startswith("fault.")] == [
-        ("fault.start", c1.fault_id), ("fault.end", c1.fault_id), ("fault.start", c2.fault_id), ("fault.end", c2.fault_id)]
+        ("fault.start", c1.fault_id), ("fault.end", c1.fault_id),
+        ("fault.start", c2.fault_id), ("fault.end", c2.fault_id)]
 
 
 def test_link_duplication_stores_each_message_twice_and_the_consumer_sees_both(start_cluster) -> None:
     topo = {**PRODUCER, "consumers": [{"group": "cg-1", "subscribe": ["T"]}]}
     c = start_cluster(topo)
-    consumed = lambda after=0.0: [m for e in read_events(c.run_dir, "consume", node="cg-1-0", where=lambda e: e["ts"] > after)
-                                  for m in e["msg_ids"]]
+
+    def consumed(after: float = 0.0) -> list[str]:
+        return [m for e in read_events(c.run_dir, "consume", node="cg-1-0", where=lambda e: e["ts"] > after)
+                for m in e["msg_ids"]]
+
     c.wait_for(lambda: consumed(), 60, "a first consumed message")
     assert max(consumed().count(m) for m in consumed()) == 1  # no duplicates without the fault
     l1 = c.link("pg-1-0", to="broker-a-0", oneway=True, duplicate="100%")
     started = fault_events(c, l1.fault_id)[0]["ts"]
-    sent = lambda: {e["msg_id"] for e in sends(c, "pg-1-0", "ok", after=started)}
-    twice = lambda: [m for m in sent() if consumed().count(m) >= 2]
+
+    def sent() -> set[str]:
+        return {e["msg_id"] for e in sends(c, "pg-1-0", "ok", after=started)}
+
+    def twice() -> list[str]:
+        return [m for m in sent() if consumed().count(m) >= 2]
+
     c.wait_for(lambda: len(twice()) >= 3, 60, "messages sent under the fault consumed twice")
 
 
@@ -126,12 +140,16 @@ def test_clock_drift_makes_the_producers_clock_run_fast(start_cluster) -> None:
     c.wait_for(lambda: sends(c, "pg-1-0"), 60, "a first send")
     c1 = c.skew("pg-1-0", "100000ppm")  # 10 % fast
     since = fault_events(c, c1.fault_id)[0]["params"]["since_ms"]
-    late = lambda: [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] - since > 500]
+
+    def late() -> list[dict[str, Any]]:
+        return [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] - since > 500]
+
     c.wait_for(lambda: len(late()) >= 3, 60, "sends half a second into the drift")
     for e in late():  # the node's own clock: host time + 10 % of the time since the drift began
         assert e["local_ms"] - e["ts"] == pytest.approx(0.1 * (e["ts"] - since), abs=2.0)
     c1.heal()
     healed = fault_events(c, c1.fault_id, "fault.end")[0]["ts"]
-    c.wait_for(lambda: [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] > healed], 60, "a send after")
+    c.wait_for(lambda: [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] > healed], 60,
+               "a send after")
     after = [e for e in read_events(c.run_dir, "send", node="pg-1-0") if e["ts"] > healed]
     assert abs(after[-1]["local_ms"] - after[-1]["ts"]) < 2.0

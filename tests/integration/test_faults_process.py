@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import psutil
 import pytest
@@ -36,7 +37,7 @@ def test_paused_broker_makes_sends_time_out_and_resume_brings_them_back(start_cl
     c.wait_for(lambda: sends(c, "pg-1-0", "ok"), 60, "a first ok send")
     z1 = c.pause("broker-a-0")
     paused = fault_events(c, z1.fault_id)[0]["ts"]
-    assert psutil.Process(c.procs["broker-a-0"].pid).status() == psutil.STATUS_STOPPED
+    assert psutil.Process(c.launcher.procs["broker-a-0"].pid).status() == psutil.STATUS_STOPPED
     c.wait_for(lambda: sends(c, "pg-1-0", "timeout", after=paused), 60, "a send to the paused broker to time out")
     timeouts = sends(c, "pg-1-0", "timeout", after=paused)
     assert {e["broker"] for e in timeouts} == {"broker-a"}
@@ -66,42 +67,45 @@ def test_stop_makes_the_broker_unregister_and_restart_after_brings_it_back(start
 
 def test_scheduled_kill_with_restart_after_restores_topics_from_the_store(start_cluster) -> None:
     c = start_cluster({**BASE, "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 3}]})
-    inj = Injector(c)  # the plan interpreter under test drives its own injector
-    old_pid = c.procs["broker-a-0"].pid
+    inj = Injector(c.launcher)  # the plan interpreter under test drives its own injector
+    old_pid = c.launcher.procs["broker-a-0"].pid
     plan = plan_from_specs([FaultSpec.model_validate({"at": 0, "kill": "broker-a-0", "restart_after": "50s"})],
-                           c.node_infos(), seed=1, scale=SCALE)
-    run = run_plan(plan, inj, clock=mono_ms, sleep=c.pump)  # no duration: nothing to wait for after the steps
+                           c.launcher.node_infos(), seed=1, scale=SCALE)
+    run = run_plan(plan, inj, clock=mono_ms, sleep=c.launcher.pump)  # no duration: nothing to wait for after the steps
     assert run.done == ["start f1 (kill broker-a-0) at 0 ms", "stop f1 (kill broker-a-0) at 500 ms"]
     killed = fault_events(c, "f1")[0]["ts"]
     exits = read_events(c.run_dir, "node.exit", node="broker-a-0")
     assert exits[0]["signal"] == signal.SIGKILL and exits[0]["pid"] == old_pid and exits[0]["ts"] <= killed
     assert ns_broker(c, "broker-a-0", "channel_destroy")  # a dead process's channel closes at once
-    restore = lambda: read_events(c.run_dir, "broker.topic", node="broker-a-0",
-                                  where=lambda e: e["how"] == "restore" and e["topic"] == "T" and e["ts"] > killed)
+
+    def restore() -> list[dict[str, Any]]:
+        return read_events(c.run_dir, "broker.topic", node="broker-a-0",
+                           where=lambda e: e["how"] == "restore" and e["topic"] == "T" and e["ts"] > killed)
+
     c.wait_for(restore, 30, "topic T restored from topics.json")
     assert restore()[0]["write_queues"] == 3
     starts = read_events(c.run_dir, "node.start", node="broker-a-0")
-    assert len(starts) == 2 and starts[1]["pid"] == c.procs["broker-a-0"].pid != old_pid
-    assert (c.procs["broker-a-0"].pid, c.procs["broker-a-0"].create_time) in manifest_procs(c.run_dir)
+    assert len(starts) == 2 and starts[1]["pid"] == c.launcher.procs["broker-a-0"].pid != old_pid
+    assert (c.launcher.procs["broker-a-0"].pid, c.launcher.procs["broker-a-0"].create_time) in manifest_procs(c.run_dir)
     c.wait_for(lambda: ns_broker(c, "broker-a-0", "register", after=killed), 30, "broker-a-0 registered again")
     assert [e["fault_id"] for e in read_events(c.run_dir, "fault.end")] == ["f1", "f1.restart"]
 
 
 def test_a_pid_the_run_did_not_spawn_is_never_signalled(start_cluster) -> None:
     c = start_cluster(BASE)
-    inj = Injector(c)  # the injector's own signal safety is under test
+    inj = Injector(c.launcher)  # the injector's own signal safety is under test
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         with pytest.raises(UnsafeSignal, match="not a process this run spawned"):
-            c.signal("pg-9-0", signal.SIGSTOP)
+            c.launcher.signal("pg-9-0", signal.SIGSTOP)
         # broker-b-0 dies; then its pid is "reused" by a stranger: only the pid matches the record
         inj.start(KillFault("k1", ("broker-b-0",)))
-        record = c.procs["broker-b-0"].ident
+        record = c.launcher.procs["broker-b-0"].ident
         with pytest.raises(ProcessGone):  # the pidfd of a reaped process reaches nobody
             record.send(signal.SIGSTOP)
-        c.procs["broker-b-0"].ident = SpawnedProcess(stranger.pid, record.create_time, "broker-b-0", None)
+        c.launcher.procs["broker-b-0"].ident = SpawnedProcess(stranger.pid, record.create_time, "broker-b-0", None)
         with pytest.raises(UnsafeSignal, match="pid reused"):
-            c.signal("broker-b-0", signal.SIGSTOP)
+            c.launcher.signal("broker-b-0", signal.SIGSTOP)
         with pytest.raises(UnsafeSignal, match="pid reused"):
             SpawnedProcess.from_manifest("broker-b-0", stranger.pid, record.create_time)
         inj.stop("k1", restart=False)

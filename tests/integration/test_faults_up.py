@@ -71,7 +71,8 @@ def test_fault_verbs_against_up_then_down_leaves_no_process(tmp_path: Path) -> N
         procs = manifest_procs(run)
 
         # kill with a restart: the dead process's channel closes at once, then it comes back
-        assert live.cli("kill", "broker-b-0", "--restart-after", "30s").startswith("i1: kill broker-b-0; restarts in 300 ms")
+        assert live.cli("kill", "broker-b-0", "--restart-after", "30s").startswith(
+            "i1: kill broker-b-0; restarts in 300 ms")
         killed = live.fault("i1")["ts"]
         exit_ev = read_events(run, "node.exit", node="broker-b-0")
         assert exit_ev and exit_ev[0]["signal"] == 9
@@ -89,7 +90,8 @@ def test_fault_verbs_against_up_then_down_leaves_no_process(tmp_path: Path) -> N
         assert not stopped(pid["pid"], pid["create_time"])
 
         # a one-way cut: broker-b-0 cannot reach namesrv-0
-        assert "1 link(s) blocked: broker-b-0->namesrv-0" in live.cli("partition", "broker-b-0", "--from", "namesrv-0", "--oneway")
+        assert "1 link(s) blocked: broker-b-0->namesrv-0" in live.cli("partition", "broker-b-0", "--from", "namesrv-0",
+                                                                      "--oneway")
         live.wait_dropped_then_back("broker-b-0", "i4", ("heal", "i4"))
 
         # every frame broker-a-0 -> namesrv-0 lost

@@ -93,7 +93,8 @@ def records(tmp_path: Path) -> list[Path]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_stops_launch_like_ctrl_c(tmp_path: Path, sig: int) -> None:
     with launched(tmp_path) as (proc, run_dir, procs):
-        wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
+        wait_until(lambda: (run_dir / "faults.jsonl").exists()
+                   and "run.start" in (run_dir / "faults.jsonl").read_text(),
                    90, "the cluster to start")
         procs[:] = run_processes(run_dir)
         assert len(procs) == 4 and all(alive(*p) for p in procs)
@@ -169,7 +170,8 @@ def test_supervisor_records_are_kept_in_a_private_directory(tmp_path: Path) -> N
         (rec,) = records(tmp_path)
         assert rec.parent.stat().st_mode & 0o777 == 0o700 and rec.stat().st_mode & 0o777 == 0o600
         data = json.loads(rec.read_text())
-        assert data["run_dir"] == str(run_dir) and set(data["nodes"]) == {"broker-a-0", "broker-a-1", "namesrv-0", "pg-0"}
+        assert (data["run_dir"] == str(run_dir)
+                and set(data["nodes"]) == {"broker-a-0", "broker-a-1", "namesrv-0", "pg-0"})
         assert cli(tmp_path, "down", "--root", "runs", timeout=120).returncode == 0
         assert records(tmp_path) == []
     finally:
@@ -198,7 +200,8 @@ def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> No
     """Three Ctrl-C in a row: the second is only acknowledged, the third cuts the shutdown short.
     Whatever was cut, every node has a node.exit and the message names the nodes that were killed."""
     with launched(tmp_path) as (proc, run_dir, procs):
-        wait_until(lambda: (run_dir / "faults.jsonl").exists() and "run.start" in (run_dir / "faults.jsonl").read_text(),
+        wait_until(lambda: (run_dir / "faults.jsonl").exists()
+                   and "run.start" in (run_dir / "faults.jsonl").read_text(),
                    90, "the cluster to start")
         procs[:] = run_processes(run_dir)
         for _ in range(3):

@@ -14,7 +14,7 @@ from typing import Any
 
 import zmq
 
-from emulator.launcher.cluster import Cluster
+from emulator.chaos import Cluster
 from emulator.testing import read_events
 from emulator.transport import _auth
 from emulator.transport.control import pack
@@ -39,14 +39,14 @@ def now_ms() -> float:
 
 def assert_all_alive_and_routing(c: Cluster, since_ms: float) -> None:
     """No node died, each answers the launcher, and the producer gets a send ok after ``since_ms``."""
-    c.check()
-    assert all(p.alive() for p in c.procs.values()), {n: p.exit_info() for n, p in c.procs.items()}
-    for name in c.procs:
+    c.launcher.check()
+    assert all(p.alive() for p in c.launcher.procs.values()), {n: p.exit_info() for n, p in c.launcher.procs.items()}
+    for name in c.launcher.procs:
         assert "_runtime" in c.state(name)
     c.wait_for(lambda: read_events(c.run_dir, "send", node="pg-1-0",
                                    where=lambda e: e["outcome"] == "ok" and e["ts"] > since_ms),
                60, "a send ok after the hostile input")
-    c.check()
+    c.launcher.check()
 
 
 def launcher_refusals(c: Cluster) -> list[dict[str, Any]]:
@@ -55,16 +55,16 @@ def launcher_refusals(c: Cluster) -> list[dict[str, Any]]:
 
 def test_the_frames_that_killed_processes_are_logged_and_dropped(start_cluster) -> None:
     c = start_cluster(TOPO)
-    assert set(c.procs) == ROLES
+    assert set(c.launcher.procs) == ROLES
     for addr in c.addrs.values():
         deliver(addr, HOSTILE)
-    deliver(c.control.endpoint, HOSTILE)
+    deliver(c.launcher.control.endpoint, HOSTILE)
     sent = now_ms()
     for name in ROLES:
         c.wait_for(lambda name=name: read_events(c.run_dir, "wire.bad_frame", node=name,
                                                  where=lambda e: e["peer"] == "mallory"), 30,
                    f"{name} to log the bad frame")
-    c.wait_for(lambda: c.control.refused >= 2, 30, "the launcher to refuse both frames")
+    c.wait_for(lambda: c.launcher.control.refused >= 2, 30, "the launcher to refuse both frames")
     refused = launcher_refusals(c)
     assert refused and refused[0]["reason"].startswith("expected [node, payload, signature]")
     assert_all_alive_and_routing(c, sent)
@@ -87,47 +87,50 @@ def test_an_impostor_cannot_take_over_replay_or_repoint_a_node(start_cluster) ->
     c = start_cluster(TOPO)
     addr_before = c.addrs["broker-a-0"]
     captured: list[list[bytes]] = []  # what the launcher sends, as a sniffer would have it
-    real_send = c.control.sock.send_multipart
-    c.control.sock.send_multipart = lambda parts, *a, **k: (captured.append(list(parts)), real_send(parts, *a, **k))[1]  # type: ignore[method-assign]
-    key = c.control._keys["broker-a-0"]
+    real_send = c.launcher.control.sock.send_multipart
+    def sniff(parts: list[bytes], *a: Any, **k: Any) -> Any:
+        captured.append(list(parts))
+        return real_send(parts, *a, **k)
+    c.launcher.control.sock.send_multipart = sniff  # type: ignore[method-assign]
+    key = c.launcher.control._keys["broker-a-0"]
     ctx = zmq.Context()
     impostor = ctx.socket(zmq.DEALER)
     impostor.setsockopt(zmq.LINGER, 0)
     impostor.setsockopt(zmq.IDENTITY, b"broker-a-0")  # ROUTER_HANDOVER used to hand it the node's route
     try:
-        impostor.connect(c.control.endpoint)
-        old_style = pack({"t": "ready", "token": c.token, "info": {"addr": "127.0.0.1:1", "pid": 1}})
+        impostor.connect(c.launcher.control.endpoint)
+        old_style = pack({"t": "ready", "token": c.launcher.token, "info": {"addr": "127.0.0.1:1", "pid": 1}})
         impostor.send(old_style)
-        c.wait_for(lambda: c.control.refused >= 1, 30, "the old-style ready refused")
+        c.wait_for(lambda: c.launcher.control.refused >= 1, 30, "the old-style ready refused")
         # a captured ready (seq 1, correctly signed) replayed from another connection (another
         # peer, so its refusal is not held back by the rate limit)
         ready = pack({"t": "ready", "info": {"addr": "127.0.0.1:1", "pid": 1}, "seq": 1})
-        deliver(c.control.endpoint, [[b"broker-a-0", ready, _auth.tag(key, _auth.FROM_NODE + b"broker-a-0", ready)]],
-                identity=None)
-        c.wait_for(lambda: c.control.refused >= 2, 30, "the replayed ready refused")
+        tag = _auth.tag(key, _auth.FROM_NODE + b"broker-a-0", ready)
+        deliver(c.launcher.control.endpoint, [[b"broker-a-0", ready, tag]], identity=None)
+        c.wait_for(lambda: c.launcher.control.refused >= 2, 30, "the replayed ready refused")
         reasons = [e["reason"] for e in launcher_refusals(c)]
         assert any("replayed" in r for r in reasons), reasons
         # the launcher still commands the real node: heal and link reach it, nothing reaches the impostor
-        c.set_links({})
+        c.launcher.set_links({})
         assert c.state("broker-a-0")["_runtime"]["stopping"] is False
         assert c.addrs["broker-a-0"] == addr_before
         assert impostor.poll(100) == 0
         # a captured command replayed to the node is refused there, never obeyed twice
-        cmd = next(p for p in captured if p[0] == c.control._route["broker-a-0"])
+        cmd = next(p for p in captured if p[0] == c.launcher.control._route["broker-a-0"])
         real_send(cmd)
         c.wait_for(lambda: read_events(c.run_dir, "control.refused", node="broker-a-0",
                                        where=lambda e: "replayed" in e["reason"]), 30, "the node to refuse the replay")
         # a legitimate restart (kill --restart-after) reconnects under its name, impostor or not
-        c.signal("broker-a-0", signal.SIGKILL)
-        c.node_exited("broker-a-0", signal.SIGKILL)
+        c.launcher.signal("broker-a-0", signal.SIGKILL)
+        c.launcher.node_exited("broker-a-0", signal.SIGKILL)
         impostor.send_multipart([b"broker-a-0", ready, _auth.tag(key, _auth.FROM_NODE + b"broker-a-0", ready)])
-        c.restart("broker-a-0")
+        c.launcher.restart("broker-a-0")
         assert c.state("broker-a-0")["_runtime"]["stopping"] is False
         assert c.addrs["broker-a-0"] == addr_before  # a restarted node binds its old port
         later = pack({"t": "ready", "info": {"addr": "127.0.0.1:1", "pid": 1}, "seq": 10 ** 6})
-        refused = c.control.refused
+        refused = c.launcher.control.refused
         impostor.send_multipart([b"broker-a-0", later, _auth.tag(key, _auth.FROM_NODE + b"broker-a-0", later)])
-        c.wait_for(lambda: c.control.refused > refused, 30, "a message under the previous life's key refused")
+        c.wait_for(lambda: c.launcher.control.refused > refused, 30, "a message under the previous life's key refused")
         assert c.addrs["broker-a-0"] == addr_before
     finally:
         impostor.close()
@@ -139,9 +142,9 @@ def test_seeded_fuzz_of_every_role_and_the_control_endpoint(start_cluster) -> No
     c = start_cluster(TOPO)
     for i, name in enumerate(sorted(ROLES)):
         deliver(c.addrs[name], list(fuzz_frames(seed=1300 + i, count=150)), identity=b"fuzz")
-    deliver(c.control.endpoint, list(fuzz_frames(seed=1399, count=150)), identity=None)
+    deliver(c.launcher.control.endpoint, list(fuzz_frames(seed=1399, count=150)), identity=None)
     sent = now_ms()
-    c.wait_for(lambda: c.control.refused >= 150, 60, "the launcher to refuse every fuzz frame")
+    c.wait_for(lambda: c.launcher.control.refused >= 150, 60, "the launcher to refuse every fuzz frame")
     for name in ROLES:
         c.wait_for(lambda name=name: c.state(name)["_runtime"]["transport"]["bad_frames"] > 0, 30,
                    f"{name} to count bad frames")

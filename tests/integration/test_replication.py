@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
+from typing import Any
 
 from emulator.node.clock import host_ms
 from emulator.testing import read_events
@@ -46,7 +47,7 @@ def test_consumers_read_from_the_slave_what_was_acked_before_the_master_died(sta
                WAIT_S, "the slave's HA connection")
     c.wait_for(lambda: len(consumed(rd, "cg-1")) >= 5, WAIT_S, "a first few consumed messages")
 
-    c.signal("cg-1-0", signal.SIGSTOP)
+    c.launcher.signal("cg-1-0", signal.SIGSTOP)
     paused_at = host_ms()
     c.wait_for(lambda: len([e for e in acked(rd, "pg-1-0").values() if e["ts"] > paused_at]) >= 40,
                WAIT_S, "40 messages acked while the consumer is paused")
@@ -59,11 +60,11 @@ def test_consumers_read_from_the_slave_what_was_acked_before_the_master_died(sta
         return all(queues.get(f"T:{q}", 0) >= n for q, n in per_queue.items())
 
     c.wait_for(slave_caught_up, WAIT_S, "the slave to hold every message acked up to t1")
-    c.signal("broker-a-0", signal.SIGKILL)
-    c.node_exited("broker-a-0", signal.SIGKILL)
+    c.launcher.signal("broker-a-0", signal.SIGKILL)
+    c.launcher.node_exited("broker-a-0", signal.SIGKILL)
     killed_at = read_events(rd, "node.exit", node="broker-a-0")[-1]["ts"]
     consumed_before_kill = set(consumed(rd, "cg-1"))
-    c.signal("cg-1-0", signal.SIGCONT)
+    c.launcher.signal("cg-1-0", signal.SIGCONT)
 
     left = set(before_t1) - consumed_before_kill
     assert len(left) >= 30, "the paused consumer should have fallen behind"
@@ -91,20 +92,25 @@ def test_consumers_read_from_the_slave_what_was_acked_before_the_master_died(sta
 
 
 SYNC_TOPO = {**TOPO, "name": "replication-sync", "consumers": [],
-             "brokers": [{"name": "broker-a", "slaves": 1, "autoCreateTopicEnable": False, "brokerRole": "SYNC_MASTER"}]}
+             "brokers": [{"name": "broker-a", "slaves": 1, "autoCreateTopicEnable": False,
+                          "brokerRole": "SYNC_MASTER"}]}
 
 
 def test_sync_master_acks_after_the_slave_and_answers_slave_not_available_without_it(start_cluster) -> None:
     c = start_cluster(SYNC_TOPO)
     rd = c.run_dir
-    ok = lambda code, after=0.0: [e for e in read_events(rd, "send", node="pg-1-0")  # noqa: E731
-                                  if e["outcome"] == "ok" and e["code"] == code and e["ts"] > after]
+
+    def ok(code: int, after: float = 0.0) -> list[dict[str, Any]]:
+        return [e for e in read_events(rd, "send", node="pg-1-0")
+                if e["outcome"] == "ok" and e["code"] == code and e["ts"] > after]
+
     c.wait_for(lambda: len(ok(0)) >= 20, WAIT_S, "20 sends acked after the slave has them")
     state = c.state("broker-a-0")["ha"]
     assert state["slaves"] == ["broker-a-1"] and state["push2slave_max_offset"] > 0
-    c.signal("broker-a-1", signal.SIGKILL)
-    c.node_exited("broker-a-1", signal.SIGKILL)
+    c.launcher.signal("broker-a-1", signal.SIGKILL)
+    c.launcher.node_exited("broker-a-1", signal.SIGKILL)
     killed_at = read_events(rd, "node.exit", node="broker-a-1")[-1]["ts"]
-    c.wait_for(lambda: len(ok(11, killed_at)) >= 5, WAIT_S, "sends answered SLAVE_NOT_AVAILABLE (stored, not replicated)")
+    c.wait_for(lambda: len(ok(11, killed_at)) >= 5, WAIT_S,
+               "sends answered SLAVE_NOT_AVAILABLE (stored, not replicated)")
     assert read_events(rd, "broker.ha", node="broker-a-0", where=lambda e: e["change"] == "slave_disconnected")
     assert not c.died

@@ -98,7 +98,7 @@ def test_fault_free_quickstart_consumes_every_acked_message(start_cluster) -> No
     rd = c.run_dir
     c.wait_for(lambda: len(acked(rd, "pg-1-0")) >= 150 and all(rebalances(rd, n) for n in ("cg-1-0", "cg-1-1")),
                WAIT_S, "150 acked messages and both consumers rebalanced")
-    c.signal("pg-1-0", signal.SIGTERM)  # the application stops sending (graceful shutdown)
+    c.launcher.signal("pg-1-0", signal.SIGTERM)  # the application stops sending (graceful shutdown)
     done = acked(rd, "pg-1-0")
     c.wait_for(lambda: set(done) <= set(consumed(rd, "cg-1")), WAIT_S,
                "every acked message consumed by cg-1")

@@ -33,7 +33,7 @@ def test_report_of_two_runs_on_the_cluster_equals_local_mode(master: str, tmp_pa
     runs = [write_run(tmp_path / "a", *kill_scenario()), write_run(tmp_path / "b", *pause_scenario())]
     proc = run_cli("report", "--master", master, *map(str, runs), cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    for run, local in zip(runs, analyse_dirs([str(r) for r in runs])):
+    for run, local in zip(runs, analyse_dirs([str(r) for r in runs]), strict=True):
         got = json.loads((run / "report" / "metrics.json").read_text())
         assert json.dumps(got, sort_keys=True) == json.dumps(document(local), sort_keys=True)
         assert (run / "report" / "report.html").is_file()

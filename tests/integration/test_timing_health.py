@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from emulator.chaos import Cluster
 from emulator.cli.launch import run_topology
-from emulator.launcher.cluster import Cluster
 from emulator.launcher.topology_load import parse_topology
 from emulator.testing import read_events
 from tests.eventdoc import contract_problems
@@ -28,7 +28,7 @@ SMALL = {
 
 def test_every_node_writes_sane_node_lag_summaries(start_cluster) -> None:
     c: Cluster = start_cluster(SMALL)
-    nodes = set(c.plans)
+    nodes = set(c.launcher.plans)
 
     def every_node_twice() -> bool:
         seen = [e["node"] for e in read_events(c.run_dir, "node.lag")]

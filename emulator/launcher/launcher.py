@@ -1,26 +1,30 @@
-"""A running cluster: spawn the nodes of a topology, keep track of them, stop them.
+"""The launcher of a run: it spawns the node processes of a topology, supervises them and
+shuts them down.
 
-:class:`Cluster` is the launcher's core and the Python API (``with Cluster(topo) as c: ...``).
-It owns the control plane's server side; the fault injector drives it through the methods of
+:class:`Launcher` is what ``rmqemu launch``, ``rmqemu up`` and :class:`emulator.Cluster` (the
+user's handle) run a cluster with (``with Launcher(topo) as launcher: ...``). It owns the control
+plane's server side; the fault injector drives it through the methods of
 ``faults.ops.ClusterOps`` (``signal``, ``restart``, ``set_links``, ``set_clock``, ``record``,
 ``node_exited``). Start order follows RocketMQ practice: namesrvs (brokers need their
-addresses), brokers, admin-created topics, then clients; the stop runs backwards, with the
-consumers' drain between the producers and the consumers (docs/design.md §6).
+addresses), brokers, admin-created topics, then clients; the shutdown
+(:mod:`emulator.launcher.shutdown`) runs backwards, with the consumers' drain between the
+producers and the consumers (docs/design.md §6).
 """
 
 from __future__ import annotations
 
 import secrets
 import signal as _signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from emulator.launcher import manifest as _manifest
-from emulator.launcher.drain import drain as drain_consumers
 from emulator.launcher.nodes import NodeInfo
-from emulator.launcher.processes import NodeProcess, kill_all, spawn_node
+from emulator.launcher.processes import NodeProcess, spawn_node
 from emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
+from emulator.launcher.shutdown import shut_down
 from emulator.launcher.topology import Topology
 from emulator.launcher.topology_load import NodePlan, plan_nodes
 from emulator.node.clock import ClockSetting, host_ms
@@ -31,8 +35,8 @@ from rmqemu.errors import ClusterError, ControlError, FaultError, LaunchError, U
 READY_TIMEOUT_S = 30.0
 
 
-class Cluster:
-    """Spawn, observe and stop one run of a topology."""
+class Launcher:
+    """Spawn, supervise and shut down the processes of one run of a topology."""
 
     def __init__(self, topo: Topology, run_dir: Path | None = None, root: Path = Path("runs"),
                  log: Callable[[str], None] | None = None) -> None:
@@ -58,7 +62,7 @@ class Cluster:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> "Launcher":
         try:
             self.start()
         except BaseException:
@@ -113,47 +117,10 @@ class Cluster:
             self.stopped.discard(name)
 
     def stop(self, drain: bool = False) -> None:
-        """Graceful shutdown (docs/design.md §6), faults healed by the caller: producers, ``run.stop``
-        (the measured end), with ``drain`` the bounded wait for the consumer groups (``run.drain``),
-        consumers, brokers (they unregister), namesrvs; SIGKILL for anything left. ``drain`` means
-        the run ended normally, so a first signal (KeyboardInterrupt) during this stop skips the
-        drain but not the rest, and is raised again once every node has stopped; a second one
-        (the third signal of ``rmqemu launch``, emulator/cli/interrupts.py) cuts the stop short."""
-        live = [p for p in self.procs.values() if p.alive()]
-        signalled = ended = False
-        try:
-            for phase in ("producer", "drain", "consumer", "broker", "namesrv"):
-                while True:  # a phase the first signal interrupted runs again (without the drain)
-                    try:
-                        if phase != "drain":
-                            self._stop_roles(live, phase)
-                        elif self.started_ms and live:
-                            if not ended:  # the measured run ends: what follows is the shutdown
-                                ended = True
-                                self.record({"node": "launcher", "kind": "run.stop"})
-                            if drain and not signalled:
-                                signalled = drain_consumers(self, self.topo.timing.drainTimeout).interrupted
-                        break
-                    except KeyboardInterrupt:
-                        if not drain or signalled:
-                            raise
-                        signalled = True
-            kill_all(live)
-            self.pump(0)
-        finally:
-            # even when a signal cut the shutdown short (rmqemu launch, a third Ctrl-C): a node
-            # reaped by then gets its node.exit here, or nobody could write it (no longer our
-            # child); one still running is left to the caller (emulator.cli.interrupts.finish)
-            for p in self.procs.values():
-                self._note_exit(p)
-                p.close()
-            self.control.close()
-            if self.started_ms and not self.run_dir_deleted():
-                _manifest.write(self)
-        if signalled:
-            raise KeyboardInterrupt
+        """Shut the run down, faults healed by the caller: see :func:`emulator.launcher.shutdown.shut_down`."""
+        shut_down(self, drain)
 
-    def _stop_roles(self, live: list[NodeProcess], role: str) -> None:
+    def stop_role(self, live: list[NodeProcess], role: str) -> None:
         """Ask the live nodes of ``role`` to shut down and wait (bounded) until they exited."""
         group = [p for p in live if self.plans[p.name].role == role and p.alive()]
         for p in group:
@@ -175,7 +142,7 @@ class Cluster:
             self._observe(msg)
         for p in self.procs.values():
             if not p.exit_seen and not p.alive():
-                self._note_exit(p)
+                self.note_exit(p)
 
     def _observe(self, msg: Any) -> None:
         if isinstance(msg, NodeReady):  # a restarted node
@@ -184,12 +151,13 @@ class Cluster:
             proc = self.procs[msg.node]
             try:
                 proc.popen.wait(timeout=1.0)
-            except Exception:
+            except subprocess.TimeoutExpired:  # gone from the control plane, still exiting
                 pass
             if not proc.alive():
-                self._note_exit(proc)
+                self.note_exit(proc)
 
-    def _note_exit(self, proc: NodeProcess) -> None:
+    def note_exit(self, proc: NodeProcess) -> None:
+        """Write ``proc``'s ``node.exit`` once it has exited (once)."""
         if proc.exit_seen or proc.alive():
             return
         proc.exit_seen = True
@@ -287,7 +255,7 @@ class Cluster:
         if old is not None:
             if old.alive():
                 raise ControlError(f"{name} is still running; kill or stop it before a restart")
-            self._note_exit(old)
+            self.note_exit(old)
             old.close()
         self.spawn([name])
         _manifest.write(self)  # the new pid/create_time: `rmqemu` verbs and orphan checks read it
@@ -326,4 +294,4 @@ class Cluster:
         proc = self.procs[name]
         proc.expected_exit = True
         proc.popen.wait(timeout=60)
-        self._note_exit(proc)
+        self.note_exit(proc)
