@@ -158,8 +158,10 @@ def measure(brokers: int, scale: float, wall_s: float, root: Path) -> dict[str, 
     failed = sum(1 for e in sends if e["outcome"] != "ok")
     cpu = sampler.cpu_between(start, stop)
     row = {"brokers": brokers, "nodes": nodes, "scale": scale, "measured_s": round((stop - start) / 1000, 1),
-           "launch_s": round(time.monotonic() - t0, 1), "cpu_per_node_pct": round(100 * cpu / nodes / ((stop - start) / 1000), 2),
-           "cpu_cores": round(cpu / ((stop - start) / 1000), 2), "launcher_cpu_s": round(sampler.launcher_cpu, 2), "lateness_ms": round(lateness, 1), "worst_node": worst,
+           "launch_s": round(time.monotonic() - t0, 1),
+           "cpu_per_node_pct": round(100 * cpu / nodes / ((stop - start) / 1000), 2),
+           "cpu_cores": round(cpu / ((stop - start) / 1000), 2), "launcher_cpu_s": round(sampler.launcher_cpu, 2),
+           "lateness_ms": round(lateness, 1), "worst_node": worst,
            "threshold_ms": watch.threshold_ms, "sends": len(sends), "failed": failed,
            "failed_pct": round(100 * failed / max(1, len(sends)), 2), "warned": "warning: the host" in output,
            "cpu_pct_by_role": {role: round(100 * cpu / count / ((stop - start) / 1000), 2)
@@ -176,7 +178,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     rows = []
-    print("| nodes | scale | cpu/node (% core) | cores used | worst lateness (ms) | threshold | failed sends | healthy | cpu/node by role |")
+    print("| nodes | scale | cpu/node (% core) | cores used | worst lateness (ms) | threshold | failed sends | healthy "
+          "| cpu/node by role |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="rmqemu-capacity-") as tmp:
         for scale in args.scale:
@@ -184,7 +187,8 @@ def main() -> int:
                 r = measure(brokers, scale, args.wall, Path(tmp))
                 rows.append(r)
                 print(f"| {r['nodes']} | {scale:g} | {r['cpu_per_node_pct']} | {r['cpu_cores']} | {r['lateness_ms']} "
-                      f"({r['worst_node']}) | {r['threshold_ms']:g} | {r['failed']}/{r['sends']} ({r['failed_pct']} %) | "
+                      f"({r['worst_node']}) | {r['threshold_ms']:g} | {r['failed']}/{r['sends']} "
+                      f"({r['failed_pct']} %) | "
                       f"{'yes' if r['healthy'] else 'no'} | {r['cpu_pct_by_role']} |", flush=True)
     print(f"load average after: {' '.join(f'{x:.1f}' for x in psutil.getloadavg())}")
     if args.json:

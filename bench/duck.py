@@ -34,8 +34,10 @@ CREATE TEMP TABLE hosts AS WITH marks AS (
             FROM exits e JOIN (SELECT DISTINCT node, topic FROM marks) k USING (node)),
   u AS (SELECT *, coalesce(sum(x) OVER (PARTITION BY node, topic ORDER BY ts, seq
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS life FROM (FROM marks UNION ALL FROM stops))
-  SELECT node, topic, min(ts) FILTER (WHERE x = 0) AS "start", coalesce(min(ts) FILTER (WHERE x = 1), {run_end}) AS "end",
-         first(broker ORDER BY ts, seq) FILTER (WHERE x = 0) AS broker, first(broker_id ORDER BY ts, seq) FILTER (WHERE x = 0) AS broker_id
+  SELECT node, topic, min(ts) FILTER (WHERE x = 0) AS "start",
+         coalesce(min(ts) FILTER (WHERE x = 1), {run_end}) AS "end",
+         first(broker ORDER BY ts, seq) FILTER (WHERE x = 0) AS broker,
+         first(broker_id ORDER BY ts, seq) FILTER (WHERE x = 0) AS broker_id
   FROM u GROUP BY node, topic, life HAVING "start" IS NOT NULL AND "end" > "start";
 CREATE TEMP TABLE auto AS WITH marks AS (
     SELECT node, ts, seq, 0 AS x FROM bt WHERE topic = 'TBW102' AND perm & 3 = 3),
@@ -82,7 +84,8 @@ CREATE TEMP TABLE masters AS SELECT h.node, h.topic, h.broker, greatest(h."start
     least(h."end", l."end") AS "end"
   FROM hosts h JOIN lives l ON l.node = h.node AND h."start" < l."end" AND l."start" < h."end" WHERE h.broker_id = 0;
 CREATE TEMP TABLE topics AS SELECT DISTINCT topic FROM (SELECT topic FROM hosts UNION ALL SELECT topic FROM views);
-CREATE TEMP TABLE segs AS WITH mp AS (SELECT p.*, m.topic FROM pauses p JOIN (SELECT DISTINCT node, topic FROM masters) m USING (node)),
+CREATE TEMP TABLE segs AS WITH mp AS (
+    SELECT p.*, m.topic FROM pauses p JOIN (SELECT DISTINCT node, topic FROM masters) m USING (node)),
   pts AS (SELECT DISTINCT topic, t FROM (
     SELECT topic, "start" AS t FROM masters UNION ALL SELECT topic, "end" FROM masters
     UNION ALL SELECT topic, "start" FROM mp UNION ALL SELECT topic, "end" FROM mp
@@ -93,7 +96,9 @@ CREATE TEMP TABLE truth AS WITH present AS (
     SELECT s.topic, s."start", s."end", h.broker FROM segs s JOIN masters h
       ON h.topic = s.topic AND h."start" <= s."start" AND h."end" >= s."end"
     WHERE NOT EXISTS (SELECT 1 FROM pauses q WHERE q.node = h.node AND q."start" <= s."start" AND q."end" >= s."end"))
-  SELECT s.topic, s."start", s."end", coalesce(list_sort(list_distinct(list(p.broker) FILTER (WHERE p.broker IS NOT NULL))), []::VARCHAR[]) AS brokers
+  SELECT s.topic, s."start", s."end",
+         coalesce(list_sort(list_distinct(list(p.broker) FILTER (WHERE p.broker IS NOT NULL))), []::VARCHAR[])
+           AS brokers
   FROM segs s LEFT JOIN present p USING (topic, "start", "end") GROUP BY ALL;
 CREATE TEMP TABLE pieces AS SELECT v.who, v.name, v.topic, greatest(v."start", t."start") AS "start",
     least(v."end", t."end") AS "end",
@@ -102,7 +107,8 @@ CREATE TEMP TABLE pieces AS SELECT v.who, v.name, v.topic, greatest(v."start", t
   FROM views v JOIN truth t ON t.topic = v.topic AND v."start" < t."end" AND t."start" < v."end";
 CREATE TEMP TABLE stale_runs AS SELECT who, name, topic, min("start") AS "start", max("end") AS "end" FROM (
   SELECT *, sum(o) OVER (PARTITION BY who, name, topic ORDER BY "start" ROWS UNBOUNDED PRECEDING) AS g FROM (
-    SELECT *, CASE WHEN (over OR under) AND NOT coalesce(lag(over OR under) OVER w AND lag("end") OVER w = "start", false)
+    SELECT *, CASE WHEN (over OR under)
+                        AND NOT coalesce(lag(over OR under) OVER w AND lag("end") OVER w = "start", false)
                    THEN 1 ELSE 0 END AS o FROM pieces WINDOW w AS (PARTITION BY who, name, topic ORDER BY "start")))
   WHERE over OR under GROUP BY who, name, topic, g;
 """
@@ -112,7 +118,8 @@ def views_sql(run_end: float) -> str:
     """Client and namesrv views (``who`` = client / namesrv), cut at the node's exits."""
     return f"""
 CREATE TEMP TABLE vlines AS
-  SELECT 'client' AS who, node, topic, ts, seq, list_sort(list_distinct([q[1] FOR q IN coalesce(publish_queues, [])])) AS view
+  SELECT 'client' AS who, node, topic, ts, seq,
+         list_sort(list_distinct([q[1] FOR q IN coalesce(publish_queues, [])])) AS view
   FROM ev WHERE kind = 'client.route'
   UNION ALL SELECT 'namesrv', node, topic, ts, seq, list_sort(list_distinct([q.broker FOR q IN coalesce(queue_datas, [])
       IF q.perm & 2 != 0 AND coalesce(q.write, 1) > 0 AND list_contains(coalesce(masters, []), q.broker)]))
@@ -122,7 +129,8 @@ CREATE TEMP TABLE views AS WITH u AS (
     UNION ALL SELECT k.who, e.node, k.topic, e.ts, e.seq, NULL, true FROM exits e
       JOIN (SELECT DISTINCT who, node, topic FROM vlines) k USING (node))
   SELECT who, node AS name, topic, view, "start", "end" FROM (
-    SELECT *, ts AS "start", coalesce(lead(ts) OVER (PARTITION BY who, node, topic ORDER BY ts, seq), {run_end}) AS "end"
+    SELECT *, ts AS "start",
+           coalesce(lead(ts) OVER (PARTITION BY who, node, topic ORDER BY ts, seq), {run_end}) AS "end"
     FROM u) WHERE NOT x AND "end" > "start";
 """
 
@@ -130,10 +138,12 @@ CREATE TEMP TABLE views AS WITH u AS (
 SENDS = """
 CREATE TEMP TABLE sends AS SELECT s.* REPLACE (least(s.ts, {run_end} - 0.001) AS ts), s.ts AS ts_logged,
     coalesce(s.broker_id, 0) AS tid,
-    CASE WHEN s.broker IS NOT NULL THEN coalesce(n.node, s.broker || '-' || coalesce(s.broker_id, 0)::VARCHAR) END AS target
+    CASE WHEN s.broker IS NOT NULL
+         THEN coalesce(n.node, s.broker || '-' || coalesce(s.broker_id, 0)::VARCHAR) END AS target
   FROM (SELECT node AS producer, ts, seq, msg_id, topic, broker, broker_id, queue_id, outcome, latency_ms
         FROM ev WHERE kind = 'send') s
-  LEFT JOIN nodes n ON n.role = 'broker' AND n.broker = s.broker AND coalesce(n.broker_id, 0) = coalesce(s.broker_id, 0);
+  LEFT JOIN nodes n ON n.role = 'broker' AND n.broker = s.broker
+    AND coalesce(n.broker_id, 0) = coalesce(s.broker_id, 0);
 CREATE TEMP TABLE classified AS SELECT s.*, CASE
     WHEN s.broker IS NULL THEN NULL
     WHEN NOT EXISTS (SELECT 1 FROM lives l WHERE l.node = s.target AND l."start" <= s.ts AND s.ts < l."end") THEN 'dead'
@@ -141,10 +151,13 @@ CREATE TEMP TABLE classified AS SELECT s.*, CASE
     WHEN EXISTS (SELECT 1 FROM parts p WHERE p.a = least(s.producer, s.target) AND p.b = greatest(s.producer, s.target)
                  AND p."start" <= s.ts AND s.ts < p."end") THEN 'partitioned'
     WHEN s.tid != 0 THEN 'not_master'
-    WHEN NOT EXISTS (SELECT 1 FROM hosts h WHERE h.node = s.target AND h.topic = s.topic AND h."start" <= s.ts AND s.ts < h."end")
-     AND NOT EXISTS (SELECT 1 FROM auto a WHERE a.node = s.target AND a."start" <= s.ts AND s.ts < a."end") THEN 'no_topic'
+    WHEN NOT EXISTS (SELECT 1 FROM hosts h WHERE h.node = s.target AND h.topic = s.topic
+                     AND h."start" <= s.ts AND s.ts < h."end")
+     AND NOT EXISTS (SELECT 1 FROM auto a WHERE a.node = s.target AND a."start" <= s.ts AND s.ts < a."end")
+     THEN 'no_topic'
     WHEN s.queue_id >= coalesce(
-        (SELECT max(w.write_queues) FROM wq w WHERE w.node = s.target AND w.topic = s.topic AND w."start" <= s.ts AND s.ts < w."end"),
+        (SELECT max(w.write_queues) FROM wq w WHERE w.node = s.target AND w.topic = s.topic
+         AND w."start" <= s.ts AND s.ts < w."end"),
         CASE WHEN EXISTS (SELECT 1 FROM auto a WHERE a.node = s.target AND a."start" <= s.ts AND s.ts < a."end")
              THEN (SELECT max(w.write_queues) FROM wq w WHERE w.node = s.target AND w.topic = 'TBW102'
                    AND w."start" <= s.ts AND s.ts < w."end") END) THEN 'bad_queue' END AS reason
@@ -169,20 +182,25 @@ def compute(con: Any, paths: list[str], nodes: list[tuple[str, str | None, str |
     def q(sql: str) -> Any:
         return con.execute(sql)
     summary = q("""SELECT p.who, p.name, p.topic, sum("end" - "start") FILTER (WHERE over OR under) AS stale_ms,
-                     sum("end" - "start") FILTER (WHERE over) AS over_ms, sum("end" - "start") FILTER (WHERE under) AS under_ms,
-                     (SELECT count(*) FROM stale_runs r WHERE (r.who, r.name, r.topic) = (p.who, p.name, p.topic)) AS intervals,
-                     (SELECT max(r."end" - r."start") FROM stale_runs r WHERE (r.who, r.name, r.topic) = (p.who, p.name, p.topic)) AS max_ms
+                     sum("end" - "start") FILTER (WHERE over) AS over_ms,
+                     sum("end" - "start") FILTER (WHERE under) AS under_ms,
+                     (SELECT count(*) FROM stale_runs r
+                      WHERE (r.who, r.name, r.topic) = (p.who, p.name, p.topic)) AS intervals,
+                     (SELECT max(r."end" - r."start") FROM stale_runs r
+                      WHERE (r.who, r.name, r.topic) = (p.who, p.name, p.topic)) AS max_ms
                    FROM pieces p GROUP BY ALL ORDER BY ALL""").fetchall()
     conv = q("""SELECT f.fault_id, coalesce(max(r."end") - f."start", 0.0) FROM fl f LEFT JOIN stale_runs r
                 ON r.who = 'client' AND r."start" < f.next_start AND r."end" > f."start" GROUP BY f.fault_id, f."start"
                 ORDER BY 1""").fetchall()
     reasons = dict(q("SELECT reason, count(*) FROM classified WHERE reason IS NOT NULL GROUP BY 1").fetchall())
-    sends = q("""SELECT count(*), count(*) FILTER (WHERE outcome = 'ok'), count(*) FILTER (WHERE outcome IN ('timeout', 'error')),
-                 count(*) FILTER (WHERE outcome = 'no_route'), quantile_cont(latency_ms, 0.5), quantile_cont(latency_ms, 0.99)
+    sends = q("""SELECT count(*), count(*) FILTER (WHERE outcome = 'ok'),
+                 count(*) FILTER (WHERE outcome IN ('timeout', 'error')), count(*) FILTER (WHERE outcome = 'no_route'),
+                 quantile_cont(latency_ms, 0.5), quantile_cont(latency_ms, 0.99)
                  FROM sends""").fetchone()
     lost = q("""WITH acked AS (SELECT DISTINCT topic, msg_id FROM sends WHERE outcome = 'ok'),
                 consumed AS (SELECT DISTINCT unnest(msg_ids) AS msg_id FROM ev WHERE kind = 'consume'),
                 watched AS (SELECT DISTINCT topic FROM ev WHERE kind IN ('consume', 'rebalance'))
-                SELECT count(*) FROM acked JOIN watched USING (topic) ANTI JOIN consumed USING (msg_id)""").fetchone()[0]
+                SELECT count(*) FROM acked JOIN watched USING (topic)
+                ANTI JOIN consumed USING (msg_id)""").fetchone()[0]
     return {"staleness": summary, "convergence": conv, "misrouted": reasons, "sends": sends, "lost": lost,
             "events": con.execute("SELECT count(*) FROM ev").fetchone()[0]}

@@ -25,16 +25,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-SCALE = 0.01
-POLL, REGISTER, EXPIRY, REBALANCE, TIMEOUT = 300.0, 300.0, 1200.0, 200.0, 30.0  # wall ms at SCALE
-BROKERS = [f"broker-{c}" for c in "abcd"]
-AUTO = {"broker-a", "broker-c"}  # autoCreateTopicEnable
-TOPICS = {"T0": ["broker-a", "broker-b"], "T1": ["broker-b", "broker-c", "broker-d"],
-          "T2": ["broker-a", "broker-d"], "T3": BROKERS}
-QUEUES = {"T0": 4, "T1": 8, "T2": 4, "T3": 4, "NewTopic": 8}
-PRODUCERS = [f"pg-1-{i}" for i in range(6)] + [f"pg-2-{i}" for i in range(2)]
-GROUPS = {"cg-1": (["cg-1-0", "cg-1-1"], ["T0", "T1"]), "cg-2": (["cg-2-0", "cg-2-1"], ["T2", "T3"])}
-NAMESRVS = ["namesrv-0", "namesrv-1"]
+import gen_shape as shape
+from gen_shape import AUTO, BROKERS, GROUPS, NAMESRVS, PRODUCERS, QUEUES, TOPICS
 
 
 class Model:
@@ -93,11 +85,11 @@ class Model:
                 self.ns_route(ns, topic)
 
     def expire_check(self, ns: str, b: str) -> None:
-        if not self.up(b) and b in self.ns_view[ns][TOPICS_OF(b)]:
+        if not self.up(b) and b in self.ns_view[ns][shape.topic_of(b)]:
             self.ns_change(ns, b, "expired")
 
     def register(self, ns: str, b: str) -> None:
-        if self.up(b) and b not in self.ns_view[ns][TOPICS_OF(b)]:
+        if self.up(b) and b not in self.ns_view[ns][shape.topic_of(b)]:
             self.ns_change(ns, b, "register")
 
     # --- clients --------------------------------------------------------------------
@@ -112,14 +104,14 @@ class Model:
             self.views[(client, topic)] = brokers
             self.emit(client, "client.route", topic=topic, source=source, changed=old != brokers,
                       publish_queues=[[b, q] for b in brokers for q in range(QUEUES[topic])])
-        self.at(POLL, self.poll, client, topics)
+        self.at(shape.POLL, self.poll, client, topics)
 
     def target_ok(self, producer: str, b: str, topic: str) -> tuple[str, float, int]:
         node = f"{b}-0"
         if not self.alive[node]:
             return "error", self.rng.uniform(0.2, 1.0), 10
         if node in self.paused or (producer, node) in self.cut:
-            return "timeout", TIMEOUT, 0
+            return "timeout", shape.TIMEOUT, 0
         if topic not in self.hosts[b]:
             if topic == "NewTopic" and b in AUTO:
                 self.hosts[b].add(topic)
@@ -169,7 +161,7 @@ class Model:
             i, n = members.index(consumer), len(members)
             self.emit(consumer, "rebalance", group=group, topic=topic, cid=f"{consumer}@1",
                       cids=[f"{m}@1" for m in members], strategy="AVG", allocated=mqs[i::n])
-        self.at(REBALANCE, self.rebalance, consumer, group, topics)
+        self.at(shape.REBALANCE, self.rebalance, consumer, group, topics)
 
     # --- faults ----------------------------------------------------------------------
     def fault(self, kind: str, fid: str, name: str, targets: list[str], **params: Any) -> None:
@@ -191,7 +183,7 @@ class Model:
             self.fault("fault.start", fid, "pause", [node])
             self.paused.add(node)
             for ns in NAMESRVS:
-                self.at(EXPIRY + self.rng.uniform(0, REGISTER), self.expire_check, ns, b)
+                self.at(shape.EXPIRY + self.rng.uniform(0, shape.REGISTER), self.expire_check, ns, b)
             self.at(self.rng.uniform(500, 2000), self.resume, fid, node)
         else:
             p = self.rng.choice(PRODUCERS)
@@ -204,7 +196,7 @@ class Model:
         self.paused.discard(node)
         self.fault("fault.end", fid, "pause", [node])
         for ns in NAMESRVS:
-            self.at(self.rng.uniform(0, REGISTER), self.register, ns, node[:-2])
+            self.at(self.rng.uniform(0, shape.REGISTER), self.register, ns, node[:-2])
 
     def heal(self, fid: str, p: str, node: str) -> None:
         self.cut.discard((p, node))
@@ -225,7 +217,7 @@ class Model:
             self.emit(node, "broker.topic", broker=b, broker_id=0, topic=topic, read_queues=QUEUES.get(topic, 8),
                       write_queues=QUEUES.get(topic, 8), perm=7 if topic == "TBW102" else 6, how="restore")
         for ns in NAMESRVS:
-            self.at(self.rng.uniform(10, REGISTER), self.register, ns, b)
+            self.at(self.rng.uniform(10, shape.REGISTER), self.register, ns, b)
 
     # --- run -------------------------------------------------------------------------
     def start(self) -> None:
@@ -236,9 +228,9 @@ class Model:
                 node = f"{b}-{bid}"
                 self.emit(node, "node.start", role="broker", pid=200, broker=b, broker_id=bid)
                 for topic in sorted(self.hosts[b] | ({"TBW102"} if b in AUTO else set())):
-                    self.emit(node, "broker.topic", broker=b, broker_id=bid, topic=topic, read_queues=QUEUES.get(topic, 8),
-                              write_queues=QUEUES.get(topic, 8), perm=7 if topic == "TBW102" else 6,
-                              how="startup" if topic == "TBW102" else "admin")
+                    self.emit(node, "broker.topic", broker=b, broker_id=bid, topic=topic,
+                              read_queues=QUEUES.get(topic, 8), write_queues=QUEUES.get(topic, 8),
+                              perm=7 if topic == "TBW102" else 6, how="startup" if topic == "TBW102" else "admin")
             self.hosts[b] |= {"TBW102"} if b in AUTO else set()
         for ns in NAMESRVS:
             for b in BROKERS:
@@ -274,26 +266,11 @@ class Model:
         return {"events": self.count, "wall_s": (self.now - self.t0) / 1000.0, "kinds": dict(self.kinds)}
 
 
-def TOPICS_OF(b: str) -> str:  # noqa: N802 - a topic the broker hosts, to test namesrv membership
-    return next(t for t, bs in TOPICS.items() if b in bs)
-
-
-def manifest(run: str, seed: int, duration_s: float) -> dict[str, Any]:
-    nodes: dict[str, dict[str, Any]] = {n: {"role": "namesrv"} for n in NAMESRVS}
-    for b in BROKERS:
-        for bid in (0, 1):
-            nodes[f"{b}-{bid}"] = {"role": "broker", "broker": b, "broker_id": bid, "cluster": "DefaultCluster",
-                                   "autoCreateTopicEnable": b in AUTO}
-    nodes.update({p: {"role": "producer", "group": p[:4]} for p in PRODUCERS})
-    nodes.update({c: {"role": "consumer", "group": g} for g, (ms, _) in GROUPS.items() for c in ms})
-    return {"run": run, "name": "bench-synthetic", "seed": seed, "scale": SCALE, "started_ms": 1_700_000_000_000,
-            "duration_s": duration_s, "nodes": nodes, "topology": {"timing": {"scale": SCALE}}}
-
-
 def generate(out: Path, events: int = 1_000_000, seed: int = 7, rate: float = 800.0) -> dict[str, Any]:
     """Write the run dir; returns ``{"events", "wall_s", "kinds"}``."""
     stats = Model(out, seed, events, rate).run()
-    (out / "manifest.json").write_text(json.dumps(manifest(out.name, seed, stats["wall_s"] / SCALE), indent=1))
+    doc = shape.manifest(out.name, seed, stats["wall_s"] / shape.SCALE)
+    (out / "manifest.json").write_text(json.dumps(doc, indent=1))
     return stats
 
 

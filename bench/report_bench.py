@@ -35,7 +35,7 @@ import duckdb  # noqa: E402
 import gen_events  # noqa: E402
 
 from reports.job import metrics as run_metrics  # noqa: E402
-from reports.job import run_report
+from reports.job import run_report  # noqa: E402
 from reports.rundir import event_paths  # noqa: E402
 from reports.session import THREADS, build_session, stop_session  # noqa: E402
 
@@ -47,7 +47,8 @@ def spark_headline(m: dict) -> dict:
     st += [("namesrv", r["namesrv"], r["topic"], r["stale_ms"], r["stale_over_ms"], r["stale_under_ms"],
             r["intervals"], r["max_ms"]) for r in m["staleness"]["namesrvs"]]
     s = m["sends"]
-    return {"staleness": sorted(st), "convergence": sorted((f["fault_id"], f["converged_ms"]) for f in m["staleness"]["faults"]),
+    return {"staleness": sorted(st),
+            "convergence": sorted((f["fault_id"], f["converged_ms"]) for f in m["staleness"]["faults"]),
             "misrouted": {k: v for k, v in m["misrouted"]["by_reason"].items() if v},
             "sends": (s["attempts"], s["ok"], s["failed"], s["no_route"], s["latency"]["all"]["p50_ms"],
                       s["latency"]["all"]["p99_ms"]),
@@ -55,7 +56,8 @@ def spark_headline(m: dict) -> dict:
 
 
 def duck_headline(r: dict) -> dict:
-    st = sorted(tuple(x if x is not None else (0 if i == 6 else 0.0) for i, x in enumerate(row)) for row in r["staleness"])
+    st = sorted(tuple(x if x is not None else (0 if i == 6 else 0.0) for i, x in enumerate(row))
+                for row in r["staleness"])
     return {"staleness": st, "convergence": sorted(r["convergence"]), "misrouted": r["misrouted"],
             "sends": tuple(r["sends"]), "lost": r["lost"], "events": r["events"]}
 
@@ -63,7 +65,7 @@ def duck_headline(r: dict) -> dict:
 def close(a: object, b: object) -> bool:
     """Equal, floats within 1e-6 relative (sums in a different order)."""
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
     if isinstance(a, float) or isinstance(b, float):
@@ -90,7 +92,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dir", type=Path, default=None, help="run dir to (re)use (default /tmp/rmqemu-bench-<N>)")
     ap.add_argument("--full", action="store_true", help="also time the whole report (plots, Parquet, HTML)")
-    ap.add_argument("--threads", type=int, default=THREADS, help="threads drawing and writing, as `rmqemu report --threads`")
+    ap.add_argument("--threads", type=int, default=THREADS,
+                    help="threads drawing and writing, as `rmqemu report --threads`")
     a = ap.parse_args()
     run = a.dir or Path(tempfile.gettempdir()) / f"rmqemu-bench-{a.events}"
     info = ensure_run(run, a.events, a.seed)

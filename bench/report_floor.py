@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 T0 = time.perf_counter()
 
@@ -30,8 +31,11 @@ from reports.rundir import event_paths  # noqa: E402
 from reports.schema import EVENT_SCHEMA  # noqa: E402
 from reports.session import SMALL_INPUT_BYTES, build_session, stop_session  # noqa: E402
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
-def _grouped(lines) -> int:  # noqa: ANN001
+
+def _grouped(lines: DataFrame) -> int:
     """The node lines handed to do-nothing Python tasks per node; the lines they got."""
     import pyarrow as pa
     from pyspark.sql import functions as F

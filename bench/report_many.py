@@ -22,7 +22,9 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -30,6 +32,9 @@ sys.path.insert(0, str(ROOT))
 from reports.job import compute_many, metrics  # noqa: E402
 from reports.rundir import event_paths  # noqa: E402
 from reports.session import build_session, stop_session  # noqa: E402
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def copies(run_dir: Path, n: int, root: Path) -> list[str]:
@@ -47,7 +52,7 @@ def copies(run_dir: Path, n: int, root: Path) -> list[str]:
     return out
 
 
-def timed(fn, spark) -> tuple[float, int, object]:  # noqa: ANN001
+def timed(fn: Callable[[], Any], spark: SparkSession) -> tuple[float, int, object]:
     tracker = spark.sparkContext.statusTracker()
     j0, t = len(tracker.getJobIdsForGroup(None)), time.perf_counter()
     got = fn()

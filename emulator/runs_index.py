@@ -68,7 +68,8 @@ def _run_entry(run: Path, manifest: dict[str, Any]) -> Entry:
     verdict = "-"
     if isinstance(verdicts, dict) and verdicts.get("verdict") in ("PASS", "FAIL"):
         verdict = verdicts["verdict"]
-    numbers = {title: _short(_get(metrics, path)) for path, title in HEADLINE.items()} if isinstance(metrics, dict) else {}
+    numbers = ({title: _short(_get(metrics, path)) for path, title in HEADLINE.items()}
+               if isinstance(metrics, dict) else {})
     detail = (f"seed {manifest.get('seed')}, scale {manifest.get('scale')}, {len(manifest.get('nodes') or {})} nodes, "
               f"{faults} fault(s)")
     report = run / "report" / "report.html"
@@ -115,13 +116,16 @@ def collect(root: Path) -> list[Entry]:
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>rmqemu runs</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 8px}th{background:#f3f3f3}.PASS{color:#1e8449}.FAIL,.BROKEN{color:#c0392b;font-weight:bold}</style>
+td,th{border:1px solid #ccc;padding:3px 8px}th{background:#f3f3f3}.PASS{color:#1e8449}\
+.FAIL,.BROKEN{color:#c0392b;font-weight:bold}</style>
 </head><body><h1>Runs under {{ root }}</h1><p>{{ entries|length }} run(s) and sweep(s), newest first.</p>
-<table><tr><th>when (UTC)</th><th>kind</th><th>name</th><th>verdict</th><th>numbers</th><th>detail</th><th>directory</th></tr>
+<table><tr><th>when (UTC)</th><th>kind</th><th>name</th><th>verdict</th><th>numbers</th><th>detail</th>\
+<th>directory</th></tr>
 {% for e in entries %}<tr><td>{{ e.started }}</td><td>{{ e.kind }}</td>
 <td>{% if e.report %}<a href="{{ e.report.relative_to(root) }}">{{ e.name }}</a>{% else %}{{ e.name }}{% endif %}</td>
 <td class="{{ e.verdict }}">{{ e.verdict }}</td>
-<td>{% for k, v in e.numbers.items() %}{{ k }} {{ "-" if v is none else v }}{% if not loop.last %}, {% endif %}{% endfor %}</td>
+<td>{% for k, v in e.numbers.items() %}{{ k }} {{ "-" if v is none else v }}\
+{% if not loop.last %}, {% endif %}{% endfor %}</td>
 <td>{{ e.detail }}</td><td>{{ e.path.name }}</td></tr>{% endfor %}</table></body></html>
 """
 

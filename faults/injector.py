@@ -168,7 +168,7 @@ class Injector:
             del self._active[fault_id]
             try:
                 self._sync(touched=set(fault.targets), came_back=back)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:  # noqa: BLE001 - fault.end must still be written; raised after it
                 error = error or err
             if error is None:
                 self._record("fault.end", fault, reason=reason)
@@ -208,7 +208,7 @@ class Injector:
             if wanted is None:
                 try:  # whatever happened above, leave the nodes with a clean table and clocks
                     self._sync(touched=set(self._pushed_clocks), force=True)
-                except Exception as err:  # noqa: BLE001
+                except Exception as err:  # noqa: BLE001 - joins the other failures in one FaultError
                     failures.append(f"final push of links/clocks: {err}")
             if failures:
                 raise FaultError("healing failed for " + "; ".join(failures))

@@ -154,7 +154,7 @@ def _interpret(
     except BaseException as err:  # a failed step, Ctrl-C: heal, but do not hide the cause
         try:
             _heal(plan, injector, heal_everything)
-        except Exception as heal_err:  # noqa: BLE001
+        except Exception as heal_err:  # noqa: BLE001 - the step's error is what is raised; this is a note on it
             err.add_note(f"and healing failed too: {heal_err}")
         raise
     if heal_everything or result.stopped_early:

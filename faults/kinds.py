@@ -204,7 +204,7 @@ class PartitionFault(Fault):
         return {link: LinkRule(blocked=True) for link in self.links}
 
     def params(self) -> dict[str, Any]:
-        return {"mode": self.mode, "oneway": self.oneway, "links": [list(l) for l in self.links],
+        return {"mode": self.mode, "oneway": self.oneway, "links": [list(link) for link in self.links],
                 "groups": [list(g) for g in self.groups]}
 
 
@@ -221,7 +221,7 @@ class LinkFault(Fault):
 
     def params(self) -> dict[str, Any]:
         r = self.rule
-        return {"links": [list(l) for l in self.links], "delay_ms": r.delay_ms, "jitter_ms": r.jitter_ms,
+        return {"links": [list(link) for link in self.links], "delay_ms": r.delay_ms, "jitter_ms": r.jitter_ms,
                 "loss": r.loss, "duplicate": r.duplicate}
 
 

@@ -122,7 +122,7 @@ def random_plan(kinds: str | Iterable[str], interval: Any, duration: Any, nodes:
     at, k = interval_s, 0
     while at + 2 * interval_s <= duration_s:
         used: set[str] = set()
-        for place in range(concurrency):
+        for _place in range(concurrency):
             for _attempt in range(1 if concurrency == 1 else PLACE_ATTEMPTS):
                 spec = random_spec(pick.choice(kind_list), at, interval_s, nodes, pick)
                 drawn = resolve_spec(spec, f"n{k + 1}", nodes, resolve, scale, f"nemesis #{k + 1}")

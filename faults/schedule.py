@@ -128,7 +128,7 @@ def _links_of(spec: FaultSpec, nodes: Mapping[str, NodeInfo], rng: random.Random
         links |= {(d, s) for s, d in links}
     if not links:
         raise PlanError(f"link {','.join(src)} -> {','.join(dst)} covers no link between two different nodes")
-    return src, [list(l) for l in sorted(links)]
+    return src, [list(link) for link in sorted(links)]
 
 
 def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], rng: random.Random,
@@ -155,7 +155,7 @@ def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], 
             # an isolate names the nodes cut off (the other side is "everyone else": in groups)
             targets = (_order(chosen, nodes) if mode == "isolate"
                        else _order((n for g in part.groups for n in g), nodes))
-            params = {"mode": mode, "oneway": part.oneway, "links": [list(l) for l in part.links],
+            params = {"mode": mode, "oneway": part.oneway, "links": [list(link) for link in part.links],
                       "groups": [list(g) for g in part.groups]}
         elif kind == "link":
             src, links = _links_of(spec, nodes, rng)

@@ -156,7 +156,7 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
     results = run_reports(sessions.get(local and size < SMALL_INPUT_BYTES), run_dirs, out_dirs, progress=progress,
                           parquet=parquet, workers=threads, expects=expects)
     judged, failed = [], 0
-    for run_dir, res, rules in zip(run_dirs, results, expects):
+    for run_dir, res, rules in zip(run_dirs, results, expects, strict=True):
         progress(f"done: {run_dir if len(run_dirs) > 1 else ''}{': ' if len(run_dirs) > 1 else ''}"
                  f"{one_line(res.metrics)}")
         verdicts = judge(rules.rules, res.metrics, rules.source) if rules else []

@@ -40,7 +40,8 @@ def read_metrics(run_dir: str) -> Metrics | None:
     return doc
 
 
-def gather(run_dirs: list[str], compute: Callable[[str], Metrics], recompute: bool = False) -> list[tuple[str, Metrics]]:
+def gather(run_dirs: list[str], compute: Callable[[str], Metrics],
+           recompute: bool = False) -> list[tuple[str, Metrics]]:
     """``(column name, metrics)`` per run; names are run ids, made unique with the dir."""
     named: list[tuple[str, Metrics]] = []
     for rd in run_dirs:
@@ -51,7 +52,7 @@ def gather(run_dirs: list[str], compute: Callable[[str], Metrics], recompute: bo
     counts: dict[str, int] = {}
     for name, _ in named:
         counts[name] = counts.get(name, 0) + 1
-    return [(f"{n} ({rd})" if counts[n] > 1 else n, m) for (n, m), rd in zip(named, run_dirs)]
+    return [(f"{n} ({rd})" if counts[n] > 1 else n, m) for (n, m), rd in zip(named, run_dirs, strict=True)]
 
 
 def compare_table(runs: list[tuple[str, Metrics]]) -> tuple[list[str], list[list[Any]]]:
@@ -67,7 +68,7 @@ def as_text(headers: list[str], rows: list[list[Any]]) -> str:
     widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
     lines = []
     for j, row in enumerate(cells):
-        parts = [str(row[0]).ljust(widths[0])] + [str(v).rjust(w) for v, w in zip(row[1:], widths[1:])]
+        parts = [str(row[0]).ljust(widths[0])] + [str(v).rjust(w) for v, w in zip(row[1:], widths[1:], strict=True)]
         lines.append("  ".join(parts).rstrip())
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))

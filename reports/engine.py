@@ -215,7 +215,7 @@ def _results(run_dirs: list[str], manifests: list[Manifest], got: list[Any]) -> 
                                 f"directories {', '.join(run_dirs)} (please report this with the paths)")
         tables.setdefault(r["run"], {})[r["name"]] = pickle.loads(r["data"])
     out = []
-    for run_id, (run_dir, manifest) in enumerate(zip(run_dirs, manifests)):
+    for run_id, (run_dir, manifest) in enumerate(zip(run_dirs, manifests, strict=True)):
         t = tables.get(run_id, {})
         meta = t.pop(META, None)
         if meta is None or meta["info"] is None:

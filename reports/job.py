@@ -139,13 +139,13 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
         return data.notes, plots.render_all(data, outs[i])
 
     docs = [document(r) for r in results]
-    for doc, out in zip(docs, outs):
+    for doc, out in zip(docs, outs, strict=True):
         write_json(out / "metrics.json", doc)
     with ThreadPoolExecutor(max(1, workers)) as pool:
         drawn = list(pool.map(write, range(len(results))))
     stage("html", "writing report.html")
     reports = []
-    for i, (doc, out, (notes, figures)) in enumerate(zip(docs, outs, drawn)):
+    for i, (doc, out, (notes, figures)) in enumerate(zip(docs, outs, drawn, strict=True)):
         files = [out / "metrics.json", *(out / f.file for f in figures)]
         if parquet:
             files.append(out / "parquet")

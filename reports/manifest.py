@@ -76,7 +76,7 @@ def read_manifest(spark: SparkSession | None, run_dir: str) -> Manifest:
             raise RunInputError(f"{path}: a remote run dir needs a Spark session")
         try:
             rows = spark.read.text(path, wholetext=True).collect()
-        except Exception as exc:  # AnalysisException: path does not exist
+        except Exception as exc:  # noqa: BLE001 - AnalysisException or any filesystem's error: all mean unreadable
             raise RunInputError(f"{path}: cannot read ({type(exc).__name__})") from None
         return parse_manifest(rows[0][0] if rows else "", path, default_run)
     local = path[len("file://"):] if path.startswith("file://") else path

@@ -32,7 +32,7 @@ FAULT_COLOURS = ["#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bcbd22
 STATE_COLOURS = {"fresh": "#cfe8cf", "over": "#f28e2b", "under": "#4e79a7", "both": "#7b3294"}
 STATE_LABELS = {"fresh": "view = truth", "over": "over (view has a broker truth has not)",
                 "under": "under (view misses a broker)", "both": "over and under"}
-REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#1f77b4", "#2ca02c"]))
+REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#1f77b4", "#2ca02c"], strict=True))
 DPI = 100
 
 
@@ -119,7 +119,7 @@ def plot_routes(data: PlotData, topic: str, path: Path) -> None:
                             fontsize=7, zorder=3, clip_on=True)
             continue
         for state, part in grp.groupby("state"):
-            ax.broken_barh(list(zip(part.start_s, part.end_s - part.start_s)), (y - 0.3, 0.6),
+            ax.broken_barh(list(zip(part.start_s, part.end_s - part.start_s, strict=True)), (y - 0.3, 0.6),
                            facecolors=STATE_COLOURS[state], zorder=2)
     ax.set_yticks(list(ypos.values()), [f"{lane}" for lane in ypos])
     ax.set_ylim(-0.7, len(order) - 0.3)
@@ -189,8 +189,8 @@ def plot_staleness(data: PlotData, path: Path) -> None:
         for q, style in ((50, "--"), (99, ":")):
             v = float(np.percentile(d, q))
             ax.axvline(v, color="black", ls=style, lw=1)
-            ax.text(v, 0.97, f" p{q} {v:,.0f} ms\n ({v / 1000 / data.scale:,.4g} cluster s)", transform=blended_transform_factory(ax.transData, ax.transAxes),
-                    va="top", fontsize=8)
+            ax.text(v, 0.97, f" p{q} {v:,.0f} ms\n ({v / 1000 / data.scale:,.4g} cluster s)",
+                    transform=blended_transform_factory(ax.transData, ax.transAxes), va="top", fontsize=8)
         top = ax.secondary_xaxis("top", functions=(lambda x: x / 1000 / data.scale, lambda x: x * 1000 * data.scale))
         top.set_xlabel("cluster seconds")
         _plain(top.xaxis)
@@ -223,7 +223,7 @@ def plot_availability(data: PlotData, path: Path, max_lanes: int = 30) -> None:
                            facecolors="#bdbdbd", zorder=2)
     for name, grp in (win.groupby("producer") if len(win) else []):
         if name in ypos:
-            ax.broken_barh(list(zip(grp.start_s, grp.end_s - grp.start_s)), (ypos[name] - 0.3, 0.6),
+            ax.broken_barh(list(zip(grp.start_s, grp.end_s - grp.start_s, strict=True)), (ypos[name] - 0.3, 0.6),
                            facecolors="#d62728", alpha=0.85, zorder=3)
     if shown:
         ax.set_yticks(list(ypos.values()),

@@ -4,7 +4,8 @@ A compressed run measures RocketMQ only while each node's timers fire close to s
 route metrics rest on the shortest of these periods: the namesrv's broker scan (10 s, fixed in
 RocketMQ), the clients' route poll (``pollNameServerInterval``, 30 s) and heartbeat
 (``heartbeatBrokerInterval``, 30 s); the brokers' registration (``registerNameServerPeriod``) is
-clamped to 10-60 s by RocketMQ, so it is never shorter than the scan. A timer late by ``L`` wall ms shifts every interval measured
+clamped to 10-60 s by RocketMQ, so it is never shorter than the scan. A timer late by ``L`` wall ms
+shifts every interval measured
 from it by ``L / scale`` cluster ms; keeping the p99 lateness below 5 % of the shortest period
 (``0.05 * P * scale`` wall ms, 5 ms at 0.01 with defaults) keeps that error below 5 % of the
 finest interval the report resolves. Since lateness is a property of the host (wall ms), not of

@@ -178,7 +178,8 @@ def check_paths(rules: list[Expectation], metrics: Mapping[str, Any], source: st
     for rule in rules:
         value = value_at(metrics, rule.path)
         if value is _MISSING:
-            problems.append(f"{source}.{rule.path}: metrics.json has no such path (a run's report/metrics.json shows them)")
+            problems.append(f"{source}.{rule.path}: metrics.json has no such path "
+                            "(a run's report/metrics.json shows them)")
         elif isinstance(value, (Mapping, list)):
             problems.append(f"{source}.{rule.path}: is a {'table' if isinstance(value, list) else 'group'}, "
                             "not a value; name one of its fields")

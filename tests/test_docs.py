@@ -54,8 +54,8 @@ def test_every_cited_section_exists() -> None:
 
 
 def test_metrics_doc_is_the_registry() -> None:
-    """docs/metrics.md is generated from rmqemu/metric_paths.py (`python -m rmqemu.metric_paths`)."""
-    from rmqemu.metric_paths import markdown
+    """docs/metrics.md is generated from rmqemu/metric_paths.py (`python -m rmqemu.metric_doc`)."""
+    from rmqemu.metric_doc import markdown
 
     assert (ROOT / "docs" / "metrics.md").read_text() == markdown(), \
         "regenerate: .venv/bin/python -m rmqemu.metric_paths > docs/metrics.md"

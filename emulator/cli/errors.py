@@ -2,8 +2,8 @@
 
 Everything rmqemu raises on purpose is an :class:`~rmqemu.errors.RmqemuError` (the tree is in
 ``rmqemu/errors.py``): bad input (a topology, a fault verb's arguments, a run that cannot be
-read, a run directory that is missing) exits 2 with one clear line per problem; anything a run or a cluster refused exits 1. No
-traceback reaches a user unless ``RMQEMU_DEBUG=1`` is set.
+read, a run directory that is missing) exits 2 with one clear line per problem; anything a run or
+a cluster refused exits 1. No traceback reaches a user unless ``RMQEMU_DEBUG=1`` is set.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def handle_errors(fn: Callable[..., Any] | None = None, *, refused: int = 1) -> 
         except TopologyError as exc:  # one line per problem, by design
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
-        except (SpecError, UsageError, RunInputError, RunDirError, ExpectationError) as exc:  # bad arguments, no such run
+        except (SpecError, UsageError, RunInputError, RunDirError,
+                ExpectationError) as exc:  # bad arguments, no such run
             click.echo(f"error: {_one_line(str(exc))}", err=True)
             sys.exit(2)
         except RmqemuError as exc:

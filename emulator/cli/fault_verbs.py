@@ -54,7 +54,8 @@ def describe(fault: dict[str, Any], scale: float) -> str:
     if kind == "partition":
         links = params.get("links") or []
         shown = ", ".join(f"{s}->{d}" for s, d in links[:6]) + (" ..." if len(links) > 6 else "")
-        text += f" ({params.get('mode')}{', one-way' if params.get('oneway') else ''}; {len(links)} link(s) blocked: {shown})"
+        text += (f" ({params.get('mode')}{', one-way' if params.get('oneway') else ''}; "
+                 f"{len(links)} link(s) blocked: {shown})")
     elif kind == "link":
         bits = [f"{k}={params[k]:g}" for k in ("delay_ms", "jitter_ms", "loss", "duplicate") if params.get(k)]
         text += f" ({', '.join(bits)} on {len(params.get('links') or [])} link(s))"

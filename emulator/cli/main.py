@@ -73,7 +73,8 @@ RUN_OPTION = click.option("--run", "run", type=click.Path(path_type=Path), defau
 @click.option("--seed", type=int, help="override the topology's seed")
 @click.option("--duration", help="override the duration (cluster seconds: 60, 90s, 2m)")
 @click.option("--nemesis", help="random faults of these kinds: kill,pause,partition,clock,...")
-@click.option("--interval", default="30s", show_default=True, help="each nemesis fault lasts one interval, then one interval of calm (cluster s)")
+@click.option("--interval", default="30s", show_default=True,
+              help="each nemesis fault lasts one interval, then one interval of calm (cluster s)")
 @click.option("--replay", type=click.Path(path_type=Path), help="run the plan of an earlier run again")
 @CONCURRENCY_OPTION
 @click.option("--report/--no-report", default=False, help="run `rmqemu report` on the run afterwards and judge "

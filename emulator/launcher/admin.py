@@ -23,7 +23,7 @@ def _call(addr: str, frame: Frame, timeout_ms: float) -> Frame:
 
     try:
         return request_once(addr, frame, timeout_ms, identity=f"admin-{os.getpid()}-{next(_calls)}")
-    except Exception as exc:  # the transport's timeout/connect errors, said plainly
+    except Exception as exc:  # noqa: BLE001 - timeouts, refusals and zmq errors alike: one plain ControlError
         raise ControlError(f"{addr}: no answer to {RequestCode(frame.code).name} ({exc})") from None
 
 

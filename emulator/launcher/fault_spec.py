@@ -84,7 +84,8 @@ def parse_target_list(value: Any) -> list[str]:
     return out
 
 
-Targets = Annotated[list[str], WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+Targets = Annotated[list[str], WithJsonSchema({"anyOf": [{"type": "string"},
+                                                        {"type": "array", "items": {"type": "string"}}],
                                                "description": "node name, role or selector, or a list of them"})]
 # What a user may write (the validators turn it into float seconds / a probability).
 Seconds = Annotated[float, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string"}],

@@ -97,7 +97,8 @@ class LagWatch:
     def message(self, node: str, lateness_ms: float) -> str:
         scale = timing.suggested_scale(self.scale, lateness_ms, self.threshold_ms)
         return (f"warning: the host is falling behind: {node}'s timers ran {lateness_ms:.1f} wall ms late (p99 of its "
-                f"second-worst window; healthy is below {self.threshold_ms:.2f} ms, 5 % of the {self.shortest_ms / 1000:g} s "
+                f"second-worst window; healthy is below {self.threshold_ms:.2f} ms, "
+                f"5 % of the {self.shortest_ms / 1000:g} s "
                 f"period at scale {self.scale:g}), so this run measures the host, not RocketMQ; "
                 f"timing.scale {scale:g} keeps up even at this lateness (an upper bound: an overloaded host "
                 f"falls less behind at a larger scale, so a smaller step may do)")

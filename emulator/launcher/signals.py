@@ -63,7 +63,8 @@ class SpawnedProcess:
         return cls(pid, create_time, name, pidfd)
 
     @classmethod
-    def spawn(cls, argv: Sequence[str], name: str = "", **popen_kwargs: Any) -> tuple[subprocess.Popen, "SpawnedProcess"]:
+    def spawn(cls, argv: Sequence[str], name: str = "",
+              **popen_kwargs: Any) -> tuple[subprocess.Popen, "SpawnedProcess"]:
         """``Popen(argv)`` and capture it at once; the caller owns (and must reap) the Popen."""
         proc = subprocess.Popen(list(argv), **popen_kwargs)
         return proc, cls.capture(proc.pid, name)

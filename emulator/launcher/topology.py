@@ -9,38 +9,20 @@ config dataclasses of the roles, so a typo is an error, not a silently ignored k
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from emulator.launcher import limits
 from emulator.launcher.fault_spec import FaultSpec, parse_duration
 from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
 from rmqemu.verdicts import EXPECT_RULE_SCHEMA, expect_problems
 
-NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)
-#: The topology ``name`` becomes a directory name (``runs/<name>-<time>-<hex>``), so it is a slug,
-#: stricter than RocketMQ's rule: no ``/``, ``.``, ``%`` or ``|``, a letter or digit first, <= 64 chars.
-RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-# Limits of what one host runs (docs/design.md §5, "Limits"): each node is a Python process of
-# ~25-50 MB that wakes every few wall milliseconds at scale 0.01; a 56-node cluster already runs
-# its namesrv 1-3 s late on 2 cores. Past these numbers a run is not an emulation but a stall.
-MAX_NODES = 128
-MAX_PRODUCER_WALL_RATE = 2000.0  # messages per wall second of one producer instance (rate x batch / scale)
-MAX_CLUSTER_WALL_RATE = 10000.0  # messages per wall second of all producers together
-MAX_CLUSTER_WALL_BYTES = 64 * 1024 * 1024  # bytes per wall second of all producers together
-MIN_SCALE = 0.001  # a 10 ms RocketMQ timer fires every 10 us wall below this: no process keeps up
-MAX_ENTRIES = 1024  # entries of any one list (topics, faults, ...)
-#: The end-of-run drain's bound (cluster s): at the default persistConsumerOffsetInterval (5 s) a
-#: caught-up group's committed offsets reach the brokers within a few cluster seconds.
-DEFAULT_DRAIN_TIMEOUT_S = 30.0
-
 
 def _valid_group(v: str) -> str:
-    if not NAME_RE.fullmatch(v) or len(v) > 255:
+    if not limits.NAME_RE.fullmatch(v) or len(v) > 255:
         raise ValueError(f"{v!r} is not a valid group: 1-255 chars of ^[%|a-zA-Z0-9_-]+$")
     return v
 
@@ -50,7 +32,7 @@ class Strict(BaseModel):
 
 
 class Timing(Strict):
-    scale: float = Field(0.01, ge=MIN_SCALE, le=10, description="every RocketMQ interval is multiplied by this")
+    scale: float = Field(0.01, ge=limits.MIN_SCALE, le=10, description="every RocketMQ interval is multiplied by this")
     minRequestTimeoutWallMs: float = Field(
         DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS, ge=0, le=60000,
         description="wall-clock floor (ms) of every request timeout of brokers and clients (route queries, "
@@ -58,7 +40,7 @@ class Timing(Strict):
                     "request waits max(timeout x scale, this, the producer's minSendTimeoutWallMs for a "
                     "send); 0 is exact scaling")
     drainTimeout: float = Field(
-        DEFAULT_DRAIN_TIMEOUT_S, ge=0, le=3600,
+        limits.DEFAULT_DRAIN_TIMEOUT_S, ge=0, le=3600,
         description="cluster seconds the end of a run waits, after the producers stopped, for every consumer "
                     "group to consume up to each master's max offset (docs/design.md §6, `run.drain`); "
                     "'30s' or a number; 0 checks once without waiting")
@@ -100,7 +82,7 @@ class BrokerEntry(BaseModel):
     @field_validator("name", "cluster")
     @classmethod
     def _name_chars(cls, v: str) -> str:
-        if not NAME_RE.fullmatch(v):
+        if not limits.NAME_RE.fullmatch(v):
             raise ValueError(f"{v!r} may only contain letters, digits, %, |, _ and -")
         return v
 
@@ -114,7 +96,7 @@ class TopicEntry(Strict):
     """A topic created by admin (UPDATE_AND_CREATE_TOPIC) on the named brokers at start."""
 
     name: str
-    brokers: list[str] = Field(min_length=1, max_length=MAX_ENTRIES)
+    brokers: list[str] = Field(min_length=1, max_length=limits.MAX_ENTRIES)
     queues: int = Field(4, ge=1, le=1024, description="read and write queue count")
     read_queues: int | None = Field(None, ge=0, le=1024)
     write_queues: int | None = Field(None, ge=0, le=1024)
@@ -123,7 +105,7 @@ class TopicEntry(Strict):
     @field_validator("name")
     @classmethod
     def _topic_chars(cls, v: str) -> str:
-        if not NAME_RE.fullmatch(v) or len(v) > 127:
+        if not limits.NAME_RE.fullmatch(v) or len(v) > 127:
             raise ValueError(f"{v!r} is not a valid topic: 1-127 chars of ^[%|a-zA-Z0-9_-]+$")
         return v
 
@@ -135,7 +117,7 @@ class ProducerEntry(BaseModel):
 
     group: str
     instances: int = Field(1, ge=1, le=64)
-    topics: list[str] = Field(min_length=1, max_length=MAX_ENTRIES)
+    topics: list[str] = Field(min_length=1, max_length=limits.MAX_ENTRIES)
     rate: float = Field(1.0, ge=0, description="messages per cluster second, per instance")
     size: int = Field(128, ge=1, le=4 * 1024 * 1024)
     mode: Literal["sync", "async", "oneway"] = "sync"
@@ -160,7 +142,8 @@ class ConsumerEntry(BaseModel):
 
     group: str
     instances: int = Field(1, ge=1, le=64)
-    subscribe: list[str] = Field(min_length=1, max_length=MAX_ENTRIES, description="topics; 'T' or 'T:tagA||tagB'")
+    subscribe: list[str] = Field(min_length=1, max_length=limits.MAX_ENTRIES,
+                                 description="topics; 'T' or 'T:tagA||tagB'")
     allocate: Literal["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONFIG", "MACHINE_ROOM"] = "AVG"
     allocate_params: dict[str, Any] = Field(default_factory=dict)
     messageModel: Literal["CLUSTERING", "BROADCASTING"] = "CLUSTERING"
@@ -223,11 +206,11 @@ class Topology(Strict):
     seed: int = Field(42, ge=-(2**63), le=2**63 - 1)
     timing: Timing = Field(default_factory=Timing)
     namesrvs: int | NamesrvEntry = 1
-    brokers: list[BrokerEntry] = Field(min_length=1, max_length=MAX_ENTRIES)
-    topics: list[TopicEntry] = Field(default_factory=list, max_length=MAX_ENTRIES)
-    producers: list[ProducerEntry] = Field(default_factory=list, max_length=MAX_ENTRIES)
-    consumers: list[ConsumerEntry] = Field(default_factory=list, max_length=MAX_ENTRIES)
-    faults: list[FaultSpec] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    brokers: list[BrokerEntry] = Field(min_length=1, max_length=limits.MAX_ENTRIES)
+    topics: list[TopicEntry] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
+    producers: list[ProducerEntry] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
+    consumers: list[ConsumerEntry] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
+    faults: list[FaultSpec] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
     duration: float = Field(60.0, gt=0, description="cluster seconds; '240s', '4m' or a number")
     expect: dict[str, Any] | None = Field(
         None, description="the run's verdict (docs/design.md §9): metric path of metrics.json (docs/metrics.md) "
@@ -237,7 +220,7 @@ class Topology(Strict):
     @field_validator("name")
     @classmethod
     def _run_name(cls, v: str) -> str:
-        if not RUN_NAME_RE.fullmatch(v):
+        if not limits.RUN_NAME_RE.fullmatch(v):
             raise ValueError(f"{v[:80]!r} is not a valid run name: 1-64 chars of A-Z a-z 0-9 _ -, "
                              "starting with a letter or digit (it names the run directory)")
         return v
@@ -293,23 +276,23 @@ class Topology(Strict):
         problems = []
         nodes = (self.namesrv_count + sum(1 + b.slaves for b in self.brokers)
                  + sum(p.instances for p in self.producers) + sum(c.instances for c in self.consumers))
-        if nodes > MAX_NODES:
-            problems.append(f"nodes: {nodes} node processes, more than the {MAX_NODES} one host runs (limit)")
+        if nodes > limits.MAX_NODES:
+            problems.append(f"nodes: {nodes} node processes, more than the {limits.MAX_NODES} one host runs (limit)")
         scale, total, total_bytes = self.timing.scale, 0.0, 0.0
         for i, p in enumerate(self.producers):
             wall = p.rate * p.batch / scale
-            if wall > MAX_PRODUCER_WALL_RATE:
+            if wall > limits.MAX_PRODUCER_WALL_RATE:
                 problems.append(f"producers[{i}].rate: {p.rate:g} x batch {p.batch} at scale {scale:g} is "
                                 f"{wall:.0f} messages per wall second per instance, more than "
-                                f"{MAX_PRODUCER_WALL_RATE:.0f} (limit)")
+                                f"{limits.MAX_PRODUCER_WALL_RATE:.0f} (limit)")
             total += wall * p.instances
             total_bytes += wall * p.instances * p.size
-        if total > MAX_CLUSTER_WALL_RATE:
+        if total > limits.MAX_CLUSTER_WALL_RATE:
             problems.append(f"producers: {total:.0f} messages per wall second in all, more than "
-                            f"{MAX_CLUSTER_WALL_RATE:.0f} (limit)")
-        if total_bytes > MAX_CLUSTER_WALL_BYTES:
+                            f"{limits.MAX_CLUSTER_WALL_RATE:.0f} (limit)")
+        if total_bytes > limits.MAX_CLUSTER_WALL_BYTES:
             problems.append(f"producers: {total_bytes / 2**20:.0f} MiB per wall second in all, more than "
-                            f"{MAX_CLUSTER_WALL_BYTES // 2**20} (limit)")
+                            f"{limits.MAX_CLUSTER_WALL_BYTES // 2**20} (limit)")
         if problems:
             raise ValueError("; ".join(problems))
         return self

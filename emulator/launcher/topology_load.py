@@ -65,7 +65,8 @@ def _messages(exc: ValidationError) -> list[str]:
             bound = ctx[key]
             got = repr(err["input"])
             got = got if len(got) <= 40 else f"{got[:20]}...({len(got)} chars)"
-            msg = f"must be {op} {bound:g}, got {got}" if isinstance(bound, float) else f"must be {op} {bound}, got {got}"
+            msg = (f"must be {op} {bound:g}, got {got}" if isinstance(bound, float)
+                   else f"must be {op} {bound}, got {got}")
         elif err["type"] == "extra_forbidden":
             msg = "unknown key" + did_you_mean(str(loc[-1]) if loc else "", _topology_keys())
         elif err["type"] == "missing":
@@ -191,7 +192,8 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
         for _ in range(p.instances):
             i = counters.get(p.group, 0)
             counters[p.group] = i + 1
-            nodes.append(NodePlan(f"{p.group}-{i}", "producer", dict(p.model_extra or {}), group=p.group, workload=workload))
+            nodes.append(NodePlan(f"{p.group}-{i}", "producer", dict(p.model_extra or {}), group=p.group,
+                                  workload=workload))
     for c in topo.consumers:
         workload = {"subscribe": [_subscription(s) for s in c.subscribe], "allocate": c.allocate,
                     "allocate_params": c.allocate_params, "messageModel": c.messageModel,
@@ -199,9 +201,11 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
         for _ in range(c.instances):
             i = counters.get(c.group, 0)
             counters[c.group] = i + 1
-            nodes.append(NodePlan(f"{c.group}-{i}", "consumer", dict(c.model_extra or {}), group=c.group, workload=workload))
+            nodes.append(NodePlan(f"{c.group}-{i}", "consumer", dict(c.model_extra or {}), group=c.group,
+                                  workload=workload))
     names = [n.name for n in nodes]
     clashes = sorted({n for n in names if names.count(n) > 1})
     if clashes:
-        raise TopologyError(topo.name, [f"nodes: name {n!r} is used by two nodes (rename a group or broker)" for n in clashes])
+        raise TopologyError(topo.name, [f"nodes: name {n!r} is used by two nodes (rename a group or broker)"
+                                        for n in clashes])
     return nodes

@@ -20,7 +20,8 @@ class EventLog:
     """``events/<node>.jsonl``: one JSON object per line, flushed per line (docs/design.md §6), so
     a killed node loses at most the line it was writing."""
 
-    def __init__(self, path: Path | None, node: str, local_ms: Callable[[], float], host: Callable[[], float] = host_ms) -> None:
+    def __init__(self, path: Path | None, node: str, local_ms: Callable[[], float],
+                 host: Callable[[], float] = host_ms) -> None:
         self.node = node
         self.local_ms = local_ms
         self.host = host

@@ -5,7 +5,8 @@ its loop under :mod:`cProfile` and writes ``<dir>/<node>.prof`` when it exits, f
 ``bench/node_profile.py`` (or ``python -m pstats``) to read, and ``<dir>/<node>.cpu.json``, the CPU
 seconds of each of the process's threads (the loop's, and libzmq's I/O thread). The profile counts
 the loop thread's CPU time, not wall time: a node spends most of its wall time waiting in ``poll``,
-and on a loaded host every call's wall time includes the time the process was not scheduled. Off by default: cProfile roughly
+and on a loaded host every call's wall time includes the time the process was not scheduled.
+Off by default: cProfile roughly
 doubles the cost of every Python call, which a capacity measurement must not pay.
 """
 

@@ -37,34 +37,10 @@ from emulator.node.io import EventLog, NodeStore
 from emulator.node.lag import LagMeter, window_ms
 from emulator.node.links import rules_from_wire
 from emulator.node.timers import PendingRequests, TimerTable
-from emulator.roles.base import (
-    Action,
-    After,
-    Append,
-    Cancel,
-    ChannelEvent,
-    CloseChannel,
-    Emit,
-    Every,
-    Exit,
-    Inbound,
-    Now,
-    Oneway,
-    Persist,
-    Reply,
-    Request,
-    Role,
-)
-from emulator.transport.base import (
-    BadInput,
-    ControlCommand,
-    ControlLost,
-    ControlRefused,
-    Received,
-    SendFailed,
-    Transport,
-    Woken,
-)
+from emulator.roles import base as actions
+from emulator.roles.base import Action, ChannelEvent, Every, Exit, Inbound, Now, Request, Role
+from emulator.transport import base as wire
+from emulator.transport.base import ControlCommand, Received, Transport
 
 EXIT_LAUNCHER_LOST = 3
 EXIT_ROLE_FAILED = 4
@@ -167,21 +143,21 @@ class Runtime:
                 self._perform(self._call(lambda now: self.role.on_message(msg, now)))
         elif isinstance(ev, ChannelEvent):
             self._perform(self._call(lambda now: self.role.on_channel(ev, now)))
-        elif isinstance(ev, SendFailed):
+        elif isinstance(ev, wire.SendFailed):
             p = self.pending.pop(ev.frame.opaque)
             if p is not None:
                 self._perform(self._call(lambda now: p.request.on_reply(None, now)))
-        elif isinstance(ev, BadInput):
+        elif isinstance(ev, wire.BadInput):
             self.events.write("wire.bad_frame", {"peer": ev.peer, "reason": ev.reason, "suppressed": ev.suppressed})
         elif isinstance(ev, ControlCommand):
             self._on_command(ev)
-        elif isinstance(ev, ControlRefused):
+        elif isinstance(ev, wire.ControlRefused):
             self.events.write("control.refused", {"reason": ev.reason, "suppressed": ev.suppressed})
-        elif isinstance(ev, ControlLost):
+        elif isinstance(ev, wire.ControlLost):
             self.events.write("node.exit", {"role": self.role.role, "code": EXIT_LAUNCHER_LOST,
                                             "reason": ev.reason, **self.start_fields})
             self.exit_code = EXIT_LAUNCHER_LOST
-        elif isinstance(ev, Woken):
+        elif isinstance(ev, wire.Woken):
             self._drain_wake_fd()
 
     def _on_response(self, ev: Received) -> None:
@@ -202,7 +178,7 @@ class Runtime:
                 self._write_lag(self.lag.due(ran))
                 return
             self.lag.record(self.timers.last_due, ran)
-            self._perform(self._call(lambda now: self.role.on_timer(name, now)))
+            self._perform(self._call(lambda now, name=name: self.role.on_timer(name, now)))
 
     def _write_lag(self, summary: dict[str, Any] | None) -> None:
         if summary is not None:
@@ -211,7 +187,7 @@ class Runtime:
     def _on_command(self, cmd: ControlCommand) -> None:
         try:
             result = self._command_result(cmd)
-        except Exception as exc:  # a bad command is refused, the node keeps running
+        except Exception as exc:  # noqa: BLE001 - a bad command is refused, the node keeps running
             self.transport.ack(cmd.cmd_id, False, {"error": f"{type(exc).__name__}: {exc}"})
             return
         self.transport.ack(cmd.cmd_id, True, result)
@@ -235,9 +211,8 @@ class Runtime:
 
     def runtime_state(self) -> dict[str, Any]:
         return {"timers": sorted(self.timers), "pending": len(self.pending), "errors": self.errors,
-                "clock": self.clock.setting.to_dict(),
-                "clock_offset_ms": self.clock.now_ms() - self.events.host(), "stopping": self.stopping_since is not None,
-                "transport": self.transport.stats()}
+                "clock": self.clock.setting.to_dict(), "clock_offset_ms": self.clock.now_ms() - self.events.host(),
+                "stopping": self.stopping_since is not None, "transport": self.transport.stats()}
 
     def watch_wake_fd(self, fd: int) -> None:
         """A signal wake-up pipe: its readability makes ``poll`` return so the stop flag is seen."""
@@ -266,7 +241,7 @@ class Runtime:
         in ``start``: a role that cannot start is a broken node)."""
         try:
             return list(fn(self.now()))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - role code may raise anything: an event, never the node's death
             self.errors += 1
             tb = traceback.format_exc()
             print(tb, flush=True)
@@ -291,17 +266,17 @@ class Runtime:
         instead of a chain of isinstance tests). Only a Request's may give more actions (its
         ``on_reply(None)`` when the peer cannot be reached)."""
         return {
-            Reply: lambda a: self.transport.send_to_channel(a.channel, a.frame) and None,
-            Request: self._request,
-            Oneway: lambda a: self.transport.send_to_addr(a.addr, a.frame) and None,
-            Emit: lambda a: self.events.write(a.kind, a.fields) and None,
-            Persist: lambda a: self.store.persist(a.relpath, a.text),
-            Append: lambda a: self.store.append(a.relpath, a.lines),
-            Every: self._every,
-            After: lambda a: self.timers.after(a.name, self.mono() + self.cluster_time.host_ms(a.delay_ms)),
-            Cancel: lambda a: self.timers.cancel(a.name),
-            CloseChannel: lambda a: self.transport.close_channel(a.channel),
-            Exit: self._exit,
+            actions.Reply: lambda a: self.transport.send_to_channel(a.channel, a.frame) and None,
+            actions.Request: self._request,
+            actions.Oneway: lambda a: self.transport.send_to_addr(a.addr, a.frame) and None,
+            actions.Emit: lambda a: self.events.write(a.kind, a.fields) and None,
+            actions.Persist: lambda a: self.store.persist(a.relpath, a.text),
+            actions.Append: lambda a: self.store.append(a.relpath, a.lines),
+            actions.Every: self._every,
+            actions.After: lambda a: self.timers.after(a.name, self.mono() + self.cluster_time.host_ms(a.delay_ms)),
+            actions.Cancel: lambda a: self.timers.cancel(a.name),
+            actions.CloseChannel: lambda a: self.transport.close_channel(a.channel),
+            actions.Exit: self._exit,
         }
 
     def _every(self, a: Every) -> None:
@@ -317,5 +292,6 @@ class Runtime:
         opaque = next(self._opaques)
         if not self.transport.send_to_addr(a.addr, a.frame.with_opaque(opaque)):
             return self._call(lambda now: a.on_reply(None, now))  # cannot connect: fails at once
-        self.pending.add(opaque, a, self.mono() + self.cluster_time.request_host_ms(a.timeout_ms, a.min_timeout_wall_ms))
+        self.pending.add(opaque, a,
+                         self.mono() + self.cluster_time.request_host_ms(a.timeout_ms, a.min_timeout_wall_ms))
         return []

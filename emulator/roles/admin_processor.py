@@ -7,7 +7,8 @@ DELETE_TOPIC_IN_BROKER header: topic. GET_ALL_TOPIC_CONFIG answers the whole
 TopicConfigSerializeWrapper ``{topicConfigTable, dataVersion}`` (what a slave syncs from).
 GET_MAX_OFFSET header: topic, queueId; answers ``offset``, the queue's max offset
 (``getMaxOffsetInQueue``: 0 for an unknown queue), which a consumer without a stored offset
-asks for under CONSUME_FROM_LAST_OFFSET (docs/rocketmq-model.md §4.7). Writes on a slave are refused as in 4.9.4 ``validateSlave`` (docs/rocketmq-model.md §2.5).
+asks for under CONSUME_FROM_LAST_OFFSET (docs/rocketmq-model.md §4.7). Writes on a slave are refused
+as in 4.9.4 ``validateSlave`` (docs/rocketmq-model.md §2.5).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from emulator.roles.topic_config import TopicConfig, validate_topic
 if TYPE_CHECKING:
     from emulator.roles.broker import Broker
 
-VALIDATE_SLAVE_REMARK = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+VALIDATE_SLAVE_REMARK = ("Can't modify topic or subscription group from slave broker, "
+                         "please execute it from master broker.")
 
 
 class AdminProcessor:

@@ -177,7 +177,7 @@ def _split(classes: tuple[type, ...], d: dict[str, Any] | None, what: str) -> li
         else:
             known = set().union(*(known_keys(c) for c in classes))
             raise ConfigError(key, f"{key}: unknown {what} config key{did_you_mean(key, known)}")
-    return [config_from_dict(cls, part) for cls, part in zip(classes, parts)]
+    return [config_from_dict(cls, part) for cls, part in zip(classes, parts, strict=True)]
 
 
 @dataclass

@@ -55,7 +55,8 @@ class NamesrvRegistrar:
         if force:
             return self._do_register(table, version, oneway_)
         return self._need_register(version, lambda: self._do_register(
-            _perm_rewritten(self.broker.topics.table, self.broker.cfg.brokerPermission), self.broker.topics.data_version, oneway_))
+            _perm_rewritten(self.broker.topics.table, self.broker.cfg.brokerPermission),
+            self.broker.topics.data_version, oneway_))
 
     def register_increment(self, tc: TopicConfig) -> list[Action]:
         """``registerIncrementBrokerData``: a wrapper with only ``tc`` and the current version."""
@@ -65,9 +66,11 @@ class NamesrvRegistrar:
     def _do_register(self, table: dict[str, TopicConfig], version: DataVersion, oneway_: bool) -> list[Action]:
         body = json.dumps({"topicConfigSerializeWrapper": wrapper_json(table, version), "filterServerList": []},
                           separators=(",", ":")).encode()
-        fields = {**self._header(), "haServerAddr": self.broker.ha_server_addr, "compressed": False, "bodyCrc32": crc32(body)}
+        fields = {**self._header(), "haServerAddr": self.broker.ha_server_addr, "compressed": False,
+                  "bodyCrc32": crc32(body)}
         if oneway_:
-            return [Oneway(addr, oneway(RequestCode.REGISTER_BROKER, fields, body)) for addr in self.broker.namesrv_addrs]
+            return [Oneway(addr, oneway(RequestCode.REGISTER_BROKER, fields, body))
+                    for addr in self.broker.namesrv_addrs]
         self.rounds += 1
         state = {"done": False}
         timeout = self.broker.cfg.registerBrokerTimeoutMills
@@ -90,7 +93,8 @@ class NamesrvRegistrar:
         timeout = self.broker.cfg.registerBrokerTimeoutMills
 
         def on_reply(resp: Frame | None, now: Now) -> list[Action]:
-            changed = resp is None or resp.code != ResponseCode.SUCCESS or str(resp.fields.get("changed")).lower() == "true"
+            changed = (resp is None or resp.code != ResponseCode.SUCCESS
+                       or str(resp.fields.get("changed")).lower() == "true")
             state["need"] = state["need"] or changed
             state["left"] -= 1
             return then() if state["left"] == 0 and state["need"] else []

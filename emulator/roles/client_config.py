@@ -84,7 +84,8 @@ class ProducerConfig(ClientConfig):
 
 @dataclass
 class ConsumerConfig(ClientConfig):
-    """``DefaultMQPushConsumer`` (docs/rocketmq-model.md §4.7) plus the push-impl constant of docs/rocketmq-model.md §4.5.
+    """``DefaultMQPushConsumer`` (docs/rocketmq-model.md §4.7) plus the push-impl constant of
+    docs/rocketmq-model.md §4.5.
 
     ``pullTimeDelayMillsWhenException`` is ``DefaultMQPushConsumerImpl``'s 3000 ms retry delay
     after a failed pull (docs/rocketmq-model.md §4.5); RocketMQ does not expose it on DefaultMQPushConsumer, the

@@ -84,7 +84,7 @@ class ClientInstance:
                  api_timeout_ms: float, rng: random.Random, owner: RouteOwner) -> None:
         self.client_id = client_id
         self.selector = NamesrvSelector(namesrv_addrs, rng)
-        self.namesrv_names = dict(zip(namesrv_addrs, namesrv_names))
+        self.namesrv_names = dict(zip(namesrv_addrs, namesrv_names, strict=False))
         self.api_timeout_ms = api_timeout_ms
         self.rng = rng
         self.owner = owner

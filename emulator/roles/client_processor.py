@@ -5,7 +5,8 @@ AdminBrokerProcessor: the whole offset table, what a slave's SlaveSynchronize ad
 
 A slave answers QUERY_CONSUMER_OFFSET from its synced table and accepts UPDATE_CONSUMER_OFFSET
 (4.9.4 clients commit to the master, else after a route refresh to any address: the slave
-while the master is out of the route, docs/rocketmq-model.md §4.8); its next sync from the master overwrites such commits (docs/rocketmq-model.md §2.1).
+while the master is out of the route, docs/rocketmq-model.md §4.8); its next sync from the master
+overwrites such commits (docs/rocketmq-model.md §2.1).
 
 HEART_BEAT body (HeartbeatData): ``{clientID, producerDataSet: [{groupName}], consumerDataSet:
 [{groupName, consumeType, messageModel, consumeFromWhere, subscriptionDataSet: [...], unitMode}]}``.

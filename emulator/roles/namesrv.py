@@ -96,7 +96,8 @@ class NameServer(Role):
 
     @staticmethod
     def _broker_event(r: Removed, change: str) -> Emit:
-        return Emit("ns.broker", {"broker_addr": r.addr, "broker": r.brokerName, "broker_id": r.brokerId, "change": change})
+        return Emit("ns.broker", {"broker_addr": r.addr, "broker": r.brokerName, "broker_id": r.brokerId,
+                                  "change": change})
 
     # ------------------------------------------------------------------ expiry
 
@@ -143,7 +144,8 @@ class NameServer(Role):
                 filters, msg.channel, now.wall_ms,
             )
             if result.new_live_entry:
-                out.append(Emit("ns.broker", {"broker_addr": addr, "broker": name, "broker_id": broker_id, "change": "register"}))
+                out.append(Emit("ns.broker", {"broker_addr": addr, "broker": name, "broker_id": broker_id,
+                                              "change": "register"}))
         resp = f.response(
             ResponseCode.SUCCESS,
             fields={"masterAddr": result.masterAddr, "haServerAddr": result.haServerAddr},

@@ -6,7 +6,8 @@ cluster ms). The node to pull from follows the broker's ``suggestWhichBrokerId``
 through ``findBrokerAddressInSubscribe``, so a broker whose master left the route is pulled from
 its slave (without the commit-offset flag); with no address at all the route is refreshed and
 looked up once more (``pullKernelImpl``). Offsets are committed to the master, or after a route
-refresh to any address (the remaining slave), as 4.9.4's ``updateConsumeOffsetToBroker`` does. Consumption is immediate: the listener succeeds
+refresh to any address (the remaining slave), as 4.9.4's ``updateConsumeOffsetToBroker`` does.
+Consumption is immediate: the listener succeeds
 unless the workload's ``fail_rate`` says RECONSUME_LATER; failed messages of a CLUSTERING group
 go back with CONSUMER_SEND_MSG_BACK (the broker then picks %RETRY% or %DLQ%), and are consumed
 again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``.
@@ -93,7 +94,8 @@ class Puller:
     def _find_pull_broker(self, mq: MessageQueue) -> tuple[str, bool] | None:
         """``findBrokerAddressInSubscribe(brokerName, recalculatePullFromWhichNode(mq), false)``."""
         c = self.consumer
-        return c.instance.find_broker_address_in_subscribe(mq.broker_name, c.pull_from_which_node.get(mq, MASTER_ID), False)
+        return c.instance.find_broker_address_in_subscribe(mq.broker_name, c.pull_from_which_node.get(mq, MASTER_ID),
+                                                            False)
 
     def _send_pull(self, pq: ProcessQueue, sub: dict[str, Any], found: tuple[str, bool]) -> list[Action]:
         c, mq = self.consumer, pq.mq
@@ -121,7 +123,8 @@ class Puller:
         code = None if resp is None else resp.code
         msgs: list[dict[str, Any]] = []
         if code == ResponseCode.SUCCESS:
-            msgs = [m for m in (resp.json_body() or []) if tag_matches(c.subscriptions.get(mq.topic, {"tagsSet": []}), m)]
+            msgs = [m for m in (resp.json_body() or [])
+                    if tag_matches(c.subscriptions.get(mq.topic, {"tagsSet": []}), m)]
         ev = Emit("pull", {"group": c.group, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id,
                            "code": code, "count": len(msgs), "broker_id": 1 if slave else 0, "addr": addr,
                            "offset": pq.next_offset})

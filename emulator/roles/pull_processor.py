@@ -9,7 +9,8 @@ reconsumeTimes, commitLogOffset}``.
 Long polling: a PULL_NOT_FOUND carrying FLAG_SUSPEND is held; it is re-run (without suspend, so
 it answers) when a matching message lands on its queue or when its ``After`` timer fires --
 ``suspendTimeoutMillis`` as the client sent it, or ``shortPollingTimeMills`` when
-``longPollingEnable`` is off (cluster ms, like every duration a role hands the runtime). Simplification: PULL_OFFSET_MOVED on a master does
+``longPollingEnable`` is off (cluster ms, like every duration a role hands the runtime).
+Simplification: PULL_OFFSET_MOVED on a master does
 not write the OFFSET_MOVED_EVENT message.
 """
 
@@ -34,7 +35,8 @@ _PUBLIC_FIELDS = ("msgId", "offsetMsgId", "topic", "queueId", "queueOffset", "bo
                   "bornTimestamp", "storeTimestamp", "reconsumeTimes", "commitLogOffset")
 
 
-def build_subscription(topic: str, expression: str | None, expression_type: str | None, sub_version: int) -> dict[str, Any]:
+def build_subscription(topic: str, expression: str | None, expression_type: str | None,
+                       sub_version: int) -> dict[str, Any]:
     """``FilterAPI.build`` for TAG expressions: ``*`` or blank subscribes everything."""
     expr = (expression or "").strip()
     tags = [] if expr in ("", SUB_ALL) else [t.strip() for t in expr.split("||") if t.strip()]
@@ -86,12 +88,14 @@ class PullProcessor:
         sgc, actions = b.sub_groups.find(group)  # 2
         actions = list(actions)
         if sgc is None:
-            return actions + self._answer(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist, {FAQ_SUFFIX}")
+            return actions + self._answer(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                          f"subscription group [{group}] does not exist, {FAQ_SUFFIX}")
         if not sgc.consumeEnable:  # 3
             return actions + self._answer(msg, R.NO_PERMISSION, f"subscription group no permission, {group}")
         tc = b.topics.get(topic)
         if tc is None:  # 4 (note the space before the FAQ suffix, unlike the send path)
-            return actions + self._answer(msg, R.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}")
+            return actions + self._answer(msg, R.TOPIC_NOT_EXIST,
+                                          f"topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}")
         if not Perm.readable(tc.perm):  # 5
             return actions + self._answer(msg, R.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         if queue_id < 0 or queue_id >= tc.readQueueNums:  # 6
@@ -99,21 +103,26 @@ class PullProcessor:
                       f"topicConfig.readQueueNums:[{tc.readQueueNums}] consumer:[{msg.peer}]")
             return actions + self._answer(msg, R.SYSTEM_ERROR, remark)
         if sys_flag & FLAG_SUBSCRIPTION:  # 7, the request carries its own subscription
-            sub = build_subscription(topic, h_str(f, "subscription"), h_str(f, "expressionType"), h_int(f, "subVersion", 0) or 0)
+            sub = build_subscription(topic, h_str(f, "subscription"), h_str(f, "expressionType"),
+                                     h_int(f, "subVersion", 0) or 0)
         else:
             cgi = b.consumers.table.get(group)
             if cgi is None:
-                return actions + self._answer(msg, R.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist" + FAQ_SUFFIX)
+                return actions + self._answer(msg, R.SUBSCRIPTION_NOT_EXIST,
+                                              "the consumer's group info not exist" + FAQ_SUFFIX)
             if not sgc.consumeBroadcastEnable and cgi.messageModel == "BROADCASTING":
-                return actions + self._answer(msg, R.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way")
+                return actions + self._answer(msg, R.NO_PERMISSION,
+                                              f"the consumer group[{group}] can not consume by broadcast way")
             sub = cgi.subscriptionTable.get(topic)
             if sub is None:
-                return actions + self._answer(msg, R.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist" + FAQ_SUFFIX)
+                return actions + self._answer(msg, R.SUBSCRIPTION_NOT_EXIST,
+                                              "the consumer's subscription not exist" + FAQ_SUFFIX)
             if int(sub.get("subVersion", 0)) < (h_int(f, "subVersion", 0) or 0):
                 return actions + self._answer(msg, R.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         expr_type = sub.get("expressionType") or "TAG"
         if expr_type != "TAG" and not b.cfg.enablePropertyFilter:  # 8
-            return actions + self._answer(msg, R.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}")
+            return actions + self._answer(msg, R.SYSTEM_ERROR,
+                                          f"The broker does not support consumer to filter message by {expr_type}")
 
         res = b.store.get(topic, queue_id, offset, h_int(f, "maxMsgNums", 32) or 32, tag_matcher(sub))
         # docs/rocketmq-model.md §4.6: suggest 0 unless slaveReadEnable; a slave's PULL_RETRY_IMMEDIATELY is overwritten
@@ -131,7 +140,8 @@ class PullProcessor:
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and not b.is_slave:
             b.offsets.commit_offset(group, topic, queue_id, h_int(f, "commitOffset", 0) or 0)
         if code == R.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
-            timeout = (h_int(f, "suspendTimeoutMillis", 0) or 0) if b.cfg.longPollingEnable else b.cfg.shortPollingTimeMills
+            timeout = ((h_int(f, "suspendTimeoutMillis", 0) or 0) if b.cfg.longPollingEnable
+                       else b.cfg.shortPollingTimeMills)
             name = f"pull:{next(self._ids)}"
             self.held[name] = HeldPull(msg, topic, queue_id, offset)
             return [*actions, After(name, timeout)]

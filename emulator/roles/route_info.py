@@ -219,7 +219,8 @@ class RouteInfoManager:
                 {"broker": n, "read": qds[n].readQueueNums, "write": qds[n].writeQueueNums, "perm": qds[n].perm}
                 for n in names
             ],
-            "masters": [n for n in names if n in self.brokerAddrTable and MASTER_ID in self.brokerAddrTable[n].brokerAddrs],
+            "masters": [n for n in names
+                        if n in self.brokerAddrTable and MASTER_ID in self.brokerAddrTable[n].brokerAddrs],
         }
 
     def all_route_views(self) -> dict[str, dict[str, Any]]:
@@ -234,16 +235,17 @@ class RouteInfoManager:
     def snapshot(self) -> dict[str, Any]:
         """All five tables, JSON-able (``state()``)."""
         return {
-            "topicQueueTable": {t: {n: qd.to_json() for n, qd in qds.items()} for t, qds in self.topicQueueTable.items()},
+            "topicQueueTable": {t: {n: qd.to_json() for n, qd in qds.items()}
+                                for t, qds in self.topicQueueTable.items()},
             **self.cluster_info(),
             "brokerLiveTable": {
                 a: {
-                    "lastUpdateTimestamp": l.lastUpdateTimestamp,
-                    "dataVersion": l.dataVersion.to_json(),
-                    "channel": l.channel,
-                    "haServerAddr": l.haServerAddr,
+                    "lastUpdateTimestamp": live.lastUpdateTimestamp,
+                    "dataVersion": live.dataVersion.to_json(),
+                    "channel": live.channel,
+                    "haServerAddr": live.haServerAddr,
                 }
-                for a, l in self.brokerLiveTable.items()
+                for a, live in self.brokerLiveTable.items()
             },
             "filterServerTable": {a: list(v) for a, v in self.filterServerTable.items()},
         }

@@ -121,7 +121,8 @@ class SendFlow:
                 return cont(info, n)
             return self.producer.instance.update_route(
                 topic, n, lambda ok, m: cont(table.get(topic), m),
-                default_key=self.producer.cfg.createTopicKey, default_queue_nums=self.producer.cfg.defaultTopicQueueNums)
+                default_key=self.producer.cfg.createTopicKey,
+                default_queue_nums=self.producer.cfg.defaultTopicQueueNums)
 
         info = table.get(topic)
         if info is None or not info.ok():

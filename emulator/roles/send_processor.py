@@ -96,7 +96,8 @@ class SendProcessor:
             return None, self._err(msg, R.SYSTEM_ERROR, remark), "error"
         existing = b.topics.get(topic)
         if not Perm.writable(b.cfg.brokerPermission) and existing is not None and existing.order:  # 1
-            return None, self._err(msg, R.NO_PERMISSION, f"the broker[{b.cfg.brokerIP1}] sending message is forbidden"), "error"
+            return None, self._err(msg, R.NO_PERMISSION,
+                                   f"the broker[{b.cfg.brokerIP1}] sending message is forbidden"), "error"
         bad = validate_topic(topic)  # 2
         if bad:
             return None, self._err(msg, R.SYSTEM_ERROR, bad), "error"
@@ -140,11 +141,13 @@ class SendProcessor:
             sgc, persists = b.sub_groups.find(group)
             actions += persists
             if sgc is None:
-                return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{FAQ_SUFFIX}", actions)
+                return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                 f"subscription group not exist, {group}{FAQ_SUFFIX}", actions)
             max_times = h_int(f, "maxReconsumeTimes", sgc.retryMaxTimes)
             if reconsume >= max_times:
                 topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
-                tc, acts, created = b.topics.create_in_send_message_back_method(topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
+                tc, acts, created = b.topics.create_in_send_message_back_method(
+                    topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
                 actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
         if b.is_slave:  # docs/rocketmq-model.md §2.5: checkStoreStatus, after msgCheck
             return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
@@ -181,10 +184,12 @@ class SendProcessor:
         group = h_str(f, "group", required=True)
         sgc, actions = b.sub_groups.find(group)
         if sgc is None:
-            return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{FAQ_SUFFIX}", list(actions))
+            return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST,
+                             f"subscription group not exist, {group}{FAQ_SUFFIX}", list(actions))
         actions = list(actions)
         if not Perm.writable(b.cfg.brokerPermission):
-            return self._err(msg, R.NO_PERMISSION, f"the broker[{b.cfg.brokerIP1}] sending message is forbidden", actions)
+            return self._err(msg, R.NO_PERMISSION, f"the broker[{b.cfg.brokerIP1}] sending message is forbidden",
+                             actions)
         if sgc.retryQueueNums <= 0:
             return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
         topic = RETRY_GROUP_TOPIC_PREFIX + group
@@ -204,7 +209,8 @@ class SendProcessor:
         if orig["reconsumeTimes"] >= max_times or delay < 0:
             topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
             # DLQ perm: READ|WRITE from 4.9.2 (docs/rocketmq-model.md §4.7)
-            tc, acts, created = b.topics.create_in_send_message_back_method(topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
+            tc, acts, created = b.topics.create_in_send_message_back_method(
+                topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
             actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
         else:
             props["DELAY"] = str(3 + orig["reconsumeTimes"] if delay == 0 else delay)

@@ -9,7 +9,8 @@
   table -- each ``topic@group`` entry the master has replaces the slave's whole entry; entries only
   the slave has stay -- and persists consumerOffset.json. So an offset a client committed to the
   slave while the master was out of the route (4.9.4 clients commit to the master, else after a
-  route refresh to any address, docs/rocketmq-model.md §4.8) is overwritten by the master's next answer, and a slave that becomes the address clients use
+  route refresh to any address, docs/rocketmq-model.md §4.8) is overwritten by the master's next
+  answer, and a slave that becomes the address clients use
   answers QUERY_CONSUMER_OFFSET with offsets at most one sync period old.
 
 Each request fails on its own (timeout or error: only logged in RocketMQ), and the next still

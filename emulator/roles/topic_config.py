@@ -132,7 +132,8 @@ class TopicConfig:
         return replace(self, perm=perm)
 
     def __str__(self) -> str:
-        """``TopicConfig.toString()``, used verbatim in the queueId-illegal remark (docs/rocketmq-model.md §2.4 step 5)."""
+        """``TopicConfig.toString()``, used verbatim in the queueId-illegal remark
+        (docs/rocketmq-model.md §2.4 step 5)."""
         return (
             f"TopicConfig [topicName={self.topicName}, readQueueNums={self.readQueueNums}, "
             f"writeQueueNums={self.writeQueueNums}, perm={Perm.to_string(self.perm)}, "

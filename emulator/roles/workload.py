@@ -6,7 +6,8 @@ from the start, but never more often than every ``MIN_TICK_MS`` wall ms (``Every
 the node runtime applies it, as it applies ``timing.scale``), and issues every message due by then,
 so rates above the tick rate come out in small bursts with the right average. The pacing starts
 with the timer's own schedule, so a tick that fires late issues what is due and the next one,
-on time, finds its message due (a pacing clock ahead of the timer's would find none on some ticks). Even spacing keeps runs with the same seed comparable; randomness (message keys,
+on time, finds its message due (a pacing clock ahead of the timer's would find none on some ticks).
+Even spacing keeps runs with the same seed comparable; randomness (message keys,
 the consumer's failures) comes from a ``random.Random`` seeded with the run seed and node name.
 
 Topics are used round-robin in the order given; each message carries a unique ``UNIQ_KEY``

@@ -73,7 +73,7 @@ def analyse(spark: Any, spec: SweepSpec, results: list[RunResult], out_dir: Path
         for run_dir, doc in computed.items():
             stored.save(run_dir, doc)
         metrics.update(computed)
-    rows = [_row(spec, run, r, metrics.get(str(r.run_dir))) for run, r in zip(spec.runs(), results)]
+    rows = [_row(spec, run, r, metrics.get(str(r.run_dir))) for run, r in zip(spec.runs(), results, strict=True)]
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [_write_csv(rows, out_dir / "runs.csv"), _write_parquet(rows, out_dir / "runs.parquet")]
     figures = _plots(spec, rows, out_dir)
@@ -158,7 +158,7 @@ def _plots(spec: SweepSpec, rows: list[dict[str, Any]], out_dir: Path) -> list[P
     for i, key in enumerate(spec.vary):
         values = spec.vary[key]
         fig, axes = plt.subplots(2, 4, figsize=(16, 6.5), squeeze=False)
-        for ax, (path, label) in zip(axes.flat, HEADLINE.items()):
+        for ax, (path, label) in zip(axes.flat, HEADLINE.items(), strict=False):
             xs, med, lo, hi = [], [], [], []
             for j, v in enumerate(values):
                 ys = [r[path] for r in rows if r.get(key) == v and isinstance(r[path], (int, float))]
@@ -189,18 +189,22 @@ def _plots(spec: SweepSpec, rows: list[dict[str, Any]], out_dir: Path) -> list[P
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>sweep {{ spec.name }}</title>
 <style>body{font-family:sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}img{max-width:100%}.PASS{color:#1e8449}
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}img{max-width:100%}\
+.PASS{color:#1e8449}
 .FAIL,.BROKEN{color:#c0392b;font-weight:bold}h1 span{font-size:60%}</style></head><body>
 <h1>{{ verdict }} <span>sweep {{ spec.name }}: {{ cells|length }} cell(s) x {{ spec.seeds|length }} seed(s)</span></h1>
 <p>Topology {{ spec.topology_path }}; expectations:
-{% for e in spec.expect %}<code>{{ e.path }} {{ e.describe() }}</code>{% if not loop.last %}, {% endif %}{% else %}none{% endfor %}{% if spec.expect %} (from {{ spec.expect_from }}){% endif %}.</p>
+{% for e in spec.expect %}<code>{{ e.path }} {{ e.describe() }}</code>{% if not loop.last %}, {% endif %}\
+{% else %}none{% endfor %}{% if spec.expect %} (from {{ spec.expect_from }}){% endif %}.</p>
 {% for f in figures %}<p><img src="{{ f.name }}" alt="headline metrics against {{ f.stem }}"></p>{% endfor %}
 <h2>Cells</h2><table><tr><th>cell</th><th>values</th><th>runs</th><th>verdict</th>
 {% for p in headline %}<th>{{ headline[p] }} (median)</th>{% endfor %}</tr>
 {% for c in cells %}<tr><td>{{ c.cell }}</td><td style="text-align:left">{{ c.label }}</td><td>{{ c.runs }}</td>
-<td class="{{ c.verdict }}">{{ c.verdict }}</td>{% for p in headline %}<td>{{ fmt(c[p]) }}</td>{% endfor %}</tr>{% endfor %}
+<td class="{{ c.verdict }}">{{ c.verdict }}</td>{% for p in headline %}<td>{{ fmt(c[p]) }}</td>{% endfor %}</tr>\
+{% endfor %}
 </table>
-<h2>Runs</h2><table><tr><th>run</th><th>seed</th><th>verdict</th><th>why</th>{% for p in headline %}<th>{{ p }}</th>{% endfor %}</tr>
+<h2>Runs</h2><table><tr><th>run</th><th>seed</th><th>verdict</th><th>why</th>\
+{% for p in headline %}<th>{{ p }}</th>{% endfor %}</tr>
 {% for r in rows %}<tr><td><a href="../{{ r.run_id }}/">{{ r.run_id }}</a></td><td>{{ r.seed }}</td>
 <td class="{{ r.verdict }}">{{ r.verdict }}</td><td style="text-align:left">{{ r.failed_expectations }}</td>
 {% for p in headline %}<td>{{ fmt(r[p]) }}</td>{% endfor %}</tr>{% endfor %}</table>

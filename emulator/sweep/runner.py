@@ -233,7 +233,8 @@ def run_one(task: RunTask) -> RunResult:
         return RunResult(task.run_id, run_dir, NOT_STARTED, False, error=f"cannot start the run: {exc}")
     result = RunResult(task.run_id, run_dir, code, fell_behind and task.running > 1)
     if code < 0 or code in INTERRUPTED:
-        result.error = f"the launch was stopped ({f'signal {-code}' if code < 0 else f'exit {code}'}); run again to redo it"
+        result.error = (f"the launch was stopped ({f'signal {-code}' if code < 0 else f'exit {code}'}); "
+                        "run again to redo it")
         return result
     (run_dir / "done.json").write_text(json.dumps({**result.to_dict(), "seed": task.seed, "cell": task.cell}),
                                        encoding="utf-8")

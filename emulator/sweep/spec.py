@@ -75,7 +75,7 @@ class SweepSpec:
 
     def cells(self) -> list[Cell]:
         keys = list(self.vary)
-        return [Cell(i, dict(zip(keys, combo))) for i, combo in
+        return [Cell(i, dict(zip(keys, combo, strict=True))) for i, combo in
                 enumerate(itertools.product(*(self.vary[k] for k in keys)))]
 
     def runs(self) -> list[SweepRun]:

@@ -81,7 +81,7 @@ class ControlClient:
                 return
             try:
                 refusal = self._on_message(parts, out)
-            except Exception as exc:  # nothing one frame holds may end the node's loop
+            except Exception as exc:  # noqa: BLE001 - nothing one frame holds may end the node's loop
                 refusal = f"{type(exc).__name__}: {exc}"
             if refusal is not None:
                 suppressed = self.gate.admit("launcher")

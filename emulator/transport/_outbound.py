@@ -133,7 +133,8 @@ class OutboundSet:
         """Send over the connection to ``addr`` (opened on first use); see :meth:`Outbound.send`."""
         out = self.by_addr.get(addr)
         if out is None:
-            out = self.by_addr[addr] = Outbound(self.ctx, addr, self.identity, self.heartbeat_ms // 4, self.heartbeat_ms)
+            out = self.by_addr[addr] = Outbound(self.ctx, addr, self.identity, self.heartbeat_ms // 4,
+                                                self.heartbeat_ms)
             self.poller.register(out.sock)
             self.poller.register(out.mon)
             self.by_sock[out.sock] = out

@@ -63,7 +63,7 @@ class SupervisorServer:
                 return out
             try:
                 request = self._check(parts)
-            except Exception as exc:  # nothing one frame holds may end the supervisor's loop
+            except Exception as exc:  # noqa: BLE001 - nothing one frame holds may end the supervisor's loop
                 request = f"{type(exc).__name__}: {exc}"
             if isinstance(request, str):
                 self._refuse(parts[0], request)

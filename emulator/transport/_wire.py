@@ -21,7 +21,7 @@ def unpack(data: bytes) -> dict[str, Any] | None:
     any exception (deep nesting included) still means "not a message", never a crash."""
     try:
         msg = json.loads(data)
-    except Exception:
+    except Exception:  # noqa: BLE001 - deep nesting raises RecursionError, not ValueError: still not a message
         return None
     return msg if isinstance(msg, dict) else None
 

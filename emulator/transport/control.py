@@ -127,7 +127,7 @@ class ControlServer:
                 self._gone(self.conns.implicit_closes)
                 self.conns.implicit_closes.clear()
                 refusal = self._on_message(identity, [p.bytes for p in parts[1:]])
-            except Exception as exc:  # nothing one frame holds may end the launcher's loop
+            except Exception as exc:  # noqa: BLE001 - nothing one frame holds may end the launcher's loop
                 refusal = f"{type(exc).__name__}: {exc}"
             if refusal is not None:
                 self._refuse(peer_label(identity), refusal)

@@ -28,6 +28,7 @@ import zmq
 from emulator.node.clock import mono_ms
 from emulator.node.links import LinkRule, LinkTable
 from emulator.protocol import BadFrame, ChannelEvent, Frame, decode, encode
+from emulator.transport import base
 from emulator.transport._conns import ConnTracker, shutdown_fd
 from emulator.transport._control_client import ControlClient
 from emulator.transport._frames import recv_parts, send_parts
@@ -36,19 +37,9 @@ from emulator.transport._monitor import recv_monitor_message
 from emulator.transport._outbound import Outbound, OutboundSet
 from emulator.transport._readiness import EpollPoller
 from emulator.transport._shaping import ShapedSender
-from emulator.transport.base import (
-    OUT_PREFIX,
-    BadInput,
-    Received,
-    SendFailed,
-    TransportEvent,
-    Woken,
-    endpoint_to_addr,
-    out_channel,
-    peer_label,
-)
+from emulator.transport.base import OUT_PREFIX, BadInput, TransportEvent, out_channel
 
-_EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: IntFlag arithmetic is slow (see _frames)
+_EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: fast (see _frames)
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
 MAX_INBOUND_FRAME_BYTES = 64 * 1024 * 1024  # libzmq drops a connection sending a larger frame
 
@@ -69,11 +60,8 @@ class ZmqTransport:
         for opt, val in ((zmq.LINGER, 0), (zmq.ROUTER_HANDOVER, 1), (zmq.ROUTER_MANDATORY, 1),
                          (zmq.MAXMSGSIZE, MAX_INBOUND_FRAME_BYTES)):
             self.router.setsockopt(opt, val)
-        if port:
-            self.router.bind(f"tcp://127.0.0.1:{port}")
-        else:
-            self.router.bind("tcp://127.0.0.1:*")
-        self._address = endpoint_to_addr(self.router.getsockopt_string(zmq.LAST_ENDPOINT))
+        self.router.bind(f"tcp://127.0.0.1:{port or '*'}")
+        self._address = base.endpoint_to_addr(self.router.getsockopt_string(zmq.LAST_ENDPOINT))
         self.router_mon = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
         self.conns = ConnTracker()
         self.closing: dict[str, str] = {}  # channel -> event kind to report when its close shows up
@@ -178,8 +166,8 @@ class ZmqTransport:
             self.control.service(ready, now, out, self.poller)
         for fd in self.watched:
             if fd in ready:
-                out.append(Woken(fd))
-        self.counters["send_failed"] += sum(1 for e in out if isinstance(e, SendFailed))
+                out.append(base.Woken(fd))
+        self.counters["send_failed"] += sum(1 for e in out if isinstance(e, base.SendFailed))
         return out
 
     def _next_due(self, now: float) -> float | None:
@@ -224,7 +212,7 @@ class ZmqTransport:
             if peer is None:
                 if len(self.peer_labels) > 4096:  # random routing ids (a fuzzer) must not grow it forever
                     self.peer_labels.clear()
-                peer = self.peer_labels[identity] = peer_label(identity)
+                peer = self.peer_labels[identity] = base.peer_label(identity)
             blocked = bool(self.links.rules) and self.links.on_receive(peer, self.name).dropped
             conn, _new = self.conns.on_frame(parts[-1].get(_SRCFD), identity, peer, now, touch=not blocked)
             while self.conns.implicit_closes:
@@ -250,7 +238,7 @@ class ZmqTransport:
                 outbound: bool, addr: str | None = None) -> None:
         try:
             frame = decode(parts)
-        except Exception as exc:  # BadFrame, or anything decode did not foresee: never the loop's end
+        except Exception as exc:  # noqa: BLE001 - BadFrame, or anything decode did not foresee: never the loop's end
             self.counters["bad_frames"] += 1
             suppressed = self.bad_input_gate.admit(peer)
             if suppressed is not None:
@@ -258,7 +246,7 @@ class ZmqTransport:
                 out.append(BadInput(peer, reason[:500], channel, suppressed))
             return
         self.counters["received"] += 1
-        out.append(Received(channel, peer, frame, outbound, addr))
+        out.append(base.Received(channel, peer, frame, outbound, addr))
 
     def _check_idle(self, now: float) -> None:
         """Close idle channels (``ConnTracker.idle_scan``) whenever the loop is awake and a check

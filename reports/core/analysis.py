@@ -89,9 +89,10 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
               queries: Collection[str] | None = None) -> Tables:
     """Step 2: the analysis of a share of a run's nodes (``ev``: all the events of each of
     them; one node, or all). Only the tables their kinds of line make (a broker logs no
-    route, a namesrv no send); :func:`concat` gives the run every table. ``queries``: only what these metrics queries need (None: all,
-    the derived tables and plots included): route views for :data:`VIEW_QUERIES`, the sends
-    classified for :data:`CLASSIFY_QUERIES` (else plain send attempts)."""
+    route, a namesrv no send); :func:`concat` gives the run every table. ``queries``: only what
+    these metrics queries need (None: all, the derived tables and plots included): route views
+    for :data:`VIEW_QUERIES`, the sends classified for :data:`CLASSIFY_QUERIES` (else plain send
+    attempts)."""
     end, until = info.run_end, info.measure_end
     kinds = set(ev["kind"].unique())
     want_views = queries is None or bool(VIEW_QUERIES & set(queries))

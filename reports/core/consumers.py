@@ -77,7 +77,8 @@ def _codes(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
     work."""
     codes, values = pd.factorize(pd.concat([c.astype(object) for c in columns], ignore_index=True))
     bounds = np.cumsum([0, *(len(c) for c in columns)])
-    return [codes[lo:hi].astype(np.int64) for lo, hi in zip(bounds[:-1], bounds[1:])], np.asarray(values, dtype=object)
+    return ([codes[lo:hi].astype(np.int64) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
+            np.asarray(values, dtype=object))
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -173,7 +174,7 @@ def group_loss(m: Messages) -> pd.DataFrame:
     n_msgs = int(max(m.first_msg.max(initial=-1), m.dl_msg.max(initial=-1))) + 1
     known = (m.dl_group >= 0) & (m.dl_msg >= 0)
     expected, consumed = [], []
-    for g, t in zip(m.sub_group[sent], m.sub_topic[sent]):
+    for g, t in zip(m.sub_group[sent], m.sub_topic[sent], strict=True):
         msgs = m.first_msg[m.first_topic == t]
         got = np.zeros(n_msgs + 1, bool)  # index n_msgs: a null message id, never consumed
         got[m.dl_msg[known & (m.dl_group == g)]] = True

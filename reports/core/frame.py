@@ -155,7 +155,8 @@ def node_table(manifest_nodes: Mapping[str, Mapping[str, Any]], ev: pd.DataFrame
                      "broker_id": int(bid) if isinstance(bid, (int, float)) and not isinstance(bid, bool) else None,
                      "group": info.get("group"), "auto_create": auto if isinstance(auto, bool) else None})
     known = set(manifest_nodes)
-    starts = ev.loc[(ev["kind"] == "node.start") & ~ev["node"].isin(known), ["node", "role", "broker", "broker_id", "group"]]
+    starts = ev.loc[(ev["kind"] == "node.start") & ~ev["node"].isin(known),
+                    ["node", "role", "broker", "broker_id", "group"]]
     from_events = starts.groupby("node", sort=True).first().reset_index()  # first non-null per column
     manifest = to_frame(pa.Table.from_pylist(rows, schema=NODES))
     if from_events.empty:

@@ -138,7 +138,7 @@ def sorted_sets(rows: np.ndarray, names: np.ndarray, n: int) -> pd.Series:
     keep = np.r_[True, (r[1:] != r[:-1]) | (c[1:] != c[:-1])] if len(r) else np.zeros(0, dtype=bool)
     items = [vocab[k] for k in c[keep].tolist()]
     bounds = np.searchsorted(r[keep], np.arange(n + 1)).tolist()
-    return pd.Series([tuple(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:])], dtype=object)
+    return pd.Series([tuple(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)], dtype=object)
 
 
 def _ranks(*arrays: np.ndarray) -> list[np.ndarray]:

@@ -117,7 +117,8 @@ def staleness_summary(pieces: pd.DataFrame, intervals: pd.DataFrame, who: str) -
                             stale_over_ms=np.where(pieces["over"].to_numpy(bool), dur, 0.0),
                             stale_under_ms=np.where(pieces["under"].to_numpy(bool), dur, 0.0))
     totals = d.groupby(keys, dropna=False, sort=True).sum().reset_index()
-    runs = (intervals.dropna(subset=keys).groupby(keys).agg(intervals=("duration_ms", "size"), max_ms=("duration_ms", "max"))
+    runs = (intervals.dropna(subset=keys).groupby(keys)
+            .agg(intervals=("duration_ms", "size"), max_ms=("duration_ms", "max"))
             .reset_index())
     out = totals.merge(runs, on=keys, how="left")
     out["intervals"] = out["intervals"].fillna(0).astype(np.int64)

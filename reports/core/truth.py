@@ -212,12 +212,14 @@ def truth(host_iv: pd.DataFrame, pause_iv: pd.DataFrame, topics: Iterable[str | 
     is_master = (host_iv["broker_id"].astype("Int64") == 0).fillna(False).to_numpy(bool)
     masters = host_iv[is_master][["node", "topic", "broker", START, END]].reset_index(drop=True)
     if life_iv is not None:
-        masters = overlap_pieces(masters, life_iv[["node", START, END]], ["node"])[["node", "topic", "broker", START, END]]
+        masters = overlap_pieces(masters, life_iv[["node", START, END]], ["node"])[
+            ["node", "topic", "broker", START, END]]
     mpause = pause_iv[["node", START, END]].dropna(subset=["node"]).merge(
         masters[["node", "topic"]].drop_duplicates(), on="node")
     lo, hi = num(run_start), num(run_end)
     edge = pd.Series(list(dict.fromkeys(topics)), dtype=object)
-    bounds = pd.concat([pd.DataFrame({"topic": df["topic"], "t": df[c]}) for df in (masters, mpause) for c in (START, END)]
+    bounds = pd.concat([pd.DataFrame({"topic": df["topic"], "t": df[c]})
+                        for df in (masters, mpause) for c in (START, END)]
                        + [pd.DataFrame({"topic": edge, "t": t}) for t in (lo, hi)], ignore_index=True)
     bounds = bounds[(bounds["t"] >= lo).to_numpy(bool) & (bounds["t"] <= hi).to_numpy(bool)]
     segs = elementary_segments(bounds.astype({"t": float}), ["topic"])
@@ -227,7 +229,8 @@ def truth(host_iv: pd.DataFrame, pause_iv: pd.DataFrame, topics: Iterable[str | 
                             START: segs[START].to_numpy(float)[s], END: segs[END].to_numpy(float)[s]})
     x, _ = _covered(present, pause_iv, ["node"])
     present = present.drop(index=np.unique(x)).dropna(subset=["broker"])
-    segs["brokers"] = sorted_sets(present["seg"].to_numpy(), present["broker"].to_numpy(object), len(segs)).to_numpy(object)
+    segs["brokers"] = sorted_sets(present["seg"].to_numpy(), present["broker"].to_numpy(object),
+                                  len(segs)).to_numpy(object)
     return compress(segs, ["topic"], "brokers")[["topic", START, END, "brokers"]]
 
 

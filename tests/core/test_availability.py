@@ -115,7 +115,7 @@ def test_a_producer_whose_attempts_were_all_ok_has_no_window(run):
 
 def test_two_topics_of_one_producer_are_separate(run):
     assert list(run["pairs"].columns) == ["producer", "topic", "windows", "total_ms", "max_ms"]
-    assert list(zip(run["pairs"]["producer"], run["pairs"]["topic"])) == [
+    assert list(zip(run["pairs"]["producer"], run["pairs"]["topic"], strict=True)) == [
         ("pg-1-0", T), ("pg-1-0", U), ("pg-1-1", T), ("pg-2-0", T)]
 
 

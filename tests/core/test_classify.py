@@ -65,7 +65,8 @@ def classify(sends: list[tuple[Any, ...]], run_end: float | None = RUN_END,
     """``msg_id -> (target, target_id, reason)`` (see :func:`classified`)."""
     out = classified(sends, run_end, **tables)
     assert len(out) == len(sends)  # one row per send, whatever the lookups match
-    return {m: (t, int(i), r) for m, t, i, r in zip(out["msg_id"], out["target"], out["target_id"], out["reason"])}
+    return {m: (t, int(i), r)
+            for m, t, i, r in zip(out["msg_id"], out["target"], out["target_id"], out["reason"], strict=True)}
 
 
 def reasons(sends: list[tuple[Any, ...]], run_end: float | None = RUN_END,

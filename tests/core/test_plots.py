@@ -52,7 +52,8 @@ def tables(info: RunInfo = INFO) -> dict[str, pd.DataFrame]:
     return {
         "sends": classified[SEND_COLUMNS], "classified": classified,
         "windows": unavailable_windows(classified[SEND_COLUMNS], info.measure_end),
-        "faults": pd.DataFrame({"fault_id": ["f1", "f2"], "fault": ["pause", "kill"], "targets": [("broker-a-0",), None],
+        "faults": pd.DataFrame({"fault_id": ["f1", "f2"], "fault": ["pause", "kill"],
+                                "targets": [("broker-a-0",), None],
                                 "params": [None, None], "start": [1000.0, 5000.0], "end": [3000.0, 12000.0],
                                 "has_end": [True, False], "next_start": [5000.0, 12000.0]}),
         "truth": frame(["topic", "brokers", "start", "end"], [

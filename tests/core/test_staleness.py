@@ -67,7 +67,8 @@ def analyse(records: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     e = events(records)
     run = RunInfo.of(e)
     manifest = {r["node"]: ({"role": "broker", "broker": r["node"].rsplit("-", 1)[0],
-                             "broker_id": int(r["node"].rsplit("-", 1)[1])} if r["role"] == "broker" else {"role": r["role"]})
+                             "broker_id": int(r["node"].rsplit("-", 1)[1])}
+                            if r["role"] == "broker" else {"role": r["role"]})
                 for r in records if r["kind"] == "node.start"}
     end = run.run_end
     h, fl = hosts(e, node_table(manifest, e), end), faults(e, end)
@@ -197,7 +198,8 @@ def test_kill_fast_and_slow_client_and_namesrv():
         nroute(2010, "namesrv-0", T, ["broker-b"]),
         croute(2300, "pg-1-0", T, ["broker-b"]), croute(2900, "pg-2-0", T, ["broker-b"]),
         *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-b-0", "pg-1-0", "pg-2-0")],
-        fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]), fault(2000, "fault.end", "f1", "kill", ["broker-a-0"]),
+        fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]),
+        fault(2000, "fault.end", "f1", "kill", ["broker-a-0"]),
     ])
     fast = row(out["client"], client="pg-1-0", topic=T)
     assert staleness(fast) == (300.0, 300.0, 0.0, 1, 300.0) and fast["measured_ms"] == 2900.0
@@ -206,7 +208,8 @@ def test_kill_fast_and_slow_client_and_namesrv():
     assert (ns["stale_ms"], ns["intervals"]) == (10.0, 1)
     f = row(out["convergence"], fault_id="f1")
     assert (f["converged_ms"], f["stale_views"]) == (900.0, 2)
-    assert list(out["convergence"].columns) == ["fault_id", "fault", "start", "next_start", "converged_ms", "stale_views"]
+    assert list(out["convergence"].columns) == ["fault_id", "fault", "start", "next_start", "converged_ms",
+                                                "stale_views"]
 
 
 def test_restart_client_over_until_restore_namesrv_under_until_reregistration():
@@ -219,7 +222,8 @@ def test_restart_client_over_until_restore_namesrv_under_until_reregistration():
         start(3000, "broker-a-0", "broker"), topic(3100, "broker-a-0", T, how="restore"),
         nroute(3150, "namesrv-0", T, ["broker-a", "broker-b"]),
         *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-a-0", "broker-b-0", "pg-1-0")],
-        fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]), fault(2000, "fault.end", "f1", "kill", ["broker-a-0"]),
+        fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]),
+        fault(2000, "fault.end", "f1", "kill", ["broker-a-0"]),
         fault(3000, "fault.start", "f2", "restart", ["broker-a-0"]),
         fault(3000, "fault.end", "f2", "restart", ["broker-a-0"]),
     ])
@@ -236,7 +240,8 @@ def test_pause_keeps_the_paused_master_in_stale_views_and_a_resume_ends_it():
         topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
         nroute(1100, "namesrv-0", T, ["broker-a", "broker-b"]), croute(1100, "pg-1-0", T, ["broker-a", "broker-b"]),
         *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-a-0", "broker-b-0", "pg-1-0")],
-        fault(2000, "fault.start", "f1", "pause", ["broker-a-0"]), fault(2600, "fault.end", "f1", "pause", ["broker-a-0"]),
+        fault(2000, "fault.start", "f1", "pause", ["broker-a-0"]),
+        fault(2600, "fault.end", "f1", "pause", ["broker-a-0"]),
         fault(3000, "fault.start", "f2", "pause", ["broker-a-0"]),    # no fault.end ...
         fault(3200, "fault.start", "f3", "resume", ["broker-a-0"]),   # ... the resume ends it
     ])
@@ -257,7 +262,8 @@ def test_partition_both_ways_does_not_change_truth():
               links=[["pg-1-0", "broker-a-0"], ["broker-a-0", "pg-1-0"]]),
         fault(2500, "fault.end", "f1", "partition", ["pg-1-0", "broker-a-0"]),
         fault(3000, "fault.start", "f2", "partition", ["broker-b-0", "pg-1-0"], links=[["broker-b-0", "pg-1-0"]]),
-        fault(3250, "fault.start", "f3", "pause", ["broker-b-0"]), fault(3350, "fault.end", "f3", "pause", ["broker-b-0"]),
+        fault(3250, "fault.start", "f3", "pause", ["broker-b-0"]),
+        fault(3350, "fault.end", "f3", "pause", ["broker-b-0"]),
         fault(3500, "fault.end", "f2", "partition", ["broker-b-0", "pg-1-0"]),
     ])
     for client in ("pg-1-0", "pg-2-0"):   # only the pause (100 ms) makes the views stale
@@ -268,7 +274,8 @@ def test_partition_both_ways_does_not_change_truth():
 
 
 def test_truth_needs_the_master_alive_not_only_a_topic_line():
-    out = analyse([start(500, "pg-1-0", "producer"), croute(500, "pg-1-0", T, ["broker-a"]), topic(500, "broker-a-0", T),
+    out = analyse([start(500, "pg-1-0", "producer"), croute(500, "pg-1-0", T, ["broker-a"]),
+                   topic(500, "broker-a-0", T),
                    start(1000, "broker-a-0", "broker"), topic(1000, "broker-b-0", T),   # b-0 never starts
                    *[exit_(2000, n, code=0) for n in ("broker-a-0", "pg-1-0")]])
     assert staleness(row(out["client"], client="pg-1-0", topic=T))[:3] == (500.0, 500.0, 0.0)

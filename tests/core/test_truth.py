@@ -41,7 +41,8 @@ def topic(ts: float, node: str, name: str, perm: int = 6, queues: int = 4, how: 
           named: bool = True) -> dict[str, Any]:
     broker, bid = node.rsplit("-", 1)
     extra = {"broker": broker, "broker_id": int(bid)} if named else {}
-    return ev(ts, node, "broker.topic", topic=name, read_queues=queues, write_queues=queues, perm=perm, how=how, **extra)
+    return ev(ts, node, "broker.topic", topic=name, read_queues=queues, write_queues=queues, perm=perm, how=how,
+              **extra)
 
 
 def fault(ts: float, kind: str, fault_id: str, name: str, targets: list[str], **params: Any) -> dict[str, Any]:
@@ -52,7 +53,8 @@ NODES = pd.DataFrame({"node": ["broker-a-0", "broker-a-1", "broker-b-0", "pg-1-0
                       "role": ["broker", "broker", "broker", "producer"],
                       "broker": ["broker-a", "broker-a", None, None],
                       "broker_id": pd.array([0, 1, None, None], dtype="Int64"),
-                      "group": [None, None, None, "pg-1"], "auto_create": pd.array([True, None, None, None], dtype="boolean")})
+                      "group": [None, None, None, "pg-1"],
+                      "auto_create": pd.array([True, None, None, None], dtype="boolean")})
 
 
 def test_lives_from_starts_and_exits():
@@ -195,7 +197,8 @@ def test_truth_from_events_needs_the_master_alive_not_only_a_topic_line():
                 ev(2000, "broker-a-0", "node.exit")])
     end = 2000.0
     out = truth(hosts(e, NODES, end), pauses(faults(e, end), end), ["T"], 500.0, end, lives(e, end))
-    assert rows(out, "topic", "start", "end", "brokers") == [("T", 500.0, 1000.0, ()), ("T", 1000.0, 2000.0, ("broker-a",))]
+    assert rows(out, "topic", "start", "end", "brokers") == [
+        ("T", 500.0, 1000.0, ()), ("T", 1000.0, 2000.0, ("broker-a",))]
 
 
 def test_everything_of_an_empty_run():
@@ -208,5 +211,5 @@ def test_everything_of_an_empty_run():
     assert partitions(fl).empty and list(partitions(fl).columns) == ["a", "b", "start", "end"]
     t = truth(hosts(e, NODES, 10.0), pauses(fl, 10.0), [], 0.0, 10.0, lives(e, 10.0))
     assert t.empty and list(t.columns) == ["topic", "start", "end", "brokers"]
-    assert rows(truth(hosts(e, NODES, 10.0), pauses(fl, 10.0), ["T"], 0.0, 10.0), "topic", "start", "end", "brokers") == [
-        ("T", 0.0, 10.0, ())]
+    assert rows(truth(hosts(e, NODES, 10.0), pauses(fl, 10.0), ["T"], 0.0, 10.0),
+                "topic", "start", "end", "brokers") == [("T", 0.0, 10.0, ())]

@@ -24,7 +24,8 @@ def make_run(root: Path, name: str, started_ms: float, metrics: dict | None = No
 
 
 def test_runs_and_sweeps_newest_first_with_their_numbers(tmp_path: Path) -> None:
-    make_run(tmp_path, "old-20260101-000000-aaaa", 1767225600000.0, {"misrouted": {"total": 3}, "consumption": {"lost": 0},
+    make_run(tmp_path, "old-20260101-000000-aaaa", 1767225600000.0, {"misrouted": {"total": 3},
+                                                             "consumption": {"lost": 0},
                                                              "staleness": {"clients_total": {"stale_ms": 12.345}},
                                                              "timing": {"healthy": True}})
     make_run(tmp_path, "new-20260102-000000-bbbb", 1767312000000.0)  # never reported

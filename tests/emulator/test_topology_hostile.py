@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from emulator.launcher.limits import MAX_NODES
 from emulator.launcher.run_dir import new_run_dir
-from emulator.launcher.topology import MAX_NODES
 from emulator.launcher.topology_load import load_topology
 from emulator.launcher.topology_yaml import MAX_DEPTH, MAX_FILE_BYTES
 from rmqemu.errors import RunDirError, TopologyError

@@ -286,7 +286,8 @@ with open(sys.argv[3], "w") as f:
 
 LAUNCHER_STAND_IN = """
 import subprocess, sys
-node = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+node = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE)
 node.stdout.readline()
 print(node.pid, flush=True)
 """  # exits with the node's stdin still open (inherited by nobody): the node reads EOF at our exit

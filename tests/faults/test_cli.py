@@ -27,7 +27,7 @@ def env(tmp_path, monkeypatch):
         calls.append((Path(run_dir), name, args))
         try:
             return server.handlers()[name](args or {})
-        except Exception as exc:  # what the supervisor does: the error text only
+        except Exception as exc:  # noqa: BLE001 - as the supervisor does: any handler error, as its text only
             raise ControlError(str(exc)) from None
 
     monkeypatch.setattr(emulator.cli.supervisor, "call", fake_call)

@@ -145,7 +145,8 @@ def test_link_fault_merges_with_another_on_the_same_link(ops, inj):
     inj.start(LinkFault("f1", ("pg-1-0",), links=(("pg-1-0", "broker-a-0"),), rule=slow))
     inj.start(LinkFault("f2", ("pg-1-0",), links=(("pg-1-0", "broker-a-0"), ("broker-a-0", "pg-1-0")),
                         rule=LinkRule(delay_ms=50.0, loss=0.5, duplicate=0.1)))
-    assert ops.links == {("pg-1-0", "broker-a-0"): LinkRule(delay_ms=150.0, jitter_ms=10.0, loss=0.75, duplicate=1 - 0.9),
+    assert ops.links == {("pg-1-0", "broker-a-0"): LinkRule(delay_ms=150.0, jitter_ms=10.0, loss=0.75,
+                                                            duplicate=1 - 0.9),
                          ("broker-a-0", "pg-1-0"): LinkRule(delay_ms=50.0, loss=0.5, duplicate=0.1)}
     assert ops.events[1]["params"] == {"links": [["pg-1-0", "broker-a-0"], ["broker-a-0", "pg-1-0"]],
                                        "delay_ms": 50.0, "jitter_ms": 0.0, "loss": 0.5, "duplicate": 0.1}

@@ -139,7 +139,9 @@ def test_check_plan_against_another_topology():
 # -- nemesis -------------------------------------------------------------------------------
 
 def test_nemesis_same_seed_same_bytes_different_seed_different_plan():
-    make = lambda seed: random_plan("kill,pause,partition,clock", "30s", "600s", NODES, seed, 0.01)
+    def make(seed: int) -> Plan:
+        return random_plan("kill,pause,partition,clock", "30s", "600s", NODES, seed, 0.01)
+
     assert make(11).to_json() == make(11).to_json()
     assert make(11).to_json() != make(12).to_json()
 

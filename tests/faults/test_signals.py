@@ -101,7 +101,8 @@ def test_registry_refuses_names_it_did_not_spawn(child):
     popen, proc = child
     registry = ProcessRegistry()
     registry.add(proc)
-    with pytest.raises(UnsafeSignal, match=r"refusing to signal 'broker-a-0': not a process this run spawned \(spawned: sleeper\)"):
+    with pytest.raises(UnsafeSignal, match=r"refusing to signal 'broker-a-0': "
+                                           r"not a process this run spawned \(spawned: sleeper\)"):
         registry.send("broker-a-0", signal.SIGKILL)
     registry.send("sleeper", signal.SIGKILL)
     assert popen.wait(timeout=10) == -signal.SIGKILL

@@ -97,8 +97,10 @@ def test_error_paths_and_messages():
     ])
     assert errs["faults.0.at"] == ("Value error, expected a duration such as 5s, 150ms, 2m, 1h "
                                    "or a number of seconds, got 'soon'")
-    assert "kill: unexpected duration (kill takes at, restart_after, a kill lasts until restart_after)" in errs["faults.1"]
-    assert "expected exactly one fault kind key out of kill, stop, pause, partition, link, clock (got none)" in errs["faults.2"]
+    assert ("kill: unexpected duration (kill takes at, restart_after, a kill lasts until restart_after)"
+            in errs["faults.1"])
+    assert ("expected exactly one fault kind key out of kill, stop, pause, partition, link, clock (got none)"
+            in errs["faults.2"])
     assert "got kill, pause" in errs["faults.3"]
     assert errs["faults.4.bogus"] == "Extra inputs are not permitted"
     assert "'isolate'" in errs["faults.5.partition"] and "'groups'" in errs["faults.5.partition"]

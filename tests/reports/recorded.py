@@ -26,7 +26,8 @@ def unpack(name: str, into: Path) -> tuple[Path, dict[str, Any]]:
 def rounded(value: Any) -> Any:
     """``value`` with every float rounded to 9 significant digits (sums in another order)."""
     if isinstance(value, float):
-        return value if value == 0 or not math.isfinite(value) else round(value, 8 - int(math.floor(math.log10(abs(value)))))
+        return (value if value == 0 or not math.isfinite(value)
+                else round(value, 8 - int(math.floor(math.log10(abs(value))))))
     if isinstance(value, dict):
         return {k: rounded(v) for k, v in value.items()}
     if isinstance(value, list):

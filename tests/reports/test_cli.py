@@ -172,7 +172,8 @@ def test_compare_names_a_corrupt_metrics_file(spark, reported, tmp_path):
     (run_b / "report" / "metrics.json").write_text('{"run": "r2", "scale"')
     result = invoke(spark, "--compare", str(run_a), str(run_b))
     assert result.exit_code == 2
-    assert result.stderr == f"error: {run_b / 'report' / 'metrics.json'}: not valid JSON (Expecting ':' delimiter at line 1)\n"
+    assert result.stderr == (f"error: {run_b / 'report' / 'metrics.json'}: not valid JSON "
+                             "(Expecting ':' delimiter at line 1)\n")
 
 
 @pytest.mark.spark
@@ -207,7 +208,7 @@ def test_without_java_the_error_says_what_spark_needs(tmp_path):
 
     run = kill_run(tmp_path / "run")
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
-    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "report", str(run)], env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "report", str(run)],
+                         env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 3, out.stderr[-2000:]
     assert "Spark needs Java 17 or newer" in out.stderr and str(tmp_path / "no-java") in out.stderr

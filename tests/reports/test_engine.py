@@ -56,5 +56,5 @@ def test_spark_and_local_engines_give_the_same_metrics(spark, runs: list[str]) -
 def test_runs_cut_node_by_node_give_the_metrics_of_runs_analysed_whole(spark, runs: list[str]) -> None:
     """A large run's nodes go to separate tasks (``share_bytes`` 0 cuts these small ones so)."""
     by_node = analyse_runs(spark, runs, names(["m."]), share_bytes=0)
-    for run_dir, result in zip(runs, by_node):
+    for run_dir, result in zip(runs, by_node, strict=True):
         assert canonical(document(result)) == canonical(document(analyse_dirs([run_dir])[0])), Path(run_dir).name

@@ -61,7 +61,8 @@ def test_the_spark_schema_is_the_core_schema_plus_the_corrupt_record_column() ->
 
     assert EVENT_SCHEMA.fieldNames() == [f.name for f in schema.EVENT_FIELDS] + [CORRUPT_COLUMN]
     assert EVENT_SCHEMA["ts"].dataType.simpleString() == "double"
-    assert EVENT_SCHEMA["queue_datas"].dataType.simpleString() == "array<struct<broker:string,read:int,write:int,perm:int>>"
+    assert EVENT_SCHEMA["queue_datas"].dataType.simpleString() == (
+        "array<struct<broker:string,read:int,write:int,perm:int>>")
     assert EVENT_SCHEMA["allocated"].dataType.simpleString() == "array<array<string>>"
 
 

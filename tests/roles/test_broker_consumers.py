@@ -87,7 +87,8 @@ def test_pull_check_order_and_remarks():
     resp, _ = pull(d, "Nope")
     assert (resp.code, resp.remark) == (17, "topic[Nope] not exist, apply first please! " + FAQ_SUFFIX)
     resp, _ = pull(d, "A", queue_id=4)
-    assert (resp.code, resp.remark) == (1, "queueId[4] is illegal, topic:[A] topicConfig.readQueueNums:[4] consumer:[cg-0]")
+    assert (resp.code, resp.remark) == (1, "queueId[4] is illegal, topic:[A] topicConfig.readQueueNums:[4] "
+                                           "consumer:[cg-0]")
     d2 = broker(config={"autoCreateSubscriptionGroup": False})
     resp, _ = pull(d2, "TBW102")
     assert (resp.code, resp.remark) == (26, "subscription group [cg] does not exist, " + FAQ_SUFFIX)
@@ -105,7 +106,8 @@ def test_pull_found_and_status_codes():
     assert resp.code == 0 and resp.remark == "FOUND"
     assert resp.fields == {"nextBeginOffset": 3, "minOffset": 0, "maxOffset": 3, "suggestWhichBrokerId": 0}
     msgs = resp.json_body()
-    assert [m["msgId"] for m in msgs] == ["id0", "id1", "id2"] and msgs[1]["body"] == "m1" and msgs[2]["queueOffset"] == 2
+    assert ([m["msgId"] for m in msgs] == ["id0", "id1", "id2"] and msgs[1]["body"] == "m1"
+            and msgs[2]["queueOffset"] == 2)
     assert msgs[0]["storeTimestamp"] == int(d.time.wall_ms)
     assert pull(d, "A", offset=3)[0].code == ResponseCode.PULL_NOT_FOUND  # OFFSET_OVERFLOW_ONE
     resp, _ = pull(d, "A", offset=9)
@@ -233,7 +235,8 @@ def test_send_back_to_retry_then_dlq():
            "originTopic": "A", "unitMode": False, "maxReconsumeTimes": 1}
     assert d.call(RC.CONSUMER_SEND_MSG_BACK, hdr).code == 0
     retry = d.role.store.queues[("%RETRY%cg", 0)][0]
-    assert retry["reconsumeTimes"] == 1 and retry["properties"]["RETRY_TOPIC"] == "A" and retry["properties"]["DELAY"] == "3"
+    assert (retry["reconsumeTimes"] == 1 and retry["properties"]["RETRY_TOPIC"] == "A"
+            and retry["properties"]["DELAY"] == "3")
     assert d.call(RC.CONSUMER_SEND_MSG_BACK, {**hdr, "offset": retry["commitLogOffset"]}).code == 0
     dlq = d.role.topics.get("%DLQ%cg")
     assert (dlq.writeQueueNums, dlq.perm) == (1, 6)

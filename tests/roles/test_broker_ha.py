@@ -67,7 +67,8 @@ def registered(slave: Driver, master_addr: str | None = MASTER_ADDR) -> None:
     if not slave.pending_to(code=RC.REGISTER_BROKER):
         slave.timer("register")
     for req in slave.pending_to(code=RC.REGISTER_BROKER):
-        slave.answer(req, response(fields={"masterAddr": master_addr, "haServerAddr": master_addr and "127.0.0.1:10912"}))
+        slave.answer(req, response(fields={"masterAddr": master_addr,
+                                           "haServerAddr": master_addr and "127.0.0.1:10912"}))
 
 
 def sync_topics(master: Driver, slave: Driver) -> None:
@@ -82,7 +83,8 @@ def commitlog(d: Driver) -> dict[str, str]:
 
 def put_some(master: Driver, n: int, topics=("A", "B"), queues: int = 2) -> None:
     for i in range(n):
-        send(master, topics[i % len(topics)], body=f"m{i}", queue_id=(i // len(topics)) % queues, props={"UNIQ_KEY": f"U{i}"})
+        send(master, topics[i % len(topics)], body=f"m{i}", queue_id=(i // len(topics)) % queues,
+             props={"UNIQ_KEY": f"U{i}"})
 
 
 def test_slave_replicates_same_topics_queues_offsets_and_files():

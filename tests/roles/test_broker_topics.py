@@ -20,7 +20,8 @@ SNA = ("service not available now. It may be caused by one of the following reas
 
 
 def topic_events(d, since=0):
-    return [(e["topic"], e["read_queues"], e["write_queues"], e["perm"], e["how"]) for e in d.events("broker.topic", since)]
+    return [(e["topic"], e["read_queues"], e["write_queues"], e["perm"], e["how"])
+            for e in d.events("broker.topic", since)]
 
 
 def registered_tables(d, since=0):
@@ -34,8 +35,9 @@ def registered_tables(d, since=0):
 def test_system_topics_order_and_perm_with_auto_create():
     d = broker()
     assert topic_events(d) == [
-        ("SELF_TEST_TOPIC", 1, 1, 6, "startup"), ("TBW102", 8, 8, 7, "startup"), ("BenchmarkTest", 1024, 1024, 6, "startup"),
-        ("DefaultCluster", 16, 16, 7, "startup"), ("broker-a", 1, 1, 7, "startup"), ("OFFSET_MOVED_EVENT", 1, 1, 6, "startup"),
+        ("SELF_TEST_TOPIC", 1, 1, 6, "startup"), ("TBW102", 8, 8, 7, "startup"),
+        ("BenchmarkTest", 1024, 1024, 6, "startup"), ("DefaultCluster", 16, 16, 7, "startup"),
+        ("broker-a", 1, 1, 7, "startup"), ("OFFSET_MOVED_EVENT", 1, 1, 6, "startup"),
         ("SCHEDULE_TOPIC_XXXX", 18, 18, 6, "startup"), ("DefaultCluster_REPLY_TOPIC", 1, 1, 6, "startup")]
     assert d.events("broker.topic")[0]["broker"] == "broker-a" and d.events("broker.topic")[0]["broker_id"] == 0
 
@@ -53,7 +55,8 @@ def test_start_registers_all_namesrvs_in_parallel_then_periodic():
     reqs = d.pending_to(code=RC.REGISTER_BROKER)
     assert [r.addr for r in reqs] == [NS1, NS2] and all(r.timeout_ms == 6000 for r in reqs)
     f = reqs[0].frame
-    assert f.fields["brokerAddr"] == MASTER_ADDR and f.fields["brokerId"] == 0 and f.fields["clusterName"] == "DefaultCluster"
+    assert (f.fields["brokerAddr"] == MASTER_ADDR and f.fields["brokerId"] == 0
+            and f.fields["clusterName"] == "DefaultCluster")
     assert f.fields["haServerAddr"] == "127.0.0.1:10912" and f.fields["compressed"] is False
     assert list(registered_tables(d)[0]) == SYSTEM_ORDER
     assert Every("register", 10000, 30000) in d.actions
@@ -145,7 +148,8 @@ def test_auto_created_topic_sys_flag_in_unit_mode():
 def test_tbw102_perm_overwrite_when_auto_create_off():
     store = FakeStore()  # a topics.json written by an earlier run with autoCreateTopicEnable=true
     store.files["config/topics.json"] = json.dumps({"topicConfigTable": {"TBW102": {
-        "topicName": "TBW102", "readQueueNums": 8, "writeQueueNums": 8, "perm": 7}}, "dataVersion": {"timestamp": 5, "counter": 3}})
+        "topicName": "TBW102", "readQueueNums": 8, "writeQueueNums": 8, "perm": 7}},
+        "dataVersion": {"timestamp": 5, "counter": 3}})
     d = broker(config={"autoCreateTopicEnable": False}, store=store)
     m = d.mark()
     resp, _ = send(d, "X")
@@ -158,7 +162,8 @@ def test_tbw102_perm_overwrite_when_auto_create_off():
 def test_no_default_topic_topic_not_exist_remark():
     d = broker(config={"autoCreateTopicEnable": False})
     resp, acts = send(d, "Missing")
-    assert (resp.code, resp.remark) == (17, "topic[Missing] not exist, apply first please!\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
+    assert (resp.code, resp.remark) == (17, "topic[Missing] not exist, apply first please!\n"
+                                            "See http://rocketmq.apache.org/docs/faq/ for further details.")
     assert d.role.topics.get("Missing") is None
 
 
@@ -175,8 +180,9 @@ def test_queue_id_illegal_remark():
     send(d, "T4")
     resp, _ = send(d, "T4", queue_id=4)
     assert resp.code == ResponseCode.SYSTEM_ERROR
-    assert resp.remark == ("request queueId[4] is illegal, TopicConfig [topicName=T4, readQueueNums=4, writeQueueNums=4, "
-                           "perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false] Producer: pg-0")
+    assert resp.remark == ("request queueId[4] is illegal, TopicConfig [topicName=T4, readQueueNums=4, "
+                           "writeQueueNums=4, perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false] "
+                           "Producer: pg-0")
     resp, _ = send(d, "T4", queue_id=-1)
     assert resp.code == ResponseCode.SUCCESS and 0 <= resp.fields["queueId"] < 4
 
@@ -197,7 +203,8 @@ def test_slave_refuses_writes():
     resp, _ = send(d, "TBW102")
     assert (resp.code, resp.remark) == (ResponseCode.SERVICE_NOT_AVAILABLE, SNA)
     resp = d.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "T", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6})
-    assert (resp.code, resp.remark) == (1, "Can't modify topic or subscription group from slave broker, please execute it from master broker.")
+    assert (resp.code, resp.remark) == (1, "Can't modify topic or subscription group from slave broker, "
+                                           "please execute it from master broker.")
 
 
 def test_batch_send():
@@ -288,7 +295,8 @@ def test_stop_unregisters_from_every_namesrv():
     acts = d.stop()
     regs = [a for a in acts if isinstance(a, Request) and a.frame.code == RC.UNREGISTER_BROKER]
     assert [r.addr for r in regs] == [NS1, NS2] and regs[0].timeout_ms == 3000
-    assert regs[0].frame.fields == {"brokerAddr": MASTER_ADDR, "brokerName": "broker-a", "brokerId": 0, "clusterName": "DefaultCluster"}
+    assert regs[0].frame.fields == {"brokerAddr": MASTER_ADDR, "brokerName": "broker-a", "brokerId": 0,
+                                    "clusterName": "DefaultCluster"}
 
 
 def test_unknown_code():

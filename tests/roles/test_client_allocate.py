@@ -97,13 +97,15 @@ def test_consistent_hash_negative_vnodes():
 
 
 def test_config_returns_fixed_list_without_checks():
-    s = strategy_from_spec("CONFIG", {"messageQueueList": [["T", "b2", 3], {"topic": "X", "brokerName": "b", "queueId": 0}]})
+    s = strategy_from_spec("CONFIG", {"messageQueueList": [["T", "b2", 3],
+                                                           {"topic": "X", "brokerName": "b", "queueId": 0}]})
     assert s("g", "", [], []) == [MessageQueue("T", "b2", 3), MessageQueue("X", "b", 0)]
     assert make_by_config([])("g", "c0", MQS, CIDS) == []
 
 
 def test_machine_room():
-    mqs = sorted([MessageQueue("T", "idc1@b1", i) for i in range(5)] + [MessageQueue("T", "idc2@b2", i) for i in range(3)]
+    mqs = sorted([MessageQueue("T", "idc1@b1", i) for i in range(5)]
+                 + [MessageQueue("T", "idc2@b2", i) for i in range(3)]
                  + [MessageQueue("T", "plain", 0)])
     s = make_by_machine_room(["idc1"])
     # premq = 5 idc1 queues; c=2 -> mod=2, rem=1: c0 gets [0,1] + premq[0+2*2]=4; c1 gets [2,3]

@@ -231,7 +231,8 @@ def test_failed_consume_sends_back():
     assert d.events("consume")[-1]["reconsume_later"] == ["u"]
     back = d.pending_to(code=RequestCode.CONSUMER_SEND_MSG_BACK)[0]
     f = back.frame.fields
-    assert (f["offset"], f["group"], f["delayLevel"], f["maxReconsumeTimes"], f["originTopic"]) == (77, "cg-1", 0, 16, "T")
+    assert (f["offset"], f["group"], f["delayLevel"], f["maxReconsumeTimes"], f["originTopic"]) == (
+        77, "cg-1", 0, 16, "T")
     d.answer(back, response(0))
     mq = [mq for mq in d.role.process_table if mq.queue_id == m["queueId"] and mq.broker_name == "b1"][0]
     assert d.role.offset_store.read_memory(mq) == 1

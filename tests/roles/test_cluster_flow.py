@@ -61,12 +61,14 @@ def test_auto_create_lands_on_one_broker_only_and_master_death():
     c.pump()  # the oneway forced register after auto-create
     body = c.route("Fresh").json_body()
     assert [q["brokerName"] for q in body["queueDatas"]] == ["broker-a"]  # issue #566 imbalance
-    assert c.ns.events("ns.route")[-1] == {"topic": "Fresh", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}],
+    assert c.ns.events("ns.route")[-1] == {"topic": "Fresh",
+                                           "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}],
                                            "masters": ["broker-a"]}
     m = c.ns.mark()
     c.ns.channel("closed", f"ch-{A0}")  # the master process dies
     fresh = [e for e in c.ns.events("ns.route", m) if e["topic"] == "Fresh"]
-    assert fresh == [{"topic": "Fresh", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}], "masters": []}]
+    assert fresh == [{"topic": "Fresh", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}],
+                      "masters": []}]
     slave.timer("register")
     c.pump()
     assert slave.role.master_addr is None  # namesrv knows no live master any more

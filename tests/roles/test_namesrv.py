@@ -51,7 +51,8 @@ def test_start_schedules_the_scan(d):
 
 
 def test_from_spec():
-    ns = NameServer.from_spec(NodeSpec(name="namesrv-1", role="namesrv", scale=0.5, seed=1), "127.0.0.1:1", lambda p: None)
+    ns = NameServer.from_spec(NodeSpec(name="namesrv-1", role="namesrv", scale=0.5, seed=1), "127.0.0.1:1",
+                              lambda p: None)
     assert (ns.name, ns.addr) == ("namesrv-1", "127.0.0.1:1") and not hasattr(ns, "scale")
 
 
@@ -67,11 +68,13 @@ def test_first_register_builds_tables_and_events(d):
     assert st["brokerLiveTable"][A0]["lastUpdateTimestamp"] == d.time.wall_ms
     assert d.events(since=m) == [
         {"broker_addr": A0, "broker": "broker-a", "broker_id": 0, "change": "register"},
-        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}], "masters": ["broker-a"]},
+        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}],
+         "masters": ["broker-a"]},
     ]
     body = route(d, "T").json_body()
     assert body == {"orderTopicConf": None, "filterServerTable": {},
-                    "queueDatas": [{"brokerName": "broker-a", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6, "topicSysFlag": 0}],
+                    "queueDatas": [{"brokerName": "broker-a", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6,
+                                    "topicSysFlag": 0}],
                     "brokerDatas": [{"cluster": "DefaultCluster", "brokerName": "broker-a", "brokerAddrs": {"0": A0}}]}
 
 
@@ -84,7 +87,8 @@ def test_reregister_same_version_keeps_queue_data_new_version_updates(d):
     register(d, A0, "broker-a", 0, [topic("T", 8)], counter=2)
     assert d.role.state()["topicQueueTable"]["T"]["broker-a"]["writeQueueNums"] == 8
     assert d.events("ns.route", since=m) == [
-        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 8, "write": 8, "perm": 6}], "masters": ["broker-a"]}]
+        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 8, "write": 8, "perm": 6}],
+         "masters": ["broker-a"]}]
 
 
 def test_topics_never_removed_by_register(d):
@@ -126,7 +130,8 @@ def test_address_dedup_slave_to_master_switch(d):
     register(d, A1, "broker-a", 0, [topic("T")], counter=5, channel=f"ch-{A1}")  # promoted slave
     assert d.role.state()["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {"0": A1}
     assert d.events("ns.route", since=m) == [
-        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}], "masters": ["broker-a"]}]
+        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}],
+         "masters": ["broker-a"]}]
 
 
 def test_unregister_by_id(d):
@@ -134,34 +139,40 @@ def test_unregister_by_id(d):
     register(d, A1, "broker-a", 1, [])
     m = d.mark()
     # by id: brokerId 1 with the master's address removes the slave's entry, not the master's
-    resp = d.call(RC.UNREGISTER_BROKER, {"brokerAddr": A0, "clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": 1})
+    resp = d.call(RC.UNREGISTER_BROKER, {"brokerAddr": A0, "clusterName": "DefaultCluster", "brokerName": "broker-a",
+                                         "brokerId": 1})
     assert resp.code == ResponseCode.SUCCESS
     st = d.role.state()
     assert st["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {"0": A0}
     assert A0 not in st["brokerLiveTable"]
-    assert d.events("ns.broker", since=m) == [{"broker_addr": A0, "broker": "broker-a", "broker_id": 1, "change": "unregister"}]
+    assert d.events("ns.broker", since=m) == [
+        {"broker_addr": A0, "broker": "broker-a", "broker_id": 1, "change": "unregister"}]
 
 
 def test_unregister_last_removes_name_cluster_and_topics(d):
     register(d, A0, "broker-a", 0, [topic("T")])
     register(d, B0, "broker-b", 0, [topic("T"), topic("U")])
     m = d.mark()
-    d.call(RC.UNREGISTER_BROKER, {"brokerAddr": B0, "clusterName": "DefaultCluster", "brokerName": "broker-b", "brokerId": 0})
+    d.call(RC.UNREGISTER_BROKER, {"brokerAddr": B0, "clusterName": "DefaultCluster", "brokerName": "broker-b",
+                                  "brokerId": 0})
     st = d.role.state()
     assert set(st["topicQueueTable"]) == {"T"} and list(st["topicQueueTable"]["T"]) == ["broker-a"]
     assert st["clusterAddrTable"] == {"DefaultCluster": ["broker-a"]}
     assert d.events("ns.route", since=m) == [
-        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}], "masters": ["broker-a"]},
+        {"topic": "T", "queue_datas": [{"broker": "broker-a", "read": 4, "write": 4, "perm": 6}],
+         "masters": ["broker-a"]},
         {"topic": "U", "queue_datas": [], "masters": []},
     ]
-    resp = d.call(RC.UNREGISTER_BROKER, {"brokerAddr": B0, "clusterName": "DefaultCluster", "brokerName": "broker-b", "brokerId": 0})
+    resp = d.call(RC.UNREGISTER_BROKER, {"brokerAddr": B0, "clusterName": "DefaultCluster", "brokerName": "broker-b",
+                                         "brokerId": 0})
     assert resp.code == ResponseCode.SUCCESS  # always SUCCESS
 
 
 def test_topic_not_exist_remark_exact(d):
     resp = route(d, "Nope")
     assert resp.code == ResponseCode.TOPIC_NOT_EXIST == 17
-    assert resp.remark == "No topic route info in name server for the topic: Nope\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+    assert resp.remark == ("No topic route info in name server for the topic: Nope\n"
+                           "See http://rocketmq.apache.org/docs/faq/ for further details.")
     assert resp.remark.endswith(FAQ_SUFFIX)
 
 
@@ -194,12 +205,14 @@ def test_expiry_strictly_greater_than(d):
 def test_query_data_version_refreshes_stamp_when_unchanged(d):
     register(d, A0, "broker-a", 0, [topic("T")], counter=3, ts=77)
     d.time.mono_ms += 1000
-    resp = d.call(RC.QUERY_DATA_VERSION, {"brokerAddr": A0, "brokerName": "broker-a", "brokerId": 0, "clusterName": "DefaultCluster"},
+    resp = d.call(RC.QUERY_DATA_VERSION, {"brokerAddr": A0, "brokerName": "broker-a", "brokerId": 0,
+                                          "clusterName": "DefaultCluster"},
                   {"timestamp": 77, "counter": 3})
     assert resp.fields == {"changed": False} and resp.json_body() == {"timestamp": 77, "counter": 3}
     assert d.role.state()["brokerLiveTable"][A0]["lastUpdateTimestamp"] == d.time.wall_ms
     d.time.mono_ms += 1000
-    resp = d.call(RC.QUERY_DATA_VERSION, {"brokerAddr": A0, "brokerName": "broker-a", "brokerId": 0, "clusterName": "DefaultCluster"},
+    resp = d.call(RC.QUERY_DATA_VERSION, {"brokerAddr": A0, "brokerName": "broker-a", "brokerId": 0,
+                                          "clusterName": "DefaultCluster"},
                   {"timestamp": 78, "counter": 4})
     assert resp.fields == {"changed": True}
     assert d.role.state()["brokerLiveTable"][A0]["lastUpdateTimestamp"] == d.time.wall_ms - 1000
@@ -268,8 +281,10 @@ def test_cluster_info_topic_list_delete_topic(d):
 def test_unknown_code_and_crc(d):
     resp = d.call(9999)
     assert (resp.code, resp.remark) == (ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type 9999 not supported")
-    body = json.dumps({"topicConfigSerializeWrapper": {"topicConfigTable": {}, "dataVersion": {"timestamp": 1, "counter": 1}}}).encode()
-    fields = {"brokerAddr": A0, "brokerName": "broker-a", "brokerId": 0, "clusterName": "C", "bodyCrc32": crc32(body) ^ 1}
+    body = json.dumps({"topicConfigSerializeWrapper": {"topicConfigTable": {},
+                                                       "dataVersion": {"timestamp": 1, "counter": 1}}}).encode()
+    fields = {"brokerAddr": A0, "brokerName": "broker-a", "brokerId": 0, "clusterName": "C",
+              "bodyCrc32": crc32(body) ^ 1}
     resp = d.call(RC.REGISTER_BROKER, fields, body)
     assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, "crc32 not match")
     fields["bodyCrc32"] = crc32(body)

@@ -47,9 +47,11 @@ def test_vary_paths_name_list_entries_by_name_group_or_star() -> None:
     data = {"brokers": [{"name": "broker-a"}, {"name": "broker-b"}], "producers": [{"group": "pg"}, {"group": "q"}]}
     out = apply_vary(data, "brokers.broker-b.registerNameServerPeriod", 10000)
     assert out["brokers"] == [{"name": "broker-a"}, {"name": "broker-b", "registerNameServerPeriod": 10000}]
-    assert apply_vary(data, "producers.*.rate", 7)["producers"] == [{"group": "pg", "rate": 7}, {"group": "q", "rate": 7}]
+    assert apply_vary(data, "producers.*.rate", 7)["producers"] == [{"group": "pg", "rate": 7},
+                                                                     {"group": "q", "rate": 7}]
     assert apply_vary(data, "timing.scale", 0.02)["timing"] == {"scale": 0.02}
-    assert data == {"brokers": [{"name": "broker-a"}, {"name": "broker-b"}], "producers": [{"group": "pg"}, {"group": "q"}]}
+    assert data == {"brokers": [{"name": "broker-a"}, {"name": "broker-b"}],
+                    "producers": [{"group": "pg"}, {"group": "q"}]}
     with pytest.raises(ValueError, match="brokers.broker-z: no entry named 'broker-z'"):
         apply_vary(data, "brokers.broker-z.x", 1)
 
@@ -59,14 +61,16 @@ def test_every_problem_of_a_sweep_file_is_one_line(topo_dir: Path) -> None:
         parse_sweep({"sweep": "a/b", "topology": "missing.yaml", "seeds": [1, 1], "vary": {"x": []},
                      "parallel": 0, "expect": {"a": "b"}, "extra": 1}, "s.yaml", topo_dir)
     text = str(err.value)
-    for needle in ("extra: unknown key", "sweep: a name", "topology: missing.yaml: no such file", "seeds: each seed once",
-                   "vary.x: a non-empty list", "parallel: 'auto' or a number", "expect.a: expected a number"):
+    for needle in ("extra: unknown key", "sweep: a name", "topology: missing.yaml: no such file",
+                   "seeds: each seed once", "vary.x: a non-empty list", "parallel: 'auto' or a number",
+                   "expect.a: expected a number"):
         assert needle in text, needle
 
 
 def test_a_cell_that_makes_an_invalid_topology_is_refused_before_anything_runs(topo_dir: Path) -> None:
     with pytest.raises(TopologyError, match="cell timing.scale=1e-05"):
-        parse_sweep({"sweep": "s", "topology": "tiny.yaml", "vary": {"timing.scale": [0.01, 0.00001]}}, "s.yaml", topo_dir)
+        parse_sweep({"sweep": "s", "topology": "tiny.yaml", "vary": {"timing.scale": [0.01, 0.00001]}}, "s.yaml",
+                    topo_dir)
     with pytest.raises(TopologyError, match="no entry named 'broker-z'"):
         parse_sweep({"sweep": "s", "topology": "tiny.yaml", "vary": {"brokers.broker-z.x": [1]}}, "s.yaml", topo_dir)
 
