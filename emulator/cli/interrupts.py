@@ -74,8 +74,14 @@ def stop_signals() -> Iterator[Interrupt]:
     try:
         yield seen
     finally:
-        if seen.count:  # the command is exiting: a late signal must not kill it (exit -2 instead of 130)
+        if seen.count:
+            # the command is exiting: a late signal must not kill it (exit -2 instead of 130).
+            # Ignored, not handled: Python puts back the default action of a signal with a
+            # Python handler while the interpreter shuts down, and a third Ctrl-C that comes
+            # after a short shutdown lands there
             seen.finishing = True
+            for sig in STOP_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
         else:
             for sig, old in previous.items():
                 signal.signal(sig, old)
