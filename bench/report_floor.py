@@ -41,11 +41,11 @@ def _grouped(lines: DataFrame) -> int:
     from pyspark.sql import functions as F
 
     from reports.core.analysis import NODE_COLUMNS, NODE_KINDS
-    from reports.engine import _wire
+    from reports.engine import wire_columns
 
     def task(table: pa.Table) -> pa.Table:
         return pa.table({"n": [table.num_rows]})
-    return sum(r["n"] for r in lines.filter(F.col("kind").isin(*NODE_KINDS)).select(*_wire(NODE_COLUMNS))
+    return sum(r["n"] for r in lines.filter(F.col("kind").isin(*NODE_KINDS)).select(*wire_columns(NODE_COLUMNS))
                .groupBy("node").applyInArrow(task, "n long").collect())
 
 

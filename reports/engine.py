@@ -76,7 +76,7 @@ def _dump(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _wire(columns: Iterable[str]) -> list[Column]:
+def wire_columns(columns: Iterable[str]) -> list[Column]:
     """``columns`` as the tasks receive them: nested ones as JSON text (parsed back by
     :func:`reports.core.frame.from_json_columns`)."""
     return [F.to_json(c).alias(c) if pa.types.is_nested(EVENTS.field(c).type) else F.col(c) for c in columns]
@@ -191,11 +191,11 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
                                    "good", "bad", "lo", "hi", "stop", "up")
     plots_too = keep("p.lanes")
     whole = _whole_runs(run_dirs, share_bytes)
-    truth = (events.filter(F.col("kind").isin(*TRUTH_KINDS)).select(RUN, *_wire(TRUTH_COLUMNS)).groupBy(RUN)
+    truth = (events.filter(F.col("kind").isin(*TRUTH_KINDS)).select(RUN, *wire_columns(TRUTH_COLUMNS)).groupBy(RUN)
              .cogroup(stats.groupBy(RUN)).applyInArrow(_truth_task(dict(enumerate(manifests)), whole), BLOB))
     share = F.when(F.col(RUN).isin(*whole), F.lit(WHOLE)).otherwise(F.col("node")) if whole else F.col("node")
     parts = (events.filter(F.col("kind").isin(*NODE_KINDS) & F.col("node").isNotNull())
-             .select(RUN, share.alias("share"), *_wire(NODE_COLUMNS)).groupBy(RUN, "share")
+             .select(RUN, share.alias("share"), *wire_columns(NODE_COLUMNS)).groupBy(RUN, "share")
              .cogroup(truth.groupBy(RUN, "share")).applyInArrow(_share_task(queries), BLOB))
     job = parts.groupBy(RUN).applyInArrow(
         _combine_task(keep, plots_too, queries, dict(enumerate(tables_to or []))), BLOB)

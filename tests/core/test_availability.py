@@ -24,15 +24,9 @@ from reports.core.availability import (
 )
 from reports.core.frame import RunInfo, events, node_table
 from reports.core.sends import classify_sends, misrouted_by_reason, sends
+from tests.reports.test_availability import NODES, PLAN
 
 T, U = "T", "U"
-NODES = ("broker-a-0", "pg-1-0", "pg-1-1", "pg-2-0")
-PLAN = {("pg-1-0", T): [(1500, "ok"), (3100, "timeout"), (3300, "timeout"), (4200, "ok"), (4600, "error"),
-                        (4800, "ok"), (7000, "ok")],
-        ("pg-1-0", U): [(1600, "ok"), (3200, "timeout"), (4250, "ok"), (5200, "error"), (9200, "ok")],
-        ("pg-1-1", T): [(2000, "ok"), (3700, "ok"), (6500, "ok")],
-        ("pg-2-0", T): [(1800, "ok"), (2000, "error"), (2500, "error"), (3400, "timeout"), (4400, "ok"),
-                        (4700, "timeout"), (4900, "timeout"), (5500, "ok")]}
 
 
 def _log() -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from reports.core import sends as sends_mod
 from reports.core.consumers import (
     Messages,
     autocreate_coverage,
@@ -17,10 +18,9 @@ from reports.core.consumers import (
     subscriptions,
 )
 from reports.core.frame import events
+from tests.reports.test_consumption import consume, consumption_events
 
 T, U = "T", "U"
-SEND_COLUMNS = ["producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id", "attempt",
-                "outcome", "code", "latency_ms", "error", "group"]
 
 
 def ev(ts: float, node: str, kind: str, **fields: Any) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def send(ts: float, topic: str, msg_id: str, outcome: str = "ok", producer: str 
 
 
 def sends(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=SEND_COLUMNS)
+    return pd.DataFrame(rows, columns=list(sends_mod.SEND_COLUMNS))
 
 
 def rows(df: pd.DataFrame, *cols: str) -> list[tuple[Any, ...]]:
@@ -43,37 +43,10 @@ def rows(df: pd.DataFrame, *cols: str) -> list[tuple[Any, ...]]:
     return sorted(out, key=lambda t: tuple((v is not None, v) for v in t))
 
 
-# --- tests/reports/test_consumption.py -------------------------------------------------------------
-
-def consume(ts: float, node: str, group: str, msg_ids: list[str], name: str = T) -> dict[str, Any]:
-    return ev(ts, node, "consume", group=group, topic=name, broker="broker-a", queue_id=0, msg_ids=msg_ids)
-
-
-def rebalance(ts: float, node: str, cids: list[str], allocated: list[list[Any]], name: str = T) -> dict[str, Any]:
-    return ev(ts, node, "rebalance", group="cg-1", topic=name, cid=f"{node}@1", cids=cids, strategy="AVG",
-              allocated=allocated)
-
-
-def croute(ts: float, node: str, name: str, brokers: list[str], queues: int = 1) -> dict[str, Any]:
-    return ev(ts, node, "client.route", topic=name, source="namesrv-0",
-              publish_queues=[[b, q] for b in brokers for q in range(queues)], changed=True)
-
-
 @pytest.fixture(scope="module")
 def run() -> tuple[pd.DataFrame, pd.DataFrame]:
-    log = events([
-        croute(1100, "pg-1-0", T, ["broker-a"], queues=4), croute(1100, "cg-1-0", T, ["broker-a"], queues=4),
-        rebalance(1300, "cg-1-0", ["cg-1-0@1"], [["broker-a", q] for q in range(4)]),
-        rebalance(1400, "cg-1-0", ["cg-1-0@1", "cg-1-1@1"], [["broker-a", 0], ["broker-a", 1]]),
-        consume(1500, "cg-1-0", "cg-1", ["m1", "m2"]), consume(1600, "cg-1-0", "cg-1", ["m2"]),
-        consume(1700, "cg-2-0", "cg-2", ["m3", "m6"]), consume(1750, "cg-2-0", "cg-2", ["m1"]),
-        ev(1800, "cg-1-1", "pull", group="cg-1", topic=T, broker="broker-a", queue_id=2, code=24),
-        ev(1900, "cg-1-1", "pull", group="cg-1", topic=T, broker="broker-a", queue_id=3, code=24),
-        ev(1950, "cg-1-1", "pull", group="cg-1", topic=T, broker="broker-a", queue_id=3, code=0),
-    ])
-    s = sends([*[send(1200 + i, T, f"m{i}") for i in (1, 2, 3, 4)], send(1210, T, "m5", "error"),
-               send(1220, U, "u1")])  # U is consumed by nobody
-    return log, s
+    log = events(consumption_events())
+    return log, sends_mod.sends(log)
 
 
 def test_lost_duplicates_unacked(run) -> None:

@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reports.core import sends as sends_mod
 from reports.core.availability import unavailable_windows
 from reports.core.frame import RunInfo
 from reports.core.plots import compress_states, plot_tables
 
 INFO = RunInfo(run_start=0.0, run_end=12000.0)  # bins of 100 ms
-SEND_COLUMNS = ["producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id", "attempt",
-                "outcome", "code", "latency_ms", "error", "group"]
+SEND_COLUMNS = list(sends_mod.SEND_COLUMNS)
 NAMES = ["p.latency", "p.faults", "p.misrouted", "p.topics", "p.lanes", "p.lane_counts", "p.durations",
          "p.intervals", "p.producers", "p.unavailable"]
 

@@ -212,16 +212,28 @@ def test_kill_fast_and_slow_client_and_namesrv():
                                                 "stale_views"]
 
 
+def _two_brokers(route_ms: float) -> list[dict[str, Any]]:
+    """A namesrv, masters broker-a and broker-b hosting T and a producer, all up at 1000; the
+    namesrv's route to both at ``route_ms``, the producer's at 1100."""
+    return [start(1000, "namesrv-0", "namesrv"), start(1000, "broker-a-0", "broker"),
+            start(1000, "broker-b-0", "broker"), start(1000, "pg-1-0", "producer"),
+            topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
+            nroute(route_ms, "namesrv-0", T, ["broker-a", "broker-b"]),
+            croute(1100, "pg-1-0", T, ["broker-a", "broker-b"])]
+
+
+def _exits(ts: float) -> list[dict[str, Any]]:
+    """Every node of :func:`_two_brokers` exiting at ``ts``."""
+    return [exit_(ts, n, code=0) for n in ("namesrv-0", "broker-a-0", "broker-b-0", "pg-1-0")]
+
+
 def test_restart_client_over_until_restore_namesrv_under_until_reregistration():
     out = analyse([
-        start(1000, "namesrv-0", "namesrv"), start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
-        start(1000, "pg-1-0", "producer"),
-        topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
-        nroute(1000, "namesrv-0", T, ["broker-a", "broker-b"]), croute(1100, "pg-1-0", T, ["broker-a", "broker-b"]),
+        *_two_brokers(1000),
         exit_(2000, "broker-a-0", signal=9), nroute(2000, "namesrv-0", T, ["broker-b"]),
         start(3000, "broker-a-0", "broker"), topic(3100, "broker-a-0", T, how="restore"),
         nroute(3150, "namesrv-0", T, ["broker-a", "broker-b"]),
-        *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-a-0", "broker-b-0", "pg-1-0")],
+        *_exits(4000),
         fault(2000, "fault.start", "f1", "kill", ["broker-a-0"]),
         fault(2000, "fault.end", "f1", "kill", ["broker-a-0"]),
         fault(3000, "fault.start", "f2", "restart", ["broker-a-0"]),
@@ -235,11 +247,8 @@ def test_restart_client_over_until_restore_namesrv_under_until_reregistration():
 
 def test_pause_keeps_the_paused_master_in_stale_views_and_a_resume_ends_it():
     out = analyse([
-        start(1000, "namesrv-0", "namesrv"), start(1000, "broker-a-0", "broker"), start(1000, "broker-b-0", "broker"),
-        start(1000, "pg-1-0", "producer"),
-        topic(1000, "broker-a-0", T), topic(1000, "broker-b-0", T),
-        nroute(1100, "namesrv-0", T, ["broker-a", "broker-b"]), croute(1100, "pg-1-0", T, ["broker-a", "broker-b"]),
-        *[exit_(4000, n, code=0) for n in ("namesrv-0", "broker-a-0", "broker-b-0", "pg-1-0")],
+        *_two_brokers(1100),
+        *_exits(4000),
         fault(2000, "fault.start", "f1", "pause", ["broker-a-0"]),
         fault(2600, "fault.end", "f1", "pause", ["broker-a-0"]),
         fault(3000, "fault.start", "f2", "pause", ["broker-a-0"]),    # no fault.end ...

@@ -18,9 +18,10 @@ def rebalance(ts, node, cids, allocated, name=T):
               strategy="AVG", allocated=allocated)
 
 
-def consumption_log(root):
-    """Write the log of this module's tests as a run dir at ``root``."""
-    events = [
+def consumption_events() -> list[dict]:
+    """The log of this module's tests: one topic consumed by two groups (a message lost, one
+    never acked, one consumed twice), one nobody consumes, SUBSCRIPTION_NOT_EXIST pulls."""
+    return [
         start(1000, "broker-a-0", "broker"), start(1000, "pg-1-0", "producer"),
         start(1000, "cg-1-0", "consumer"), start(1000, "cg-1-1", "consumer"), start(1000, "cg-2-0", "consumer"),
         topic(1000, "broker-a-0", T), topic(1000, "broker-a-0", U),
@@ -37,7 +38,11 @@ def consumption_log(root):
         ev(1950, "cg-1-1", "pull", group="cg-1", topic=T, broker="broker-a", queue_id=3, code=0),
         *[exit_(2000, n, code=0) for n in ("broker-a-0", "pg-1-0", "cg-1-0", "cg-1-1", "cg-2-0")],
     ]
-    return write_run(root, events)
+
+
+def consumption_log(root):
+    """Write the log of this module's tests as a run dir at ``root``."""
+    return write_run(root, consumption_events())
 
 
 @pytest.fixture(scope="module")
