@@ -98,7 +98,7 @@ class Messages:
         subs = subscriptions(ev)
         (self.ok_topic, self.dl_topic, self.sub_topic, self.watched, self.sent_topic), self.topics = _codes(
             ok["topic"], dl["topic"], subs["topic"], _kind(ev, "consume", "rebalance")["topic"], sends["topic"])
-        (self.ok_msg, self.dl_msg), _ = _codes(ok["msg_id"], dl["msg_id"])
+        (self.ok_msg, self.dl_msg), self.msg_ids = _codes(ok["msg_id"], dl["msg_id"])
         (self.dl_group, self.sub_group), _ = _codes(dl["group"], subs["group"])
         self.subs = subs
         # the first ok attempt of each (topic, message), kept when before ``until``
@@ -110,6 +110,14 @@ class Messages:
         if stop is not None:
             first = first[ts[first] < stop]
         self.first_topic, self.first_msg = self.ok_topic[first], self.ok_msg[first]
+
+    def among(self, msgs: np.ndarray, members: np.ndarray) -> np.ndarray:
+        """For each message code of ``msgs``: whether it is one of ``members`` (a null, -1, never
+        is); a table lookup, message codes being dense."""
+        n = len(self.msg_ids)
+        table = np.zeros(n + 1, bool)  # index n: a null message id
+        table[members[members >= 0]] = True
+        return table[np.where(msgs >= 0, msgs, n)]
 
 
 def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,13 +137,8 @@ def consumption(m: Messages) -> pd.DataFrame:
     consumed_unacked`` (a first ack at or after ``until`` cannot make a message lost)."""
     acked_t, acked_m = _unique_pairs(m.ok_topic, m.ok_msg)
     consumed_t, consumed_m = _unique_pairs(m.dl_topic, m.dl_msg)
-    n_msgs = int(max(m.ok_msg.max(initial=-1), m.dl_msg.max(initial=-1))) + 1
-    was_consumed, was_acked = np.zeros(n_msgs + 1, bool), np.zeros(n_msgs + 1, bool)
-    was_consumed[consumed_m[consumed_m >= 0]] = True  # index n_msgs: null, never set
-    was_acked[acked_m[acked_m >= 0]] = True
-    watched = np.isin(m.first_topic, m.watched[m.watched >= 0])
-    lost = watched & ~was_consumed[np.where(m.first_msg >= 0, m.first_msg, n_msgs)]
-    unacked = ~was_acked[np.where(consumed_m >= 0, consumed_m, n_msgs)]
+    lost = np.isin(m.first_topic, m.watched[m.watched >= 0]) & ~m.among(m.first_msg, consumed_m)
+    unacked = ~m.among(consumed_m, acked_m)
     # deliveries of the same (group, topic, message) more than once
     group_topic = pd.factorize(_pairs(m.dl_group, m.dl_topic))[0].astype(np.int64)
     each, firsts = pd.factorize(_pairs(group_topic, m.dl_msg))
@@ -171,15 +174,11 @@ def group_loss(m: Messages) -> pd.DataFrame:
     producer sent to: ``expected`` messages first acked before ``until``, ``consumed`` of them
     by the group (a ``consume`` of it under any topic)."""
     sent = np.isin(m.sub_topic, np.unique(m.sent_topic[m.sent_topic >= 0]))
-    n_msgs = int(max(m.first_msg.max(initial=-1), m.dl_msg.max(initial=-1))) + 1
-    known = (m.dl_group >= 0) & (m.dl_msg >= 0)
     expected, consumed = [], []
     for g, t in zip(m.sub_group[sent], m.sub_topic[sent], strict=True):
         msgs = m.first_msg[m.first_topic == t]
-        got = np.zeros(n_msgs + 1, bool)  # index n_msgs: a null message id, never consumed
-        got[m.dl_msg[known & (m.dl_group == g)]] = True
         expected.append(len(msgs))
-        consumed.append(int(got[np.where(msgs >= 0, msgs, n_msgs)].sum()))
+        consumed.append(int(m.among(msgs, m.dl_msg[m.dl_group == g]).sum()))
     out = m.subs.loc[sent, ["group", "topic"]].reset_index(drop=True)
     out["expected"] = np.array(expected, dtype="int64")
     out["consumed"] = np.array(consumed, dtype="int64")
