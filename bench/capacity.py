@@ -35,8 +35,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.launcher.lagwatch import LagWatch  # noqa: E402
-from emulator.testing import read_events  # noqa: E402
+from rmqemu.emulator.launcher.lagwatch import LagWatch  # noqa: E402
+from rmqemu.emulator.testing import read_events  # noqa: E402
 
 FAILED_SENDS_OK = 0.005
 
@@ -69,7 +69,7 @@ class CpuSampler(threading.Thread):
         self.root = psutil.Process(pid)
         self.every_s = every_s
         self.last: dict[int, float] = {}
-        self.names: dict[int, str] = {}  # pid -> node name (the last argv word of python -m emulator.node)
+        self.names: dict[int, str] = {}  # pid -> node name (the last argv word of python -m rmqemu.emulator.node)
         self.at_start: dict[int, float] = {}
         self.launcher_cpu = 0.0  # the launcher's own CPU seconds (the process it watches)
         self.samples: list[tuple[float, float]] = []  # (host ms, CPU s of all nodes so far)
@@ -82,7 +82,7 @@ class CpuSampler(threading.Thread):
                     try:
                         if child.pid not in self.names:
                             argv = child.cmdline()
-                            if "emulator.node" not in argv:  # forked, not yet exec'd, or a zombie
+                            if "rmqemu.emulator.node" not in argv:  # forked, not yet exec'd, or a zombie
                                 continue  # (an empty argv used to end this thread: 0 % CPU rows)
                             self.names[child.pid] = argv[-1]
                         t = child.cpu_times()

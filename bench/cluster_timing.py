@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.launcher.launcher import Launcher  # noqa: E402
-from emulator.launcher.topology_load import load_topology  # noqa: E402
-from emulator.node.clock import host_ms  # noqa: E402
-from emulator.testing import read_events  # noqa: E402
+from rmqemu.emulator.launcher.launcher import Launcher  # noqa: E402
+from rmqemu.emulator.launcher.topology_load import load_topology  # noqa: E402
+from rmqemu.emulator.node.clock import host_ms  # noqa: E402
+from rmqemu.emulator.testing import read_events  # noqa: E402
 
 TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "quickstart.yaml"
 

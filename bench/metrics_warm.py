@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.testing import TEST_SPARK_CONF  # noqa: E402
-from reports.job import metrics  # noqa: E402
-from reports.session import build_session, stop_session  # noqa: E402
+from rmqemu.emulator.testing import TEST_SPARK_CONF  # noqa: E402
+from rmqemu.reports.job import metrics  # noqa: E402
+from rmqemu.reports.session import build_session, stop_session  # noqa: E402
 
 
 def main() -> int:

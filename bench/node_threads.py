@@ -35,7 +35,7 @@ def sample(launcher: int) -> Sample:
     for child in psutil.Process(launcher).children(recursive=True):
         try:
             argv = child.cmdline()
-            if "emulator.node" not in argv:
+            if "rmqemu.emulator.node" not in argv:
                 continue
             for tid in os.listdir(f"/proc/{child.pid}/task"):
                 base = f"/proc/{child.pid}/task/{tid}"

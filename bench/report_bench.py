@@ -34,10 +34,10 @@ import duck  # noqa: E402
 import duckdb  # noqa: E402
 import gen_events  # noqa: E402
 
-from reports.job import metrics as run_metrics  # noqa: E402
-from reports.job import run_report  # noqa: E402
-from reports.rundir import event_paths  # noqa: E402
-from reports.session import THREADS, build_session, stop_session  # noqa: E402
+from rmqemu.reports.job import metrics as run_metrics  # noqa: E402
+from rmqemu.reports.job import run_report  # noqa: E402
+from rmqemu.reports.rundir import event_paths  # noqa: E402
+from rmqemu.reports.session import THREADS, build_session, stop_session  # noqa: E402
 
 
 def spark_headline(m: dict) -> dict:

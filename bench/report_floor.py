@@ -27,9 +27,9 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reports.rundir import event_paths  # noqa: E402
-from reports.schema import EVENT_SCHEMA  # noqa: E402
-from reports.session import SMALL_INPUT_BYTES, build_session, stop_session  # noqa: E402
+from rmqemu.reports.rundir import event_paths  # noqa: E402
+from rmqemu.reports.schema import EVENT_SCHEMA  # noqa: E402
+from rmqemu.reports.session import SMALL_INPUT_BYTES, build_session, stop_session  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -40,8 +40,8 @@ def _grouped(lines: DataFrame) -> int:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from reports.core.analysis import NODE_COLUMNS, NODE_KINDS
-    from reports.engine import wire_columns
+    from rmqemu.reports.core.analysis import NODE_COLUMNS, NODE_KINDS
+    from rmqemu.reports.engine import wire_columns
 
     def task(table: pa.Table) -> pa.Table:
         return pa.table({"n": [table.num_rows]})
@@ -54,7 +54,7 @@ def main() -> int:
     paths = [p for rd in sys.argv[1 + grouped:] for p in event_paths(rd)]
     spark = build_session(None, small_input=sum(os.path.getsize(p) for p in paths) < SMALL_INPUT_BYTES)
     if grouped:
-        from reports.load import read_events
+        from rmqemu.reports.load import read_events
 
         n = _grouped(read_events(spark, paths))
     else:

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reports.job import compute_many, metrics  # noqa: E402
-from reports.rundir import event_paths  # noqa: E402
-from reports.session import build_session, stop_session  # noqa: E402
+from rmqemu.reports.job import compute_many, metrics  # noqa: E402
+from rmqemu.reports.rundir import event_paths  # noqa: E402
+from rmqemu.reports.session import build_session, stop_session  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

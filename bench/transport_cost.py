@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.protocol import request  # noqa: E402
-from emulator.transport.base import Received  # noqa: E402
-from emulator.transport.zmq_node import ZmqTransport  # noqa: E402
+from rmqemu.emulator.protocol import request  # noqa: E402
+from rmqemu.emulator.transport.base import Received  # noqa: E402
+from rmqemu.emulator.transport.zmq_node import ZmqTransport  # noqa: E402
 
 
 def context_switches() -> int:

@@ -14,7 +14,7 @@ __all__ = ["Cluster", "FaultHandle"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from emulator import chaos
+        from rmqemu.emulator import chaos
 
         return getattr(chaos, name)
     raise AttributeError(f"module 'emulator' has no attribute {name!r}")

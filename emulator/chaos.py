@@ -25,14 +25,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from emulator.launcher.fault_spec import parse_duration
-from emulator.launcher.launcher import Launcher
-from emulator.launcher.run_events import read_events
-from emulator.launcher.topology import Topology
-from emulator.launcher.topology_load import load_topology, parse_topology
-from faults.launch_glue import check_topology_faults
-from faults.supervisor_verbs import VerbServer
+from rmqemu.emulator.launcher.fault_spec import parse_duration
+from rmqemu.emulator.launcher.launcher import Launcher
+from rmqemu.emulator.launcher.run_events import read_events
+from rmqemu.emulator.launcher.topology import Topology
+from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology
 from rmqemu.errors import SpecError
+from rmqemu.faults.launch_glue import check_topology_faults
+from rmqemu.faults.supervisor_verbs import VerbServer
 
 Targets = str | Sequence[str]
 PUMP_MS = 20.0  # how often a wait looks at the control plane and the timed faults (wall ms)
@@ -260,13 +260,13 @@ class Cluster:
         mapping works: its keys are paths). Only what they read is computed, so a test that
         asserts ``consumption.lost`` does not pay for the route-staleness analysis
         (docs/testing.md). A document already computed is reused when it holds them."""
-        from reports.metrics import sections_of  # Spark loads only when asked for
+        from rmqemu.reports.metrics import sections_of  # Spark loads only when asked for
 
         wanted = frozenset(sections_of(only))
         if self._metrics is None or not wanted <= self._sections:
             self.finish()
-            from reports.job import metrics as run_metrics
-            from reports.session import build_session, stop_session
+            from rmqemu.reports.job import metrics as run_metrics
+            from rmqemu.reports.session import build_session, stop_session
 
             session = spark if spark is not None else build_session(small_input=True)
             try:

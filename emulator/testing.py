@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import psutil
 import pytest
 
-from emulator.launcher.run_events import read_events  # noqa: F401 - part of the plugin's helpers
-from emulator.launcher.topology_load import load_topology, parse_topology
+from rmqemu.emulator.launcher.run_events import read_events  # noqa: F401 - part of the plugin's helpers
+from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology
 
 if TYPE_CHECKING:
-    from emulator.chaos import Cluster as ChaosCluster
+    from rmqemu.emulator.chaos import Cluster as ChaosCluster
 
 
 def run_processes(run_dir: Path) -> list[tuple[int, float]]:
@@ -91,7 +91,7 @@ def start_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Ca
     whatever the test did: faults healed, every process stopped; after a failed test without
     the end-of-run drain (the run is evidence, not a measurement, and a stuck group would
     hold the teardown for ``timing.drainTimeout``)."""
-    from emulator.chaos import Cluster  # imported here: the plugin loads in every pytest run
+    from rmqemu.emulator.chaos import Cluster  # imported here: the plugin loads in every pytest run
 
     clusters: list[Cluster] = []
 
@@ -126,7 +126,7 @@ def rmqemu_spark() -> Iterator[Any]:
     """One local SparkSession per pytest worker (xdist runs each worker in its own process, so
     session scope is one JVM per worker), started by the first test that asks: pass it to
     ``cluster.metrics(rmqemu_spark)`` so a small run's metrics cost seconds, not a JVM start."""
-    from reports.session import build_session, stop_session  # Spark loads only when a test asks
+    from rmqemu.reports.session import build_session, stop_session  # Spark loads only when a test asks
 
     session = build_session("local[2]", conf=TEST_SPARK_CONF, small_input=True)
     try:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable
 
-from emulator.node.clock import ClockSetting
-from emulator.node.links import LinkRule
-from faults.kinds import ClockFault, Fault, ProcessExitFault, RestartFault
-from faults.ops import ClusterOps
+from rmqemu.emulator.node.clock import ClockSetting
+from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, OverlappingFault, RmqemuError
+from rmqemu.faults.kinds import ClockFault, Fault, ProcessExitFault, RestartFault
+from rmqemu.faults.ops import ClusterOps
 
 Link = tuple[str, str]
 

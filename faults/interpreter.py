@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from faults.injector import Injector
-from faults.kinds import build_fault
-from faults.schedule import Plan, PlanStep
 from rmqemu.errors import FaultError, PlanFailed
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.kinds import build_fault
+from rmqemu.faults.schedule import Plan, PlanStep
 
 
 @dataclass

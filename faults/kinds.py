@@ -14,10 +14,10 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
-from emulator.node.clock import ClockSetting
-from emulator.node.links import LinkRule
-from faults.ops import ClusterOps
+from rmqemu.emulator.node.clock import ClockSetting
+from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, PlanError, ProcessGone
+from rmqemu.faults.ops import ClusterOps
 
 Link = tuple[str, str]
 

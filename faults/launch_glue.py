@@ -12,17 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from emulator.launcher.nodes import NodeInfo
-from emulator.launcher.topology_load import plan_nodes
-from faults.injector import Injector
-from faults.interpreter import run_plan_steps
-from faults.nemesis import random_plan
-from faults.schedule import Plan, check_plan, plan_from_specs, read_plan, spec_problems, write_plan
+from rmqemu.emulator.launcher.nodes import NodeInfo
+from rmqemu.emulator.launcher.topology_load import plan_nodes
 from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.interpreter import run_plan_steps
+from rmqemu.faults.nemesis import random_plan
+from rmqemu.faults.schedule import Plan, check_plan, plan_from_specs, read_plan, spec_problems, write_plan
 
 if TYPE_CHECKING:
-    from emulator.launcher.launcher import Launcher
-    from emulator.launcher.topology import Topology
+    from rmqemu.emulator.launcher.launcher import Launcher
+    from rmqemu.emulator.launcher.topology import Topology
 
 
 def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = "30s",

@@ -14,10 +14,10 @@ from __future__ import annotations
 import random
 from typing import Any, Iterable, Mapping
 
-from emulator.launcher.fault_spec import FAULT_KINDS, FaultSpec, parse_duration
-from emulator.launcher.nodes import NodeInfo
-from faults.schedule import Plan, check_plan, fault_rng, resolve_spec, sort_steps
+from rmqemu.emulator.launcher.fault_spec import FAULT_KINDS, FaultSpec, parse_duration
+from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import PlanError
+from rmqemu.faults.schedule import Plan, check_plan, fault_rng, resolve_spec, sort_steps
 
 SERVER_ROLES = ("namesrv", "master", "slave")
 CLOCK_OFFSETS_S = (5, 30, 60, 130, 300)  # 130 s crosses the namesrv's 120 s broker expiry

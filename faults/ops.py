@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from emulator.launcher.nodes import NodeInfo
-from emulator.node.clock import ClockSetting
-from emulator.node.links import LinkRule
+from rmqemu.emulator.launcher.nodes import NodeInfo
+from rmqemu.emulator.node.clock import ClockSetting
+from rmqemu.emulator.node.links import LinkRule
 
 Link = tuple[str, str]
 

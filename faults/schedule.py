@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from emulator.launcher.fault_spec import FaultSpec
-from emulator.launcher.nodes import NodeInfo
-from faults.kinds import FAULT_CLASSES
-from faults.partition import plan_partition
-from faults.targets import resolve_targets
+from rmqemu.emulator.launcher.fault_spec import FaultSpec
+from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import FaultError, PlanError
+from rmqemu.faults.kinds import FAULT_CLASSES
+from rmqemu.faults.partition import plan_partition
+from rmqemu.faults.targets import resolve_targets
 
 PLAN_VERSION = 1
 HOLDS = {"kill": "process", "stop": "process", "pause": "process", "clock": "clock"}

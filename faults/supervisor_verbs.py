@@ -21,12 +21,12 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emulator.node.clock import mono_ms
-from faults.injector import Injector
-from faults.kinds import Fault, build_fault
-from faults.ops import ClusterOps
-from faults.verbs import one_fault_plan, spec_from_args
+from rmqemu.emulator.node.clock import mono_ms
 from rmqemu.errors import FaultError, PlanError
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.kinds import Fault, build_fault
+from rmqemu.faults.ops import ClusterOps
+from rmqemu.faults.verbs import one_fault_plan, spec_from_args
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 VERBS = ("kill", "stop", "pause", "partition", "link", "skew")

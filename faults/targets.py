@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Mapping, Sequence
 
-from emulator.launcher.nodes import NodeInfo
+from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import TargetError
 
 SELECTORS: tuple[str, ...] = ("one", "minority", "majority", "all")

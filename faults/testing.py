@@ -10,9 +10,9 @@ from __future__ import annotations
 import signal as _signal
 from typing import Any, Mapping
 
-from emulator.launcher.nodes import NodeInfo, node_table
-from emulator.node.clock import ClockSetting, FakeClock
-from emulator.node.links import LinkRule
+from rmqemu.emulator.launcher.nodes import NodeInfo, node_table
+from rmqemu.emulator.node.clock import ClockSetting, FakeClock
+from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, ProcessGone, UnsafeSignal
 from rmqemu.events import check_line
 

@@ -21,10 +21,10 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from emulator.launcher.fault_spec import FaultSpec, parse_duration
-from emulator.launcher.nodes import NodeInfo
-from faults.schedule import Plan, check_plan, resolve_spec, sort_steps
+from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
+from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import SpecError
+from rmqemu.faults.schedule import Plan, check_plan, resolve_spec, sort_steps
 
 _PPM = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*ppm\s*$")
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import click
 
-from reports.session import SMALL_INPUT_BYTES, THREADS, BackgroundSession, build_session, stop_session
 from rmqemu.errors import ExpectationError, RunInputError
+from rmqemu.reports.session import SMALL_INPUT_BYTES, THREADS, BackgroundSession, build_session, stop_session
 
 
 class _Progress:
@@ -133,11 +133,11 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
 def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sessions, progress: _Progress,
             threads: int, expect_file: Path | None, junit_file: Path | None) -> int:
     """Report every run; the number of runs that failed an expectation."""
-    from reports import expect
-    from reports.job import default_out, run_reports
-    from reports.manifest import read_manifest
-    from reports.rundir import event_paths
-    from reports.summary import one_line
+    from rmqemu.reports import expect
+    from rmqemu.reports.job import default_out, run_reports
+    from rmqemu.reports.manifest import read_manifest
+    from rmqemu.reports.rundir import event_paths
+    from rmqemu.reports.summary import one_line
     from rmqemu.verdicts import judge
 
     if out and len(run_dirs) > 1:
@@ -178,8 +178,8 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
 
 def _compare(run_dirs: list[str], out: str | None, recompute: bool, sessions: _Sessions,
              progress: _Progress) -> None:
-    from reports import compare
-    from reports.job import compute_many
+    from rmqemu.reports import compare
+    from rmqemu.reports.job import compute_many
 
     if len(run_dirs) < 2:
         raise click.UsageError("--compare needs at least two run directories")

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reports.html import CSS, esc
-from reports.summary import fmt_num, headline_values
 from rmqemu.errors import RunInputError
+from rmqemu.reports.html import CSS, esc
+from rmqemu.reports.summary import fmt_num, headline_values
 
 Metrics = dict[str, Any]
 

@@ -32,8 +32,9 @@ import pyarrow as pa
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from reports.conf import sql_conf
-from reports.core.analysis import (
+from rmqemu.errors import RunInputError
+from rmqemu.reports.conf import sql_conf
+from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
     NODE_KINDS,
     TRUTH_COLUMNS,
@@ -43,13 +44,12 @@ from reports.core.analysis import (
     node_part,
     run_truth,
 )
-from reports.core.frame import RunInfo, from_json_columns, to_frame
-from reports.core.schema import EVENTS
-from reports.load import RUN, file_stats, good_events, read_runs
-from reports.manifest import Manifest, is_uri
-from reports.results import RunMeta, RunResult, write_tables
-from reports.rundir import event_paths
-from rmqemu.errors import RunInputError
+from rmqemu.reports.core.frame import RunInfo, from_json_columns, to_frame
+from rmqemu.reports.core.schema import EVENTS
+from rmqemu.reports.load import RUN, file_stats, good_events, read_runs
+from rmqemu.reports.manifest import Manifest, is_uri
+from rmqemu.reports.results import RunMeta, RunResult, write_tables
+from rmqemu.reports.rundir import event_paths
 
 #: What the tasks return: pickled values of a run (``name``: what they are), by share (null:
 #: the run's own).

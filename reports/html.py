@@ -24,9 +24,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from reports.plots import Figure, fault_colour
-from reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
 from rmqemu.errors import ExpectationError
+from rmqemu.reports.plots import Figure, fault_colour
+from rmqemu.reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
 from rmqemu.verdicts import Expectations, Verdict, judge
 
 MAX_ROWS = 200
@@ -204,7 +204,7 @@ def banner(m: Metrics, expect: Expectations | None) -> Banner:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("rmqemu.reports", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=fmt_num, ms=fmt_ms)
     return env

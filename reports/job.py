@@ -25,14 +25,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from reports import html, plotdata, plots
-from reports.core.analysis import TABLES
-from reports.engine import analyse_runs, names
-from reports.manifest import is_uri, read_manifest
-from reports.metrics import document, queries_of, sections_of
-from reports.rundir import event_paths
-from reports.session import THREADS
 from rmqemu.errors import RunInputError
+from rmqemu.reports import html, plotdata, plots
+from rmqemu.reports.core.analysis import TABLES
+from rmqemu.reports.engine import analyse_runs, names
+from rmqemu.reports.manifest import is_uri, read_manifest
+from rmqemu.reports.metrics import document, queries_of, sections_of
+from rmqemu.reports.rundir import event_paths
+from rmqemu.reports.session import THREADS
 
 Progress = Callable[[str], None]
 

@@ -15,11 +15,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reports.conf import sql_conf
-from reports.manifest import Manifest, is_uri, read_manifest
-from reports.rundir import event_paths
-from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA
 from rmqemu.errors import RunInputError
+from rmqemu.reports.conf import sql_conf
+from rmqemu.reports.manifest import Manifest, is_uri, read_manifest
+from rmqemu.reports.rundir import event_paths
+from rmqemu.reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA
 
 RUN = "run"
 

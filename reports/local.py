@@ -13,12 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from reports.core.analysis import analyse
-from reports.core.frame import RunInfo, table_of, to_frame
-from reports.manifest import read_manifest
-from reports.results import RunMeta, RunResult
-from reports.rundir import event_paths
 from rmqemu.errors import RunInputError
+from rmqemu.reports.core.analysis import analyse
+from rmqemu.reports.core.frame import RunInfo, table_of, to_frame
+from rmqemu.reports.manifest import read_manifest
+from rmqemu.reports.results import RunMeta, RunResult
+from rmqemu.reports.rundir import event_paths
 
 
 def _records(path: str) -> Iterator[dict[str, Any] | None]:

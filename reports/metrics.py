@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from reports.core import health
-from reports.core.sends import REASONS
-from reports.results import RunMeta, RunResult, rows
 from rmqemu.errors import ExpectationError
+from rmqemu.reports.core import health
+from rmqemu.reports.core.sends import REASONS
+from rmqemu.reports.results import RunMeta, RunResult, rows
 
 #: The columns of the send-outcome row, in order (all zero when a run made no attempt).
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from reports.results import RunResult
+from rmqemu.reports.results import RunResult
 
 
 @dataclass

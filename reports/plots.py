@@ -24,8 +24,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 from matplotlib.transforms import blended_transform_factory  # noqa: E402
 
-from reports.core.sends import REASONS  # noqa: E402
-from reports.plotdata import PlotData  # noqa: E402
+from rmqemu.reports.core.sends import REASONS  # noqa: E402
+from rmqemu.reports.plotdata import PlotData  # noqa: E402
 
 FAULT_COLOURS = ["#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bcbd22", "#17becf", "#8c564b",
                  "#e377c2", "#7f7f7f"]

@@ -18,9 +18,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from reports.core.analysis import TABLES
-from reports.core.frame import RunInfo
-from reports.manifest import Manifest
+from rmqemu.reports.core.analysis import TABLES
+from rmqemu.reports.core.frame import RunInfo
+from rmqemu.reports.manifest import Manifest
 
 Rows = list[dict[str, Any]]
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from reports.core.schema import EVENT_FIELDS
+from rmqemu.reports.core.schema import EVENT_FIELDS
 
 CORRUPT_COLUMN = "_corrupt_record"
 

@@ -136,7 +136,7 @@ class BackgroundSession:
         try:
             _lower_this_threads_priority()
             self._session = build_session(self.master, small_input=self.small_input)
-            from reports.engine import warm_up  # pyspark: imported on this thread, once started
+            from rmqemu.reports.engine import warm_up  # pyspark: imported on this thread, once started
 
             warm_up(self._session)
         except BaseException as exc:  # noqa: BLE001 - raised again by get()

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reports.rundir import event_paths
 from rmqemu.errors import RunInputError
+from rmqemu.reports.rundir import event_paths
 
 FILE = "analysis.json"
 

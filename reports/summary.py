@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reports.core.sends import REASONS
+from rmqemu.reports.core.sends import REASONS
 
 Metrics = dict[str, Any]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from emulator.testing import read_events
 from rmqemu import events
+from rmqemu.emulator.testing import read_events
 
 MAX_SHOWN = 30
 

@@ -18,26 +18,26 @@ PACKAGES = ("rmqemu", "emulator", "faults", "reports")
 # Lowest first. A module belongs to the layer of its longest matching prefix.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("contract", ("rmqemu",)),
-    ("roles", ("emulator.protocol", "emulator.roles")),
-    ("node", ("emulator.node", "emulator.transport")),
-    ("launcher", ("emulator.launcher",)),
-    ("faults", ("faults",)),
-    ("cli", ("emulator", "emulator.cli", "emulator.testing")),
+    ("roles", ("rmqemu.emulator.protocol", "rmqemu.emulator.roles")),
+    ("node", ("rmqemu.emulator.node", "rmqemu.emulator.transport")),
+    ("launcher", ("rmqemu.emulator.launcher",)),
+    ("faults", ("rmqemu.faults",)),
+    ("cli", ("rmqemu.emulator", "rmqemu.emulator.cli", "rmqemu.emulator.testing")),
 )
 # Beside the stack: may import the contract and itself only; only the CLI layer imports it.
-REPORTS = "reports"
+REPORTS, REPORTS_PACKAGE = "reports", "rmqemu.reports"  # the layer, and its package
 # Pairs (importer prefix, imported prefix) refused even where the layers would allow them.
-FORBIDDEN = (("emulator.transport", "emulator.roles"),)
+FORBIDDEN = (("rmqemu.emulator.transport", "rmqemu.emulator.roles"),)
 
 
 def module_names(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
-    """``{"emulator.node.runtime": Path(...)}`` for every module of the given packages."""
+    """``{"rmqemu.emulator.node.runtime": Path(...)}`` for every module of the given packages."""
     found: dict[str, Path] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            found[name] = path
+            found[name if package == "rmqemu" else f"rmqemu.{name}"] = path  # installed under rmqemu
     return found
 
 
@@ -86,7 +86,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
 
 
 def layer_of(module: str) -> str:
-    if module == REPORTS or module.startswith(REPORTS + "."):
+    if module == REPORTS_PACKAGE or module.startswith(REPORTS_PACKAGE + "."):
         return REPORTS
     best, best_len = "", -1
     for layer, prefixes in LAYERS:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator.launcher.run_dir import append_event
-from emulator.node.io import EventLog
-from emulator.roles.base import Emit
 from rmqemu import events
+from rmqemu.emulator.launcher.run_dir import append_event
+from rmqemu.emulator.node.io import EventLog
+from rmqemu.emulator.roles.base import Emit
 from rmqemu.event_doc import REGENERATE
 from rmqemu.event_kinds import SECTIONS
 

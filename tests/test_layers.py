@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.layers import PACKAGES, cycles, direction_problems, import_graph, imports_of, layer_of, module_names
@@ -11,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_project_imports_run_one_way() -> None:
     graph = import_graph(ROOT)
-    assert len(graph) > 100 and graph["emulator.node.main"], "the import graph was not read"
+    assert len(graph) > 100 and graph["rmqemu.emulator.node.main"], "the import graph was not read"
     assert direction_problems(graph) == []
 
 
@@ -25,27 +26,41 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_the_checker_sees_an_upward_import_and_a_cycle() -> None:
+    e = "rmqemu.emulator"
     graph = {
-        "emulator.roles.broker": {"emulator.launcher.launcher"},       # roles reaching up
-        "emulator.launcher.launcher": {"emulator.roles.broker"},       # and back: a cycle
-        "emulator.transport.base": {"emulator.roles.base"},           # transport -> a role
-        "reports.load": {"emulator.node.clock"},                      # reports -> emulator
-        "emulator.cli.main": {"reports.cli", "faults.injector"},     # allowed
+        f"{e}.roles.broker": {f"{e}.launcher.launcher"},                          # roles reaching up
+        f"{e}.launcher.launcher": {f"{e}.roles.broker"},                          # and back: a cycle
+        f"{e}.transport.base": {f"{e}.roles.base"},                               # transport -> a role
+        "rmqemu.reports.load": {f"{e}.node.clock"},                               # reports -> emulator
+        f"{e}.cli.main": {"rmqemu.reports.cli", "rmqemu.faults.injector"},        # allowed
     }
     assert direction_problems(graph) == [
-        "emulator.roles.broker (roles) imports emulator.launcher.launcher (launcher)",
-        "emulator.transport.base (node) imports emulator.roles.base (roles)",
-        "reports.load (reports) imports emulator.node.clock (node)",
+        f"{e}.roles.broker (roles) imports {e}.launcher.launcher (launcher)",
+        f"{e}.transport.base (node) imports {e}.roles.base (roles)",
+        f"rmqemu.reports.load (reports) imports {e}.node.clock (node)",
     ]
-    assert cycles(graph) == [["emulator.launcher.launcher", "emulator.roles.broker"]]
+    assert cycles(graph) == [[f"{e}.launcher.launcher", f"{e}.roles.broker"]]
 
 
 def test_imports_inside_functions_count_and_type_checking_ones_do_not() -> None:
     source = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from emulator.launcher.launcher import Launcher\n"
-        "def f():\n    from faults.launch_glue import build_plan\n"
+        "if TYPE_CHECKING:\n    from rmqemu.emulator.launcher.launcher import Launcher\n"
+        "def f():\n    from rmqemu.faults.launch_glue import build_plan\n"
         "from . import sibling\n"
     )
-    known = {"emulator.launcher.launcher", "faults.launch_glue", "emulator.roles.sibling", "emulator.roles.me"}
-    assert imports_of("emulator.roles.me", source, False, known) == {"faults.launch_glue", "emulator.roles.sibling"}
+    e = "rmqemu.emulator"
+    known = {f"{e}.launcher.launcher", "rmqemu.faults.launch_glue", f"{e}.roles.sibling", f"{e}.roles.me"}
+    assert imports_of(f"{e}.roles.me", source, False, known) == {"rmqemu.faults.launch_glue", f"{e}.roles.sibling"}
+
+
+def test_nothing_imports_the_folders_by_their_bare_names() -> None:
+    """emulator/, faults/ and reports/ install as rmqemu.emulator, rmqemu.faults, rmqemu.reports:
+    a bare ``from reports...`` works from the repository root but not in a user's install."""
+    folders = "(emulator|faults|reports)"
+    bare = re.compile(rf"\bfrom {folders}(\.\w+)* import |(^\s*|[;\"']\s*)import {folders}\b", re.M)
+    found = [f"{path.relative_to(ROOT)}: {m.group(0).strip()}"
+             for folder in ("emulator", "faults", "reports", "rmqemu", "tests", "bench", "docs")
+             for path in sorted((ROOT / folder).rglob("*.py"))
+             for m in bare.finditer(path.read_text())]
+    assert found == []

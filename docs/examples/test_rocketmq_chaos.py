@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import psutil
 
-from emulator.testing import expect_metrics
+from rmqemu.emulator.testing import expect_metrics
 
 CLUSTER = {
     "name": "example", "seed": 7, "timing": {"scale": 0.01}, "namesrvs": 1,

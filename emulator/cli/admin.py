@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from emulator.cli.errors import handle_errors
-from emulator.launcher import admin as _admin
-from emulator.launcher.run_dir import read_json, resolve_run
+from rmqemu.emulator.cli.errors import handle_errors
+from rmqemu.emulator.launcher import admin as _admin
+from rmqemu.emulator.launcher.run_dir import read_json, resolve_run
 from rmqemu.errors import RmqemuError
 
 
@@ -86,7 +86,7 @@ def topic_list(run: Path | None, namesrv: str | None) -> None:
 @_handled
 def update_topic(topic: str, brokers: tuple[str, ...], queues: int, perm: int, run: Path | None) -> None:
     """UPDATE_AND_CREATE_TOPIC on the master of each named broker."""
-    from emulator.launcher.topology import TopicEntry
+    from rmqemu.emulator.launcher.topology import TopicEntry
 
     nodes = _nodes(run)
     entry = TopicEntry(name=topic, brokers=list(brokers), queues=queues, perm=perm)

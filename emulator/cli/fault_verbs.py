@@ -17,9 +17,9 @@ from typing import Any
 
 import click
 
-from emulator.cli.errors import handle_errors
-from faults.verbs import spec_from_args
+from rmqemu.emulator.cli.errors import handle_errors
 from rmqemu.errors import SpecError
+from rmqemu.faults.verbs import spec_from_args
 
 RUN = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
                    help="run directory (default: the latest under runs/)")
@@ -31,8 +31,8 @@ fault_verb = handle_errors  # bad arguments exit 2, anything the cluster refuses
 
 def _call(run: Path | None, verb: str, args: dict[str, Any]) -> tuple[dict[str, Any], float]:
     """Send one verb to the run's supervisor; the result and the run's ``timing.scale``."""
-    from emulator.cli.supervisor import call
-    from emulator.launcher.run_dir import read_json, resolve_run
+    from rmqemu.emulator.cli.supervisor import call
+    from rmqemu.emulator.launcher.run_dir import read_json, resolve_run
 
     path = resolve_run(run)
     scale = float(read_json(path / "manifest.json").get("scale") or 1.0)

@@ -27,9 +27,9 @@ from typing import Any, Iterator
 
 import psutil
 
-from emulator.cli.supervisor_record import attach
-from emulator.launcher.run_dir import append_event
-from emulator.node.clock import host_ms
+from rmqemu.emulator.cli.supervisor_record import attach
+from rmqemu.emulator.launcher.run_dir import append_event
+from rmqemu.emulator.node.clock import host_ms
 from rmqemu.errors import UnsafeSignal
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

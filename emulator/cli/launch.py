@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.launcher.lagwatch import LagWatch
-from emulator.launcher.launcher import Launcher
-from emulator.launcher.topology import Topology
-from emulator.node.clock import host_ms
+from rmqemu.emulator.launcher.lagwatch import LagWatch
+from rmqemu.emulator.launcher.launcher import Launcher
+from rmqemu.emulator.launcher.topology import Topology
+from rmqemu.emulator.node.clock import host_ms
 
 
 @dataclass
@@ -107,6 +107,6 @@ def _fault_driver(cluster: Launcher, plan: Any, pump_for: Callable[[float], None
     """The faults interpreter bound to this cluster, or None when the run has no faults."""
     if plan is None:
         return None
-    from faults.launch_glue import drive_plan
+    from rmqemu.faults.launch_glue import drive_plan
 
     return lambda: drive_plan(cluster, plan, pump_for, elapsed_ms, total_ms)

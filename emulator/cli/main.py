@@ -15,13 +15,13 @@ from typing import Any
 
 import click
 
-from emulator.cli.errors import handle_errors
-from emulator.cli.interrupts import finish as finish_interrupted
-from emulator.cli.interrupts import stop_signals
-from emulator.launcher.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
-from emulator.launcher.topology_load import load_topology, override, parse_topology
-from faults.launch_glue import check_topology_faults
+from rmqemu.emulator.cli.errors import handle_errors
+from rmqemu.emulator.cli.interrupts import finish as finish_interrupted
+from rmqemu.emulator.cli.interrupts import stop_signals
+from rmqemu.emulator.launcher.run_dir import DEFAULT_ROOT, new_run_dir, read_json, resolve_run
+from rmqemu.emulator.launcher.topology_load import load_topology, override, parse_topology
 from rmqemu.errors import PlanError, TopologyError, UsageError
+from rmqemu.faults.launch_glue import check_topology_faults
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,7 +35,7 @@ def main() -> None:
 @handle_errors
 def validate(files: tuple[Path, ...]) -> None:
     """Check topology files; one line per problem, exit 2 if any is bad."""
-    from emulator.launcher.topology_load import plan_nodes
+    from rmqemu.emulator.launcher.topology_load import plan_nodes
 
     bad: list[TopologyError] = []
     for f in files:
@@ -53,7 +53,7 @@ def validate(files: tuple[Path, ...]) -> None:
 @main.command()
 def schema() -> None:
     """Print the topology JSON Schema (for editors: yaml-language-server, VS Code)."""
-    from emulator.launcher.topology import Topology
+    from rmqemu.emulator.launcher.topology import Topology
 
     click.echo(json.dumps(Topology.model_json_schema(), indent=2))
 
@@ -102,12 +102,12 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
         raise UsageError(str(exc)) from None
     if report and _report_import_error is not None:  # say so before the run, not after it
         raise UsageError(f"--report needs PySpark: pip install 'rmqemu[spark]' ({_report_import_error})")
-    from emulator.cli.launch import run_topology
+    from rmqemu.emulator.cli.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
     session = None
     if report:  # the report's JVM starts while the cluster runs (seconds saved after it)
-        from reports.cli import BackgroundSession
+        from rmqemu.reports.cli import BackgroundSession
 
         session = BackgroundSession()
     with stop_signals() as interrupt:  # SIGTERM as Ctrl-C: heal, stop the nodes, say so
@@ -133,7 +133,7 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     click.echo(str(result.run_dir))
     code = 0
     if report:  # judged by the topology's expect: as the manifest recorded it
-        from reports.cli import report_command
+        from rmqemu.reports.cli import report_command
 
         # non-standalone click returns an Exit's code; the report already said why on stderr
         code = report_command.main([str(result.run_dir)], standalone_mode=False, obj={"background": session})
@@ -177,7 +177,7 @@ def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | No
         raise PlanError("--concurrency is for --nemesis plans (a topology's faults: list says its own times)")
     if replay is None and nemesis is None and not topo.faults:
         return None
-    from faults.launch_glue import build_plan
+    from rmqemu.faults.launch_glue import build_plan
 
     return build_plan(topo, nemesis=nemesis, interval=interval,
                       replay=resolve_run(replay) if replay else None, concurrency=concurrency)
@@ -189,7 +189,7 @@ def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | No
 @handle_errors
 def up(file: Path, root: Path) -> None:
     """Start a cluster and leave it running (stop it with `rmqemu down`)."""
-    from emulator.cli.supervisor import start_detached
+    from rmqemu.emulator.cli.supervisor import start_detached
 
     topo = check_topology_faults(load_topology(file), str(file))
     run = new_run_dir(topo.name, root).resolve()
@@ -203,7 +203,7 @@ def up(file: Path, root: Path) -> None:
 @handle_errors
 def status(run: Path | None, root: Path) -> None:
     """Show the nodes of a running cluster (exit 1, at once, if its supervisor is dead)."""
-    from emulator.cli import updown
+    from rmqemu.emulator.cli import updown
 
     updown.status(run, click.echo, root)
 
@@ -215,7 +215,7 @@ def status(run: Path | None, root: Path) -> None:
 def down(run: Path | None, root: Path) -> None:
     """Stop a cluster started with `rmqemu up` (brokers unregister, every process ends); also
     cleans up after a dead supervisor or a deleted run directory."""
-    from emulator.cli import updown
+    from rmqemu.emulator.cli import updown
 
     updown.down(run, click.echo, root)
 
@@ -235,10 +235,10 @@ def _report_missing(exc: ImportError) -> click.Command:
 
 def _register_commands() -> None:
     """Commands that live in other packages: admin verbs, fault verbs, the Spark report."""
-    from emulator.cli.admin import admin
-    from emulator.cli.fault_verbs import register as register_fault_verbs
-    from emulator.cli.runs import runs_command
-    from emulator.cli.sweep import sweep_command
+    from rmqemu.emulator.cli.admin import admin
+    from rmqemu.emulator.cli.fault_verbs import register as register_fault_verbs
+    from rmqemu.emulator.cli.runs import runs_command
+    from rmqemu.emulator.cli.sweep import sweep_command
 
     main.add_command(admin)
     main.add_command(sweep_command)
@@ -251,7 +251,7 @@ def _register_commands() -> None:
         # imports it lazily, when a report is made).
         if importlib.util.find_spec("pyspark") is None:
             raise ImportError("No module named 'pyspark'")
-        from reports.cli import report_command
+        from rmqemu.reports.cli import report_command
     except ImportError as exc:
         _report_import_error = exc
         main.add_command(_report_missing(exc))

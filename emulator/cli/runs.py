@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from emulator.cli.errors import handle_errors
-from emulator.launcher.run_dir import DEFAULT_ROOT
-from emulator.runs_index import collect, render_index
+from rmqemu.emulator.cli.errors import handle_errors
+from rmqemu.emulator.launcher.run_dir import DEFAULT_ROOT
+from rmqemu.emulator.runs_index import collect, render_index
 from rmqemu.errors import RunDirError
 
 

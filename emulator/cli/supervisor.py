@@ -1,6 +1,6 @@
 """``rmqemu up``: a detached supervisor process that keeps a cluster running between commands.
 
-``up`` starts ``python -m emulator.cli.supervisor TOPOLOGY RUN_DIR`` in its own session and waits for
+``up`` starts ``python -m rmqemu.emulator.cli.supervisor TOPOLOGY RUN_DIR`` in its own session and waits for
 ``supervisor.json`` to say ``up`` (or ``failed``). The supervisor owns the :class:`Launcher` (its
 nodes die with it) and answers the CLI's ``status``, ``down`` and fault verbs over a token-checked
 RPC socket. ``down`` stops the nodes gracefully and ends the supervisor.
@@ -19,15 +19,15 @@ from typing import Any, Callable
 
 import psutil
 
-from emulator.cli.interrupts import finish as finish_interrupted
-from emulator.cli.interrupts import stop_signals
-from emulator.cli.supervisor_record import is_running, remove_record, write_record
-from emulator.launcher.launcher import Launcher
-from emulator.launcher.run_dir import read_json, write_json
-from emulator.launcher.topology_load import load_topology
-from emulator.transport.control import SupervisorServer, supervisor_call
-from faults.supervisor_verbs import register_verbs
+from rmqemu.emulator.cli.interrupts import finish as finish_interrupted
+from rmqemu.emulator.cli.interrupts import stop_signals
+from rmqemu.emulator.cli.supervisor_record import is_running, remove_record, write_record
+from rmqemu.emulator.launcher.launcher import Launcher
+from rmqemu.emulator.launcher.run_dir import read_json, write_json
+from rmqemu.emulator.launcher.topology_load import load_topology
+from rmqemu.emulator.transport.control import SupervisorServer, supervisor_call
 from rmqemu.errors import ControlError, LaunchError, RmqemuError
+from rmqemu.faults.supervisor_verbs import register_verbs
 
 STATE_FILE = "supervisor.json"
 CALL_TIMEOUT_MS = 30_000.0
@@ -123,7 +123,7 @@ def start_detached(topo_path: Path, run_dir: Path, timeout_s: float = 60.0) -> d
     """Start the supervisor in its own session and wait until it is up (or failed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir / "supervisor.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "emulator.cli.supervisor", str(topo_path), str(run_dir)],
+    proc = subprocess.Popen([sys.executable, "-m", "rmqemu.emulator.cli.supervisor", str(topo_path), str(run_dir)],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     log.close()

@@ -27,8 +27,8 @@ from typing import Any
 
 import psutil
 
-from emulator.launcher.run_dir import write_json
-from emulator.launcher.signals import SpawnedProcess
+from rmqemu.emulator.launcher.run_dir import write_json
+from rmqemu.emulator.launcher.signals import SpawnedProcess
 from rmqemu.errors import RunDirError, UnsafeSignal
 
 

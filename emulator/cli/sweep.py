@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
-from emulator.cli.errors import handle_errors
-from emulator.cli.interrupts import stop_signals
-from emulator.launcher.run_dir import DEFAULT_ROOT
-from emulator.sweep.on_spark import SparkRuns, is_local, prepare_local_workers, spark_parallel
-from emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
-from emulator.sweep.spec import SweepSpec, load_sweep
+from rmqemu.emulator.cli.errors import handle_errors
+from rmqemu.emulator.cli.interrupts import stop_signals
+from rmqemu.emulator.launcher.run_dir import DEFAULT_ROOT
+from rmqemu.emulator.sweep.on_spark import SparkRuns, is_local, prepare_local_workers, spark_parallel
+from rmqemu.emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
+from rmqemu.emulator.sweep.spec import SweepSpec, load_sweep
 
 
 @click.command("sweep")
@@ -96,7 +96,7 @@ def _run(spec: SweepSpec, out: Path, parallel: int | None, master: str | None,
 def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str | None, spark: Any = None) -> int:
     """One Spark job over every run (on the sweep's session, else one of its own); the number
     of runs that failed an expectation."""
-    from emulator.sweep.analysis import analyse, unanalysed
+    from rmqemu.emulator.sweep.analysis import analyse, unanalysed
 
     missing = unanalysed(results)
     analysed = sum(r.exit_code == 0 for r in results) - len(missing)
@@ -123,12 +123,12 @@ def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str |
 def _build_session(master: str | None) -> Any:
     """A session for the sweep's runs and analysis; a local one with the small-input JVM (a
     sweep's runs are small)."""
-    from reports.session import build_session  # Spark: imported only when a sweep needs it
+    from rmqemu.reports.session import build_session  # Spark: imported only when a sweep needs it
 
     return build_session(master, small_input=master is None or is_local(master))
 
 
 def _stop_session(spark: Any) -> None:
-    from reports.session import stop_session
+    from rmqemu.reports.session import stop_session
 
     stop_session(spark)

@@ -17,10 +17,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.cli.supervisor import call, read_state
-from emulator.cli.supervisor_record import find_records, is_running, kill_leftovers, remove_record, stop_supervisor
-from emulator.launcher.run_dir import DEFAULT_ROOT, read_json, resolve_run
-from emulator.launcher.topology_load import parse_topology
+from rmqemu.emulator.cli.supervisor import call, read_state
+from rmqemu.emulator.cli.supervisor_record import (
+    find_records,
+    is_running,
+    kill_leftovers,
+    remove_record,
+    stop_supervisor,
+)
+from rmqemu.emulator.launcher.run_dir import DEFAULT_ROOT, read_json, resolve_run
+from rmqemu.emulator.launcher.topology_load import parse_topology
 from rmqemu.errors import RmqemuError, RunDirError
 
 DOWN_TIMEOUT_S = 60.0  # wall s for the nodes' own stops, on top of the drain's bound

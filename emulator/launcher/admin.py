@@ -10,8 +10,8 @@ import itertools
 import os
 from typing import Any
 
-from emulator.launcher.topology import TopicEntry
-from emulator.protocol import Frame, RequestCode, ResponseCode, request
+from rmqemu.emulator.launcher.topology import TopicEntry
+from rmqemu.emulator.protocol import Frame, RequestCode, ResponseCode, request
 from rmqemu.errors import ControlError
 
 ADMIN_TIMEOUT_MS = 3000.0
@@ -19,7 +19,7 @@ _calls = itertools.count(1)  # one identity per call: a new connection is never 
 
 
 def _call(addr: str, frame: Frame, timeout_ms: float) -> Frame:
-    from emulator.transport.oneshot import request_once
+    from rmqemu.emulator.transport.oneshot import request_once
 
     try:
         return request_once(addr, frame, timeout_ms, identity=f"admin-{os.getpid()}-{next(_calls)}")

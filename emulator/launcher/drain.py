@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from rmqemu.errors import ControlError
 
 if TYPE_CHECKING:
-    from emulator.launcher.launcher import Launcher
-    from emulator.launcher.topology_load import NodePlan
+    from rmqemu.emulator.launcher.launcher import Launcher
+    from rmqemu.emulator.launcher.topology_load import NodePlan
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 MAX_LAG_ROWS = 50  # lag rows kept in the event: enough to see the pattern, never a huge line

@@ -20,16 +20,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.launcher import manifest as _manifest
-from emulator.launcher.nodes import NodeInfo
-from emulator.launcher.processes import NodeProcess, spawn_node
-from emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
-from emulator.launcher.shutdown import shut_down
-from emulator.launcher.topology import Topology
-from emulator.launcher.topology_load import NodePlan, plan_nodes
-from emulator.node.clock import ClockSetting, host_ms
-from emulator.node.links import LinkRule, rules_to_wire
-from emulator.transport.control import ControlServer, NodeGone, NodeReady
+from rmqemu.emulator.launcher import manifest as _manifest
+from rmqemu.emulator.launcher.nodes import NodeInfo
+from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
+from rmqemu.emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
+from rmqemu.emulator.launcher.shutdown import shut_down
+from rmqemu.emulator.launcher.topology import Topology
+from rmqemu.emulator.launcher.topology_load import NodePlan, plan_nodes
+from rmqemu.emulator.node.clock import ClockSetting, host_ms
+from rmqemu.emulator.node.links import LinkRule, rules_to_wire
+from rmqemu.emulator.transport.control import ControlServer, NodeGone, NodeReady
 from rmqemu.errors import ClusterError, ControlError, FaultError, LaunchError, UnsafeSignal
 
 READY_TIMEOUT_S = 30.0
@@ -213,7 +213,7 @@ class Launcher:
         self.wait_for(all_registered, timeout_s, "every broker to register on every namesrv")
 
     def create_topics(self) -> None:
-        from emulator.launcher.admin import update_topic
+        from rmqemu.emulator.launcher.admin import update_topic
 
         for topic in self.topo.topics:
             for b in topic.brokers:

@@ -6,11 +6,11 @@ import platform
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from emulator.launcher.run_dir import write_json
-from emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.launcher.run_dir import write_json
+from rmqemu.emulator.roles.node_spec import NodeSpec
 
 if TYPE_CHECKING:
-    from emulator.launcher.launcher import Launcher
+    from rmqemu.emulator.launcher.launcher import Launcher
 
 
 def _version(dist: str) -> str:
@@ -54,7 +54,7 @@ def write(cluster: "Launcher") -> None:
 
 
 def write_spec(cluster: "Launcher", name: str, namesrv_names: list[str]) -> None:
-    """What ``python -m emulator.node`` reads (mode 0600). No secret: the node's control key is
+    """What ``python -m rmqemu.emulator.node`` reads (mode 0600). No secret: the node's control key is
     handed over on its stdin by ``spawn_node``."""
     plan = cluster.plans[name]
     names = [n for n in namesrv_names if n in cluster.addrs]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from emulator.launcher.signals import SpawnedProcess
+from rmqemu.emulator.launcher.signals import SpawnedProcess
 from rmqemu.errors import FaultError
 
 _PR_SET_PDEATHSIG = 1
@@ -79,7 +79,7 @@ class NodeProcess:
 
 
 def spawn_node(run_dir: Path, name: str, control_key: bytes | None = None) -> NodeProcess:
-    """Start ``python -m emulator.node <run_dir> <name>`` (the argv names the node). Its control
+    """Start ``python -m rmqemu.emulator.node <run_dir> <name>`` (the argv names the node). Its control
     key, when given, is written as one hex line to the child's stdin pipe: readable by that
     process only, and in no file (emulator.transport._auth)."""
     log_path = run_dir / "logs" / f"{name}.log"
@@ -87,7 +87,7 @@ def spawn_node(run_dir: Path, name: str, control_key: bytes | None = None) -> No
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
         popen = subprocess.Popen(
-            [sys.executable, "-m", "emulator.node", str(run_dir), name],
+            [sys.executable, "-m", "rmqemu.emulator.node", str(run_dir), name],
             stdin=subprocess.PIPE if control_key is not None else subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from emulator.launcher import manifest as _manifest
-from emulator.launcher.drain import drain as drain_consumers
-from emulator.launcher.processes import NodeProcess, kill_all
+from rmqemu.emulator.launcher import manifest as _manifest
+from rmqemu.emulator.launcher.drain import drain as drain_consumers
+from rmqemu.emulator.launcher.processes import NodeProcess, kill_all
 
 if TYPE_CHECKING:
-    from emulator.launcher.launcher import Launcher
+    from rmqemu.emulator.launcher.launcher import Launcher
 
 Phase = Callable[["Launcher", list[NodeProcess], "Shutdown"], None]
 

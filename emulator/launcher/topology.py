@@ -13,11 +13,11 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from emulator.launcher import limits
-from emulator.launcher.fault_spec import FaultSpec, parse_duration
-from emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
-from emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
-from emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
+from rmqemu.emulator.launcher import limits
+from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
+from rmqemu.emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
+from rmqemu.emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
+from rmqemu.emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
 from rmqemu.verdicts import EXPECT_RULE_SCHEMA, expect_problems
 
 

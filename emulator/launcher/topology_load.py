@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from yaml.nodes import Node
 
-from emulator.launcher import topology as _models
-from emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
-from emulator.launcher.topology_yaml import read_yaml, with_lines
-from emulator.roles.broker_config import did_you_mean
+from rmqemu.emulator.launcher import topology as _models
+from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
+from rmqemu.emulator.launcher.topology_yaml import read_yaml, with_lines
+from rmqemu.emulator.roles.broker_config import did_you_mean
 from rmqemu.errors import TopologyError
 
 

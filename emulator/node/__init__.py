@@ -1,4 +1,4 @@
-"""What runs inside a node process: ``python -m emulator.node RUN_DIR NODE``.
+"""What runs inside a node process: ``python -m rmqemu.emulator.node RUN_DIR NODE``.
 
 - :mod:`.main`: reads the node's spec (:class:`emulator.roles.node_spec.NodeSpec`), builds transport, role
   and runtime, runs the loop.

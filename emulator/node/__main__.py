@@ -1,7 +1,7 @@
-"""``python -m emulator.node RUN_DIR NODE``: see :mod:`emulator.node.main`."""
+"""``python -m rmqemu.emulator.node RUN_DIR NODE``: see :mod:`emulator.node.main`."""
 
 import sys
 
-from emulator.node.main import main
+from rmqemu.emulator.node.main import main
 
 sys.exit(main(sys.argv[1:]))

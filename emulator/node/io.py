@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Protocol, TextIO
 
-from emulator.node.clock import host_ms
-from emulator.transport._guard import EventGate
 from rmqemu import wire_json
+from rmqemu.emulator.node.clock import host_ms
+from rmqemu.emulator.transport._guard import EventGate
 from rmqemu.events import check as check_event
 
 

@@ -1,4 +1,4 @@
-"""One node process: ``python -m emulator.node RUN_DIR NODE`` (the argv names the node in ``ps``).
+"""One node process: ``python -m rmqemu.emulator.node RUN_DIR NODE`` (the argv names the node in ``ps``).
 
 Reads ``specs/<node>.json`` (written by the launcher) and, when the spec names a control endpoint,
 its control key from stdin (one hex line the launcher writes into the pipe at spawn: the key is in
@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from emulator.node.clock import ClusterTime, SkewableClock
-from emulator.node.io import EventLog, StoreDir
-from emulator.node.profiling import run_profiled
-from emulator.node.runtime import Runtime
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.registry import build_role
-from emulator.transport.zmq_node import ZmqTransport
+from rmqemu.emulator.node.clock import ClusterTime, SkewableClock
+from rmqemu.emulator.node.io import EventLog, StoreDir
+from rmqemu.emulator.node.profiling import run_profiled
+from rmqemu.emulator.node.runtime import Runtime
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.registry import build_role
+from rmqemu.emulator.transport.zmq_node import ZmqTransport
 
 NETTY_IDLE_S = 120  # serverChannelMaxIdleTimeSeconds / clientChannelMaxIdleTimeSeconds (docs/rocketmq-model.md §1.5)
 CONNECT_TIMEOUT_MS = 3000  # NettyClientConfig.connectTimeoutMillis
@@ -70,7 +70,7 @@ def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m emulator.node RUN_DIR NODE", file=sys.stderr)
+        print("usage: python -m rmqemu.emulator.node RUN_DIR NODE", file=sys.stderr)
         return 2
     run_dir, name = Path(argv[0]), argv[1]
     try:

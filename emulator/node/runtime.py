@@ -32,15 +32,15 @@ import traceback
 from collections import deque
 from typing import Any, Callable, Iterable
 
-from emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
-from emulator.node.io import EventLog, NodeStore
-from emulator.node.lag import LagMeter, window_ms
-from emulator.node.links import rules_from_wire
-from emulator.node.timers import PendingRequests, TimerTable
-from emulator.roles import base as actions
-from emulator.roles.base import Action, ChannelEvent, Every, Exit, Inbound, Now, Request, Role
-from emulator.transport import base as wire
-from emulator.transport.base import ControlCommand, Received, Transport
+from rmqemu.emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
+from rmqemu.emulator.node.io import EventLog, NodeStore
+from rmqemu.emulator.node.lag import LagMeter, window_ms
+from rmqemu.emulator.node.links import rules_from_wire
+from rmqemu.emulator.node.timers import PendingRequests, TimerTable
+from rmqemu.emulator.roles import base as actions
+from rmqemu.emulator.roles.base import Action, ChannelEvent, Every, Exit, Inbound, Now, Request, Role
+from rmqemu.emulator.transport import base as wire
+from rmqemu.emulator.transport.base import ControlCommand, Received, Transport
 
 EXIT_LAUNCHER_LOST = 3
 EXIT_ROLE_FAILED = 4

@@ -17,7 +17,7 @@ finite and ints 64-bit) and the header's ``code``, ``opaque`` and ``flag`` must 
 
 from __future__ import annotations
 
-from emulator.protocol.codes import (  # noqa: F401 - the package's names
+from rmqemu.emulator.protocol.codes import (  # noqa: F401 - the package's names
     AUTO_CREATE_TOPIC_KEY,
     FAQ_SUFFIX,
     MASTER_ID,
@@ -27,7 +27,7 @@ from emulator.protocol.codes import (  # noqa: F401 - the package's names
     RequestCode,
     ResponseCode,
 )
-from emulator.protocol.frame import (  # noqa: F401
+from rmqemu.emulator.protocol.frame import (  # noqa: F401
     ChannelEvent,
     Flag,
     Frame,
@@ -37,7 +37,7 @@ from emulator.protocol.frame import (  # noqa: F401
     oneway,
     request,
 )
-from emulator.protocol.guard import (  # noqa: F401
+from rmqemu.emulator.protocol.guard import (  # noqa: F401
     MAX_BODY_JSON_BYTES,
     MAX_HEADER_BYTES,
     MAX_JSON_DEPTH,

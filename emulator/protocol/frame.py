@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Literal
 
-from emulator.protocol.codes import ResponseCode
-from emulator.protocol.guard import MAX_BODY_JSON_BYTES, MAX_HEADER_BYTES, BadFrame, loads_checked
 from rmqemu import wire_json
+from rmqemu.emulator.protocol.codes import ResponseCode
+from rmqemu.emulator.protocol.guard import MAX_BODY_JSON_BYTES, MAX_HEADER_BYTES, BadFrame, loads_checked
 
 
 class Flag(IntEnum):

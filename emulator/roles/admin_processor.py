@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import Action, Inbound, Now, Reply
-from emulator.roles.server_dispatch import h_int, h_str
-from emulator.roles.topic_config import TopicConfig, validate_topic
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
+from rmqemu.emulator.roles.server_dispatch import h_int, h_str
+from rmqemu.emulator.roles.topic_config import TopicConfig, validate_topic
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 VALIDATE_SLAVE_REMARK = ("Can't modify topic or subscription group from slave broker, "
                          "please execute it from master broker.")

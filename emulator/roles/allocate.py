@@ -13,7 +13,7 @@ import bisect
 import hashlib
 from typing import Any, Callable, Sequence
 
-from emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.route_cache import MessageQueue
 
 Strategy = Callable[[str, str, Sequence[MessageQueue], Sequence[str]], list[MessageQueue]]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Union
 
-from emulator.protocol import ChannelEvent, Frame
+from rmqemu.emulator.protocol import ChannelEvent, Frame
 from rmqemu.events import check as check_event
 
 

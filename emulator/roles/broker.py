@@ -23,30 +23,30 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from emulator.protocol import MASTER_ID, EmulatorCode
-from emulator.protocol import RequestCode as RC
-from emulator.roles.admin_processor import AdminProcessor
-from emulator.roles.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
-from emulator.roles.broker_config import BrokerConfigs, broker_configs_from_dict
-from emulator.roles.broker_outer_api import NamesrvRegistrar
-from emulator.roles.client_processor import ClientProcessor
-from emulator.roles.consumer_manager import (
+from rmqemu.emulator.protocol import MASTER_ID, EmulatorCode
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.roles.admin_processor import AdminProcessor
+from rmqemu.emulator.roles.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
+from rmqemu.emulator.roles.broker_config import BrokerConfigs, broker_configs_from_dict
+from rmqemu.emulator.roles.broker_outer_api import NamesrvRegistrar
+from rmqemu.emulator.roles.client_processor import ClientProcessor
+from rmqemu.emulator.roles.consumer_manager import (
     CHANNEL_EXPIRED_TIMEOUT,
     ConsumerManager,
     ConsumerOffsetManager,
     ProducerManager,
     SubscriptionGroupManager,
 )
-from emulator.roles.ha import HAService
-from emulator.roles.ha_client import RETRY_TIMER as HA_RETRY
-from emulator.roles.ha_client import HAClient
-from emulator.roles.message_store import MessageStore
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.pull_processor import PullProcessor
-from emulator.roles.send_processor import SendProcessor
-from emulator.roles.server_dispatch import Handler, dispatch
-from emulator.roles.slave_sync import SlaveSync
-from emulator.roles.topic_config_manager import TopicConfigManager
+from rmqemu.emulator.roles.ha import HAService
+from rmqemu.emulator.roles.ha_client import RETRY_TIMER as HA_RETRY
+from rmqemu.emulator.roles.ha_client import HAClient
+from rmqemu.emulator.roles.message_store import MessageStore
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.pull_processor import PullProcessor
+from rmqemu.emulator.roles.send_processor import SendProcessor
+from rmqemu.emulator.roles.server_dispatch import Handler, dispatch
+from rmqemu.emulator.roles.slave_sync import SlaveSync
+from rmqemu.emulator.roles.topic_config_manager import TopicConfigManager
 
 StoreReader = Callable[[str], "str | None"]
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import Frame, RequestCode, ResponseCode, oneway, request
-from emulator.roles.base import Action, Now, Oneway, Request
-from emulator.roles.namesrv import crc32
-from emulator.roles.topic_config import DataVersion, TopicConfig, wrapper_json
+from rmqemu.emulator.protocol import Frame, RequestCode, ResponseCode, oneway, request
+from rmqemu.emulator.roles.base import Action, Now, Oneway, Request
+from rmqemu.emulator.roles.namesrv import crc32
+from rmqemu.emulator.roles.topic_config import DataVersion, TopicConfig, wrapper_json
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 UNREGISTER_TIMEOUT_MS = 3000
 

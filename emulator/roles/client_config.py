@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from emulator.roles.broker_config import ConfigError, known_keys
-from emulator.roles.broker_config import config_from_dict as _typed_config_from_dict
+from rmqemu.emulator.roles.broker_config import ConfigError, known_keys
+from rmqemu.emulator.roles.broker_config import config_from_dict as _typed_config_from_dict
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Protocol
 
-from emulator.protocol import MASTER_ID, RequestCode, ResponseCode, request
-from emulator.roles.base import Action, ChannelEvent, Now, Request
-from emulator.roles.route_cache import (
+from rmqemu.emulator.protocol import MASTER_ID, RequestCode, ResponseCode, request
+from rmqemu.emulator.roles.base import Action, ChannelEvent, Now, Request
+from rmqemu.emulator.roles.route_cache import (
     Route,
     as_default_topic_route,
     find_broker_address_in_subscribe,

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emulator.protocol import Perm, RequestCode, oneway
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import Action, Inbound, Now, Reply
-from emulator.roles.consumer_manager import ClientChannelInfo, ConsumerGroupInfo
-from emulator.roles.server_dispatch import h_int, h_str
-from emulator.roles.topic_config import RETRY_GROUP_TOPIC_PREFIX
+from rmqemu.emulator.protocol import Perm, RequestCode, oneway
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
+from rmqemu.emulator.roles.consumer_manager import ClientChannelInfo, ConsumerGroupInfo
+from rmqemu.emulator.roles.server_dispatch import h_int, h_str
+from rmqemu.emulator.roles.topic_config import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 RW = Perm.READ | Perm.WRITE
 

@@ -21,18 +21,18 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from emulator.protocol import RequestCode
-from emulator.roles.allocate import strategy_from_spec
-from emulator.roles.base import Action, After, ChannelEvent, Emit, Every, Inbound, Now, Role
-from emulator.roles.client_config import ConsumerConfig, config_from_dict
-from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.offset_store import OffsetStore
-from emulator.roles.pull_loop import Puller, parse_timer
-from emulator.roles.rebalance import ProcessQueue, Rebalancer
-from emulator.roles.route_cache import MessageQueue, Route, to_publish_info, to_subscribe_info
-from emulator.roles.subscription import build_subscription_data, retry_topic
-from emulator.roles.workload import ConsumerWorkload
+from rmqemu.emulator.protocol import RequestCode
+from rmqemu.emulator.roles.allocate import strategy_from_spec
+from rmqemu.emulator.roles.base import Action, After, ChannelEvent, Emit, Every, Inbound, Now, Role
+from rmqemu.emulator.roles.client_config import ConsumerConfig, config_from_dict
+from rmqemu.emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.offset_store import OffsetStore
+from rmqemu.emulator.roles.pull_loop import Puller, parse_timer
+from rmqemu.emulator.roles.rebalance import ProcessQueue, Rebalancer
+from rmqemu.emulator.roles.route_cache import MessageQueue, Route, to_publish_info, to_subscribe_info
+from rmqemu.emulator.roles.subscription import build_subscription_data, retry_topic
+from rmqemu.emulator.roles.workload import ConsumerWorkload
 
 REBALANCE_WAIT_INTERVAL_MS = 20000  # rocketmq.client.rebalance.waitInterval
 PERSIST_OFFSET_INITIAL_MS = 10000

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from emulator.roles.base import Persist
+from rmqemu.emulator.roles.base import Persist
 
 CHANNEL_EXPIRED_TIMEOUT = 1000 * 120  # ConsumerManager / ProducerManager
 SUBSCRIPTION_GROUP_JSON = "config/subscriptionGroup.json"

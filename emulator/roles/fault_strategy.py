@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from emulator.roles.route_cache import MessageQueue, ThreadLocalIndex, TopicPublishInfo
+from rmqemu.emulator.roles.route_cache import MessageQueue, ThreadLocalIndex, TopicPublishInfo
 
 LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
 NOT_AVAILABLE_DURATION = (0, 0, 30000, 60000, 120000, 180000, 600000)

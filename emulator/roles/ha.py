@@ -35,12 +35,12 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import Action, After, Cancel, Emit, Inbound, Now, Reply
-from emulator.roles.server_dispatch import h_int
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import Action, After, Cancel, Emit, Inbound, Now, Reply
+from rmqemu.emulator.roles.server_dispatch import h_int
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 WAIT_NOTIFY_MS = 100  # HAConnection.WriteSocketService: allWaitForRunning(100) when no new data
 PUT_OK, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE = "PUT_OK", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import EmulatorCode, Frame, request
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import Action, After, Cancel, Emit, Now, Request
+from rmqemu.emulator.protocol import EmulatorCode, Frame, request
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import Action, After, Cancel, Emit, Now, Request
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 RETRY_TIMER = "ha_retry"
 RETRY_MS = 1000 * 5  # HAClient.run: waitForRunning(1000 * 5) after a failed connect or a close

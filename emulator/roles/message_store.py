@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from emulator.roles.base import Append, Persist
 from rmqemu import wire_json
+from rmqemu.emulator.roles.base import Append, Persist
 
 MAX_FILTER_SCAN = 16000 // 20  # maxFilterMessageCount / CQ_STORE_UNIT_SIZE: entries scanned per pull
 MAX_TRANSFER_COUNT = 32  # maxTransferCountOnMessageInMemory

@@ -21,14 +21,14 @@ from __future__ import annotations
 import zlib
 from typing import Any, Callable
 
-from emulator.protocol import FAQ_SUFFIX, ResponseCode
-from emulator.protocol import RequestCode as RC
-from emulator.roles.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
-from emulator.roles.broker_config import NamesrvConfigs, namesrv_configs_from_dict
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.route_info import BROKER_CHANNEL_EXPIRED_TIME, Removed, RouteInfoManager
-from emulator.roles.server_dispatch import Handler, dispatch, h_int, h_str
-from emulator.roles.topic_config import parse_wrapper
+from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.roles.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
+from rmqemu.emulator.roles.broker_config import NamesrvConfigs, namesrv_configs_from_dict
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.route_info import BROKER_CHANNEL_EXPIRED_TIME, Removed, RouteInfoManager
+from rmqemu.emulator.roles.server_dispatch import Handler, dispatch, h_int, h_str
+from rmqemu.emulator.roles.topic_config import parse_wrapper
 
 SCAN_INITIAL_MS = 5000  # docs/rocketmq-model.md §1.4: scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS)
 SCAN_PERIOD_MS = 10000

@@ -2,7 +2,7 @@
 
 The launcher writes ``specs/<node>.json`` (mode 0600; it holds no secret: the control key goes
 to the node's stdin, see ``emulator.transport._auth``) and starts
-``python -m emulator.node RUN_DIR NODE``; the node reads the file back into a :class:`NodeSpec`
+``python -m rmqemu.emulator.node RUN_DIR NODE``; the node reads the file back into a :class:`NodeSpec`
 and hands it to its role's ``from_spec``. One frozen, typed record instead of a dict means a
 missing or mistyped key fails once, when the node starts, with the key's name, rather than as a
 ``KeyError`` deep in a role; and each default lives here only.

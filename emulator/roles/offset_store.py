@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from emulator.roles.base import Persist
-from emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.base import Persist
+from rmqemu.emulator.roles.route_cache import MessageQueue
 
 LOCAL_OFFSETS_FILE = "offsets.json"
 

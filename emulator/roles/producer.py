@@ -13,14 +13,14 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from emulator.roles.base import Action, ChannelEvent, Emit, Every, Now, Role
-from emulator.roles.client_config import ProducerConfig, config_from_dict
-from emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
-from emulator.roles.fault_strategy import MQFaultStrategy
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.route_cache import Route, TopicPublishInfo, to_publish_info
-from emulator.roles.send_flow import SendFlow, SendJob
-from emulator.roles.workload import MIN_TICK_MS, MessageFactory, OutgoingMessage, Pacer, ProducerWorkload
+from rmqemu.emulator.roles.base import Action, ChannelEvent, Emit, Every, Now, Role
+from rmqemu.emulator.roles.client_config import ProducerConfig, config_from_dict
+from rmqemu.emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
+from rmqemu.emulator.roles.fault_strategy import MQFaultStrategy
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.route_cache import Route, TopicPublishInfo, to_publish_info
+from rmqemu.emulator.roles.send_flow import SendFlow, SendJob
+from rmqemu.emulator.roles.workload import MIN_TICK_MS, MessageFactory, OutgoingMessage, Pacer, ProducerWorkload
 
 
 class Producer(Role):

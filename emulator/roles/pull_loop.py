@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import MASTER_ID, RequestCode, ResponseCode, oneway, request
-from emulator.roles.base import Action, After, Emit, Now, Oneway, Request
-from emulator.roles.client_config import effective_max_reconsume_times
-from emulator.roles.rebalance import ProcessQueue
-from emulator.roles.route_cache import MessageQueue
-from emulator.roles.subscription import tag_matches
+from rmqemu.emulator.protocol import MASTER_ID, RequestCode, ResponseCode, oneway, request
+from rmqemu.emulator.roles.base import Action, After, Emit, Now, Oneway, Request
+from rmqemu.emulator.roles.client_config import effective_max_reconsume_times
+from rmqemu.emulator.roles.rebalance import ProcessQueue
+from rmqemu.emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.subscription import tag_matches
 
 if TYPE_CHECKING:
-    from emulator.roles.consumer import Consumer
+    from rmqemu.emulator.roles.consumer import Consumer
 
 FLAG_COMMIT_OFFSET, FLAG_SUSPEND, FLAG_SUBSCRIPTION = 1, 2, 4
 BROKER_SUSPEND_MAX_TIME_MILLIS = 15000

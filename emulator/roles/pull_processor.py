@@ -20,14 +20,14 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import FAQ_SUFFIX, Perm
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import Action, After, Cancel, Inbound, Now, Reply
-from emulator.roles.message_store import GetMessageStatus as S
-from emulator.roles.server_dispatch import h_int, h_str
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import Action, After, Cancel, Inbound, Now, Reply
+from rmqemu.emulator.roles.message_store import GetMessageStatus as S
+from rmqemu.emulator.roles.server_dispatch import h_int, h_str
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 FLAG_COMMIT_OFFSET, FLAG_SUSPEND, FLAG_SUBSCRIPTION, FLAG_CLASS_FILTER = 1, 2, 4, 8
 SUB_ALL = "*"

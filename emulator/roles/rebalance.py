@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import RequestCode, ResponseCode, request
-from emulator.roles.allocate import AllocateError
-from emulator.roles.base import Action, Emit, Now, Request
-from emulator.roles.route_cache import MessageQueue
-from emulator.roles.subscription import RETRY_GROUP_TOPIC_PREFIX
+from rmqemu.emulator.protocol import RequestCode, ResponseCode, request
+from rmqemu.emulator.roles.allocate import AllocateError
+from rmqemu.emulator.roles.base import Action, Emit, Now, Request
+from rmqemu.emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.subscription import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
-    from emulator.roles.consumer import Consumer
+    from rmqemu.emulator.roles.consumer import Consumer
 
 GET_MAX_OFFSET = RequestCode.GET_MAX_OFFSET  # response header ``offset``
 # consumeFromWhere values that behave like CONSUME_FROM_LAST_OFFSET in 4.x

@@ -5,14 +5,14 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-from emulator.roles.base import Role
-from emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.base import Role
+from rmqemu.emulator.roles.node_spec import NodeSpec
 
 ROLE_CLASSES = {
-    "namesrv": "emulator.roles.namesrv:NameServer",
-    "broker": "emulator.roles.broker:Broker",
-    "producer": "emulator.roles.producer:Producer",
-    "consumer": "emulator.roles.consumer:Consumer",
+    "namesrv": "rmqemu.emulator.roles.namesrv:NameServer",
+    "broker": "rmqemu.emulator.roles.broker:Broker",
+    "producer": "rmqemu.emulator.roles.producer:Producer",
+    "consumer": "rmqemu.emulator.roles.consumer:Consumer",
 }
 
 

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.protocol import MASTER_ID, Perm
+from rmqemu.emulator.protocol import MASTER_ID, Perm
 
 Route = dict[str, Any]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.roles.topic_config import DataVersion
+from rmqemu.emulator.roles.topic_config import DataVersion
 
 
 @dataclass(frozen=True)

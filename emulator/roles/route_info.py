@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from emulator.protocol import MASTER_ID, Perm
-from emulator.roles.route_data import BrokerData, BrokerLiveInfo, QueueData, RegisterResult, Removed
-from emulator.roles.topic_config import DataVersion, TopicConfig
+from rmqemu.emulator.protocol import MASTER_ID, Perm
+from rmqemu.emulator.roles.route_data import BrokerData, BrokerLiveInfo, QueueData, RegisterResult, Removed
+from rmqemu.emulator.roles.topic_config import DataVersion, TopicConfig
 
 BROKER_CHANNEL_EXPIRED_TIME = 1000 * 60 * 2  # docs/rocketmq-model.md §1.2: 120 000 ms
 

@@ -22,14 +22,14 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
-from emulator.roles.base import Action, Emit, Now, Oneway, ReplyHandler, Request
-from emulator.roles.route_cache import MessageQueue, TopicPublishInfo
-from emulator.roles.validators import MQClientError, check_message, no_name_server_error, no_route_error
-from emulator.roles.workload import OutgoingMessage
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
+from rmqemu.emulator.roles.base import Action, Emit, Now, Oneway, ReplyHandler, Request
+from rmqemu.emulator.roles.route_cache import MessageQueue, TopicPublishInfo
+from rmqemu.emulator.roles.validators import MQClientError, check_message, no_name_server_error, no_route_error
+from rmqemu.emulator.roles.workload import OutgoingMessage
 
 if TYPE_CHECKING:
-    from emulator.roles.producer import Producer
+    from rmqemu.emulator.roles.producer import Producer
 
 # docs/rocketmq-model.md §3.2: the broker codes a sync send retries on (4.9.2+ ``retryResponseCodes``).
 RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})

@@ -23,12 +23,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from emulator.protocol import FAQ_SUFFIX, Perm
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import Action, Inbound, Now, Reply
-from emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
-from emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
-from emulator.roles.topic_config import (
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
+from rmqemu.emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
+from rmqemu.emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
+from rmqemu.emulator.roles.topic_config import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -38,7 +38,7 @@ from emulator.roles.topic_config import (
 )
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 RW = Perm.READ | Perm.WRITE
 DLQ_NUMS_PER_GROUP = 1

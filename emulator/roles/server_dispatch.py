@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from emulator.protocol import BadFrame, Frame, ResponseCode
-from emulator.roles.base import Action, Emit, Inbound, Now, Reply
+from rmqemu.emulator.protocol import BadFrame, Frame, ResponseCode
+from rmqemu.emulator.roles.base import Action, Emit, Inbound, Now, Reply
 
 Handler = Callable[[Inbound, Now], list[Action]]
 

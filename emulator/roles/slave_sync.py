@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emulator.protocol import Frame, RequestCode, ResponseCode, request
-from emulator.roles.base import Action, Now, Request
-from emulator.roles.topic_config import parse_wrapper
+from rmqemu.emulator.protocol import Frame, RequestCode, ResponseCode, request
+from rmqemu.emulator.roles.base import Action, Now, Request
+from rmqemu.emulator.roles.topic_config import parse_wrapper
 
 if TYPE_CHECKING:
-    from emulator.roles.broker import Broker
+    from rmqemu.emulator.roles.broker import Broker
 
 SYNC_TIMEOUT_MS = 3000  # BrokerOuterAPI.getAllTopicConfig's / getAllConsumerOffset's invokeSync timeout
 

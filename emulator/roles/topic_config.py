@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from emulator.protocol import FAQ_SUFFIX, Perm
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm
 
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"

@@ -17,10 +17,10 @@ import json
 from dataclasses import replace
 from typing import Any, Callable
 
-from emulator.protocol import Perm
-from emulator.roles.base import Action, Emit, Persist
-from emulator.roles.broker_config import BrokerConfig
-from emulator.roles.topic_config import (
+from rmqemu.emulator.protocol import Perm
+from rmqemu.emulator.roles.base import Action, Emit, Persist
+from rmqemu.emulator.roles.broker_config import BrokerConfig
+from rmqemu.emulator.roles.topic_config import (
     AUTO_CREATE_TOPIC_KEY,
     BENCHMARK_TOPIC,
     BUILTIN_SYSTEM_TOPICS,

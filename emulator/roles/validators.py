@@ -7,7 +7,7 @@ with the exception's ``code`` (``responseCode``) and ``message`` (its descriptio
 
 from __future__ import annotations
 
-from emulator.protocol import FAQ_SUFFIX, ResponseCode
+from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode
 
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.sweep.runner import RunResult
-from emulator.sweep.spec import SweepRun, SweepSpec
+from rmqemu.emulator.sweep.runner import RunResult
+from rmqemu.emulator.sweep.spec import SweepRun, SweepSpec
 from rmqemu.verdicts import judge, value_at
 
 #: metric path -> what the plots call it
@@ -47,7 +47,7 @@ class SweepAnalysis:
 def unanalysed(results: list[RunResult]) -> list[str]:
     """The run dirs of the finished runs whose analysis is not stored, or is older than the code
     or the run's files (:mod:`reports.stored`): what the sweep's Spark job must analyse."""
-    from reports import stored
+    from rmqemu.reports import stored
 
     return [str(r.run_dir) for r in results if r.exit_code == 0 and stored.load(str(r.run_dir)) is None]
 
@@ -58,10 +58,10 @@ def analyse(spark: Any, spec: SweepSpec, results: list[RunResult], out_dir: Path
     Spark job on ``spark`` (``reports.job.compute_many``, or ``compute`` in tests of what follows
     it) and stored; then the tables and the page. ``spark`` may be None when every run's
     analysis is stored (:func:`unanalysed` is empty)."""
-    from reports import stored
+    from rmqemu.reports import stored
 
     if compute is None:
-        from reports.job import compute_many as compute  # Spark: only the analysis needs it
+        from rmqemu.reports.job import compute_many as compute  # Spark: only the analysis needs it
 
     if [r.run_id for r in results] != [run.run_id for run in spec.runs()]:
         raise ValueError("analyse: one result per run of the grid, in grid order (as run_sweep returns them)")

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from emulator.sweep.runner import NOT_STARTED, RunResult, RunTask, run_one
+from rmqemu.emulator.sweep.runner import NOT_STARTED, RunResult, RunTask, run_one
 
 
 def is_local(master: str) -> bool:

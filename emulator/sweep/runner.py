@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.launcher.topology_load import load_topology, plan_nodes
-from emulator.sweep.spec import SweepRun, SweepSpec, cell_topology
+from rmqemu.emulator.launcher.topology_load import load_topology, plan_nodes
+from rmqemu.emulator.sweep.spec import SweepRun, SweepSpec, cell_topology
 from rmqemu.errors import RunDirError
 
 CPU_BUDGET = 0.6  # of the host's cores: headroom for the launcher, the OS and timer jitter
@@ -223,7 +223,7 @@ def run_one(task: RunTask) -> RunResult:
     try:
         if run_dir.exists():  # an incomplete run of an earlier invocation: start it over
             shutil.rmtree(run_dir)
-        args = [sys.executable, "-c", "from emulator.cli.main import main; main()", "launch",
+        args = [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()", "launch",
                 str(task.topology_file), "--run-dir", str(run_dir), "--no-progress", *task.launch_args]
         run_dir.mkdir(parents=True)
         with open(run_dir / "launch.log", "w", encoding="utf-8") as log:

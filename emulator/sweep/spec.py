@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emulator.launcher.topology import Topology
-from emulator.launcher.topology_load import load_topology, parse_topology
-from emulator.launcher.topology_yaml import read_yaml
+from rmqemu.emulator.launcher.topology import Topology
+from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology
+from rmqemu.emulator.launcher.topology_yaml import read_yaml
 from rmqemu.errors import TopologyError
 from rmqemu.verdicts import Expectation, expect_problems, parse_expect
 

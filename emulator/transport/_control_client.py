@@ -23,11 +23,11 @@ from typing import Any
 
 import zmq
 
-from emulator.transport import _auth
-from emulator.transport._guard import EventGate
-from emulator.transport._monitor import recv_monitor_message
-from emulator.transport._wire import MAX_CONTROL_BYTES, pack, unpack
-from emulator.transport.base import ControlCommand, ControlLost, ControlRefused, TransportEvent
+from rmqemu.emulator.transport import _auth
+from rmqemu.emulator.transport._guard import EventGate
+from rmqemu.emulator.transport._monitor import recv_monitor_message
+from rmqemu.emulator.transport._wire import MAX_CONTROL_BYTES, pack, unpack
+from rmqemu.emulator.transport.base import ControlCommand, ControlLost, ControlRefused, TransportEvent
 
 RECONNECT_GRACE_MS = 2000.0
 HEARTBEAT_IVL_MS = 1000

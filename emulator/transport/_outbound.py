@@ -17,10 +17,10 @@ from typing import Any
 
 import zmq
 
-from emulator.protocol import ChannelEvent, Frame, encode
-from emulator.transport._frames import send_parts
-from emulator.transport._monitor import recv_monitor_message
-from emulator.transport.base import SendFailed, addr_to_endpoint
+from rmqemu.emulator.protocol import ChannelEvent, Frame, encode
+from rmqemu.emulator.transport._frames import send_parts
+from rmqemu.emulator.transport._monitor import recv_monitor_message
+from rmqemu.emulator.transport.base import SendFailed, addr_to_endpoint
 
 OUT_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED
 

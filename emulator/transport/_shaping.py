@@ -10,9 +10,9 @@ import heapq
 import itertools
 from typing import Callable
 
-from emulator.node.clock import mono_ms
-from emulator.node.links import LinkTable
-from emulator.protocol import Frame
+from rmqemu.emulator.node.clock import mono_ms
+from rmqemu.emulator.node.links import LinkTable
+from rmqemu.emulator.protocol import Frame
 
 
 class ShapedSender:

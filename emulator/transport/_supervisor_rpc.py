@@ -19,10 +19,10 @@ from typing import Any, Callable
 
 import zmq
 
-from emulator.transport import _auth
-from emulator.transport._guard import EventGate, seed_routing_ids
-from emulator.transport._wire import LOOPBACK, MAX_RPC_REQUEST_BYTES, pack, socket_, unpack
-from emulator.transport.base import peer_label
+from rmqemu.emulator.transport import _auth
+from rmqemu.emulator.transport._guard import EventGate, seed_routing_ids
+from rmqemu.emulator.transport._wire import LOOPBACK, MAX_RPC_REQUEST_BYTES, pack, socket_, unpack
+from rmqemu.emulator.transport.base import peer_label
 from rmqemu.errors import ControlError
 
 MAX_PENDING = 1024  # requests handed out but not yet replied to (the CLI serves them one by one)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
-from emulator.node.links import LinkRule
-from emulator.protocol import ChannelEvent, Frame
+from rmqemu.emulator.node.links import LinkRule
+from rmqemu.emulator.protocol import ChannelEvent, Frame
 
 OUT_PREFIX = "out:"
 

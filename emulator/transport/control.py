@@ -31,13 +31,13 @@ from typing import Any, Callable
 
 import zmq
 
-from emulator.transport import _auth
-from emulator.transport._conns import Conn, ConnTracker
-from emulator.transport._guard import EventGate, seed_routing_ids
-from emulator.transport._monitor import recv_monitor_message
-from emulator.transport._supervisor_rpc import SupervisorServer, supervisor_call
-from emulator.transport._wire import LOOPBACK, MAX_CONTROL_BYTES, pack, socket_, unpack
-from emulator.transport.base import peer_label
+from rmqemu.emulator.transport import _auth
+from rmqemu.emulator.transport._conns import Conn, ConnTracker
+from rmqemu.emulator.transport._guard import EventGate, seed_routing_ids
+from rmqemu.emulator.transport._monitor import recv_monitor_message
+from rmqemu.emulator.transport._supervisor_rpc import SupervisorServer, supervisor_call
+from rmqemu.emulator.transport._wire import LOOPBACK, MAX_CONTROL_BYTES, pack, socket_, unpack
+from rmqemu.emulator.transport.base import peer_label
 from rmqemu.errors import ControlError
 
 __all__ = ["Ack", "ControlServer", "LOOPBACK", "NodeGone", "NodeReady", "SupervisorServer", "pack",

@@ -15,10 +15,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emulator.node.clock import FakeClock
-from emulator.node.links import LinkRule
-from emulator.protocol import Flag, Frame
-from emulator.transport.base import ControlCommand, Received, TransportEvent, out_channel
+from rmqemu.emulator.node.clock import FakeClock
+from rmqemu.emulator.node.links import LinkRule
+from rmqemu.emulator.protocol import Flag, Frame
+from rmqemu.emulator.transport.base import ControlCommand, Received, TransportEvent, out_channel
 
 
 @dataclass

@@ -13,9 +13,9 @@ import time
 
 import zmq
 
-from emulator.protocol import BadFrame, Frame, decode, encode
-from emulator.transport._monitor import recv_monitor_message
-from emulator.transport.base import addr_to_endpoint
+from rmqemu.emulator.protocol import BadFrame, Frame, decode, encode
+from rmqemu.emulator.transport._monitor import recv_monitor_message
+from rmqemu.emulator.transport.base import addr_to_endpoint
 
 _opaques = itertools.count(1)
 

@@ -25,19 +25,19 @@ from typing import Any
 
 import zmq
 
-from emulator.node.clock import mono_ms
-from emulator.node.links import LinkRule, LinkTable
-from emulator.protocol import BadFrame, ChannelEvent, Frame, decode, encode
-from emulator.transport import base
-from emulator.transport._conns import ConnTracker, shutdown_fd
-from emulator.transport._control_client import ControlClient
-from emulator.transport._frames import recv_parts, send_parts
-from emulator.transport._guard import EventGate, seed_routing_ids
-from emulator.transport._monitor import recv_monitor_message
-from emulator.transport._outbound import Outbound, OutboundSet
-from emulator.transport._readiness import EpollPoller
-from emulator.transport._shaping import ShapedSender
-from emulator.transport.base import OUT_PREFIX, BadInput, TransportEvent, out_channel
+from rmqemu.emulator.node.clock import mono_ms
+from rmqemu.emulator.node.links import LinkRule, LinkTable
+from rmqemu.emulator.protocol import BadFrame, ChannelEvent, Frame, decode, encode
+from rmqemu.emulator.transport import base
+from rmqemu.emulator.transport._conns import ConnTracker, shutdown_fd
+from rmqemu.emulator.transport._control_client import ControlClient
+from rmqemu.emulator.transport._frames import recv_parts, send_parts
+from rmqemu.emulator.transport._guard import EventGate, seed_routing_ids
+from rmqemu.emulator.transport._monitor import recv_monitor_message
+from rmqemu.emulator.transport._outbound import Outbound, OutboundSet
+from rmqemu.emulator.transport._readiness import EpollPoller
+from rmqemu.emulator.transport._shaping import ShapedSender
+from rmqemu.emulator.transport.base import OUT_PREFIX, BadInput, TransportEvent, out_channel
 
 _EVENTS, _POLLIN, _SRCFD = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.SRCFD)  # plain ints: fast (see _frames)
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision

@@ -24,10 +24,10 @@ from typing import Any
 
 import pandas as pd
 
-from reports.core import availability, consumers, health, plots, staleness
-from reports.core import sends as sends_mod
-from reports.core import truth as truth_mod
-from reports.core.frame import RunInfo, events, node_table
+from rmqemu.reports.core import availability, consumers, health, plots, staleness
+from rmqemu.reports.core import sends as sends_mod
+from rmqemu.reports.core import truth as truth_mod
+from rmqemu.reports.core.frame import RunInfo, events, node_table
 
 Tables = dict[str, pd.DataFrame]
 

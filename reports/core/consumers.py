@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reports.core.schema import SUBSCRIPTION_NOT_EXIST
+from rmqemu.reports.core.schema import SUBSCRIPTION_NOT_EXIST
 
 #: Consumer event kinds that show a group subscribes a topic.
 SUBSCRIBING_KINDS: tuple[str, ...] = ("rebalance", "pull", "consume")

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import json as pa_json
 
-from reports.core.schema import EVENTS, FILE, NODES, SEQ
+from rmqemu.reports.core.schema import EVENTS, FILE, NODES, SEQ
 
 #: Width of the over-time plots' time bins: a run split into this many.
 TIME_BINS = 120

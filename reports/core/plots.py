@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from reports.core.availability import measured_attempts
-from reports.core.frame import RunInfo
-from reports.core.sends import latency_over_time, misrouted_over_time
+from rmqemu.reports.core.availability import measured_attempts
+from rmqemu.reports.core.frame import RunInfo
+from rmqemu.reports.core.sends import latency_over_time, misrouted_over_time
 
 LANE_COLUMNS = ["topic", "lane", "kind", "state", "label", "start_s", "end_s"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERROR
+from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERROR
 
 #: How far before the run end a send at the run end is looked up (ms; above the float
 #: resolution of epoch-ms timestamps, about 0.0002 ms).

@@ -19,9 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reports.core.intervals import END, START, from_change_points, num, overlap_pieces, runs_of, sorted_sets
-from reports.core.schema import PERM_WRITE
-from reports.core.truth import exits
+from rmqemu.reports.core.intervals import END, START, from_change_points, num, overlap_pieces, runs_of, sorted_sets
+from rmqemu.reports.core.schema import PERM_WRITE
+from rmqemu.reports.core.truth import exits
 
 
 def _arrow(column: pd.Series, type: pa.DataType | None = None) -> pa.Array:

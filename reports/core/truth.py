@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.core.intervals import (
+from rmqemu.reports.core.intervals import (
     END,
     START,
     compress,
@@ -33,7 +33,7 @@ from reports.core.intervals import (
     overlap_pieces,
     sorted_sets,
 )
-from reports.core.schema import AUTO_CREATE_TOPIC, PERM_INHERIT, PERM_WRITE
+from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, PERM_INHERIT, PERM_WRITE
 
 FAULT_COLUMNS = ["fault_id", "fault", "targets", "params", "start", "end", "has_end", "next_start"]
 

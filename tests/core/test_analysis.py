@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from reports.core.analysis import (
+from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
     NODE_KINDS,
     TRUTH_COLUMNS,
@@ -19,9 +19,9 @@ from reports.core.analysis import (
     node_part,
     run_truth,
 )
-from reports.core.frame import RunInfo, events, from_json_columns, to_frame
-from reports.local import read_run
-from reports.results import rows
+from rmqemu.reports.core.frame import RunInfo, events, from_json_columns, to_frame
+from rmqemu.reports.local import read_run
+from rmqemu.reports.results import rows
 from tests.reports.recorded import unpack
 from tests.reports.test_kill import kill_scenario
 

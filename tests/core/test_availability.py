@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.core.availability import (
+from rmqemu.reports.core.availability import (
     NO_ANSWER_OUTCOMES,
     availability_by_pair,
     measured_attempts,
     unavailable_windows,
     with_impact,
 )
-from reports.core.frame import RunInfo, events, node_table
-from reports.core.sends import classify_sends, misrouted_by_reason, sends
+from rmqemu.reports.core.frame import RunInfo, events, node_table
+from rmqemu.reports.core.sends import classify_sends, misrouted_by_reason, sends
 from tests.reports.test_availability import NODES, PLAN
 
 T, U = "T", "U"

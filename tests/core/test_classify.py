@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.core.sends import classify_sends, misrouted_by_reason, misrouted_over_time, point_lookup
+from rmqemu.reports.core.sends import classify_sends, misrouted_by_reason, misrouted_over_time, point_lookup
 
 RUN_END = 1000.0
 SENDS_COLUMNS = ["msg_id", "producer", "ts", "topic", "broker", "broker_id", "queue_id", "outcome"]

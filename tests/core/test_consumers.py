@@ -7,8 +7,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from reports.core import sends as sends_mod
-from reports.core.consumers import (
+from rmqemu.reports.core import sends as sends_mod
+from rmqemu.reports.core.consumers import (
     Messages,
     autocreate_coverage,
     consumption,
@@ -17,7 +17,7 @@ from reports.core.consumers import (
     subscription_not_exist,
     subscriptions,
 )
-from reports.core.frame import events
+from rmqemu.reports.core.frame import events
 from tests.reports.test_consumption import consume, consumption_events
 
 T, U = "T", "U"

@@ -6,8 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from reports.core.frame import events
-from reports.core.health import drain_rows, node_lag, summary, verdict
+from rmqemu.reports.core.frame import events
+from rmqemu.reports.core.health import drain_rows, node_lag, summary, verdict
 
 SCALE = 0.01
 

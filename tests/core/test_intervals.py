@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.core import intervals as iv
+from rmqemu.reports.core import intervals as iv
 
 
 def rows(df: pd.DataFrame, *cols: str) -> list[tuple[Any, ...]]:

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.core import sends as sends_mod
-from reports.core.availability import unavailable_windows
-from reports.core.frame import RunInfo
-from reports.core.plots import compress_states, plot_tables
+from rmqemu.reports.core import sends as sends_mod
+from rmqemu.reports.core.availability import unavailable_windows
+from rmqemu.reports.core.frame import RunInfo
+from rmqemu.reports.core.plots import compress_states, plot_tables
 
 INFO = RunInfo(run_start=0.0, run_end=12000.0)  # bins of 100 ms
 SEND_COLUMNS = list(sends_mod.SEND_COLUMNS)

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from reports.core.frame import events
-from reports.core.schema import NO_ROUTE_ERROR
-from reports.core.sends import (
+from rmqemu.reports.core.frame import events
+from rmqemu.reports.core.schema import NO_ROUTE_ERROR
+from rmqemu.reports.core.sends import (
     OUTCOME_COLUMNS,
     SEND_COLUMNS,
     latency_over_time,

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.core.frame import RunInfo, events, node_table
-from reports.core.staleness import (
+from rmqemu.reports.core.frame import RunInfo, events, node_table
+from rmqemu.reports.core.staleness import (
     client_views,
     fault_convergence,
     namesrv_views,
@@ -20,7 +20,7 @@ from reports.core.staleness import (
     stale_pieces,
     staleness_summary,
 )
-from reports.core.truth import faults, hosts, lives, pauses, truth
+from rmqemu.reports.core.truth import faults, hosts, lives, pauses, truth
 
 T = "T"
 

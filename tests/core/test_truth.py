@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.core.frame import events
-from reports.core.truth import (
+from rmqemu.reports.core.frame import events
+from rmqemu.reports.core.truth import (
     FAULT_COLUMNS,
     autocreate,
     broker_nodes,

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-WITHOUT_PYSPARK = "import sys; sys.modules['pyspark'] = None; from emulator.cli.main import main; main()"
+WITHOUT_PYSPARK = "import sys; sys.modules['pyspark'] = None; from rmqemu.emulator.cli.main import main; main()"
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -29,7 +29,7 @@ def test_launch_report_without_pyspark_refuses_before_spawning(tmp_path: Path) -
 
 def test_the_cli_does_not_import_pyspark_until_a_report_is_made(tmp_path: Path) -> None:
     """`rmqemu --help`, `down`, `validate` need no Spark: importing it costs a third of a second."""
-    probe = "import sys; import emulator.cli.main; print('pyspark' in sys.modules)"
+    probe = "import sys; import rmqemu.emulator.cli.main; print('pyspark' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

@@ -38,7 +38,7 @@ BAD_COMMAND_LINES: list[tuple[list[str], str]] = [
 def test_bad_command_line_exits_2_with_one_short_message(tmp_path: Path, argv: list[str], phrase: str) -> None:
     xdg = tmp_path / "xdg"
     xdg.mkdir(mode=0o700)
-    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", *argv],
+    out = subprocess.run([sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()", *argv],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
                          env=dict(os.environ, XDG_RUNTIME_DIR=str(xdg)))
     assert out.returncode == 2, out.stderr

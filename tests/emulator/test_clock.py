@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.node.clock import ClockSetting, ClusterTime, SkewableClock
+from rmqemu.emulator.node.clock import ClockSetting, ClusterTime, SkewableClock
 
 
 def test_strobe_starts_shifted_and_switches_every_period() -> None:

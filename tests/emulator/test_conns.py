@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from emulator.transport._conns import ConnTracker
+from rmqemu.emulator.transport._conns import ConnTracker
 
 
 def test_a_connection_gets_a_channel_and_its_close_names_it() -> None:

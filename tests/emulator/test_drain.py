@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.launcher.drain import Backlog, GroupWatch, Lag, backlog_of, groups_to_watch, wait_drained
-from emulator.launcher.topology_load import parse_topology, plan_nodes
 from rmqemu import events
+from rmqemu.emulator.launcher.drain import Backlog, GroupWatch, Lag, backlog_of, groups_to_watch, wait_drained
+from rmqemu.emulator.launcher.topology_load import parse_topology, plan_nodes
 
 CG = GroupWatch("cg", ("%RETRY%cg", "T"), False, ("cg-0", "cg-1"))
 

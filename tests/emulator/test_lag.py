@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from emulator.node.clock import ClusterTime, FakeClock, SkewableClock
-from emulator.node.io import EventLog, StoreDir
-from emulator.node.lag import LagMeter, percentile, window_ms
-from emulator.node.runtime import Runtime
-from emulator.roles.base import Action, Every, Now, Role
-from emulator.transport.fake import FakeTransport
 from rmqemu import timing
+from rmqemu.emulator.node.clock import ClusterTime, FakeClock, SkewableClock
+from rmqemu.emulator.node.io import EventLog, StoreDir
+from rmqemu.emulator.node.lag import LagMeter, percentile, window_ms
+from rmqemu.emulator.node.runtime import Runtime
+from rmqemu.emulator.roles.base import Action, Every, Now, Role
+from rmqemu.emulator.transport.fake import FakeTransport
 
 
 def test_window_is_one_wall_second_or_ten_cluster_seconds() -> None:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from emulator.launcher.lagwatch import LagWatch
-from emulator.node.clock import FakeClock
+from rmqemu.emulator.launcher.lagwatch import LagWatch
+from rmqemu.emulator.node.clock import FakeClock
 
 
 def lag(node: str, ts: float, p99: float, window: float = 1000.0) -> dict[str, Any]:

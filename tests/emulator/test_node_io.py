@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from emulator.node.io import EventLog, StoreDir
-from emulator.protocol import BadFrame, Frame, decode, encode, encode_body
 from rmqemu import wire_json
+from rmqemu.emulator.node.io import EventLog, StoreDir
+from rmqemu.emulator.protocol import BadFrame, Frame, decode, encode, encode_body
 
 
 def test_appends_through_a_kept_open_file_are_on_disk_at_once(tmp_path: Path) -> None:

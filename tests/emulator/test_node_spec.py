@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.node_spec import NodeSpec
 
 
 def test_round_trip_through_json(tmp_path: Path) -> None:
@@ -25,8 +25,8 @@ def test_round_trip_through_json(tmp_path: Path) -> None:
 
 def test_the_request_floor_reaches_the_nodes_cluster_time() -> None:
     """timing.minRequestTimeoutWallMs: topology -> spec -> the runtime's ClusterTime."""
-    from emulator.launcher.topology_load import parse_topology
-    from emulator.node.main import build  # binds a socket: only here
+    from rmqemu.emulator.launcher.topology_load import parse_topology
+    from rmqemu.emulator.node.main import build  # binds a socket: only here
     topo = parse_topology({"name": "t", "brokers": [{"name": "broker-a"}], "timing": {"minRequestTimeoutWallMs": 75}})
     assert topo.timing.minRequestTimeoutWallMs == 75.0
     assert NodeSpec(name="namesrv-0", role="namesrv").min_request_timeout_wall_ms == 200.0  # the default

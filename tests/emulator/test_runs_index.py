@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from emulator.cli.main import main
-from emulator.runs_index import collect
+from rmqemu.emulator.cli.main import main
+from rmqemu.emulator.runs_index import collect
 
 
 def make_run(root: Path, name: str, started_ms: float, metrics: dict | None = None) -> Path:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from emulator.node.clock import ClockSetting, ClusterTime, FakeClock, SkewableClock
-from emulator.node.io import EventLog, StoreDir
-from emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
-from emulator.protocol import Frame, request
-from emulator.roles.base import (
+from rmqemu.emulator.node.clock import ClockSetting, ClusterTime, FakeClock, SkewableClock
+from rmqemu.emulator.node.io import EventLog, StoreDir
+from rmqemu.emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
+from rmqemu.emulator.protocol import Frame, request
+from rmqemu.emulator.roles.base import (
     Action,
     After,
     Append,
@@ -28,8 +28,8 @@ from emulator.roles.base import (
     Request,
     Role,
 )
-from emulator.transport.base import BadInput, ControlLost
-from emulator.transport.fake import FakeTransport
+from rmqemu.emulator.transport.base import BadInput, ControlLost
+from rmqemu.emulator.transport.fake import FakeTransport
 
 PEER = "127.0.0.1:9876"
 

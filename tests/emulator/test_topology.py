@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from emulator.cli.main import main
-from emulator.launcher.topology_load import load_topology, parse_topology, plan_nodes
-from faults.launch_glue import check_topology_faults
+from rmqemu.emulator.cli.main import main
+from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology, plan_nodes
 from rmqemu.errors import TopologyError
+from rmqemu.faults.launch_glue import check_topology_faults
 
 TOPOLOGIES = sorted(Path(__file__).resolve().parents[2].joinpath("topologies").glob("*.yaml"))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.launcher.topology_load import load_topology
+from rmqemu.emulator.launcher.topology_load import load_topology
 from rmqemu.errors import TopologyError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_every_bad_path_and_rule_is_named_with_its_line(tmp_path: Path) -> None:
 
 
 def test_validate_exits_2_and_the_schema_describes_expect(tmp_path: Path) -> None:
-    cli = [sys.executable, "-c", "from emulator.cli.main import main; main()"]
+    cli = [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()"]
     out = subprocess.run([*cli, "validate", str(write(tmp_path, "  consumption.lots: 0\n"))],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "expect.consumption.lots: metrics.json has no such path" in out.stderr

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator.launcher.limits import MAX_NODES
-from emulator.launcher.run_dir import new_run_dir
-from emulator.launcher.topology_load import load_topology
-from emulator.launcher.topology_yaml import MAX_DEPTH, MAX_FILE_BYTES
+from rmqemu.emulator.launcher.limits import MAX_NODES
+from rmqemu.emulator.launcher.run_dir import new_run_dir
+from rmqemu.emulator.launcher.topology_load import load_topology
+from rmqemu.emulator.launcher.topology_yaml import MAX_DEPTH, MAX_FILE_BYTES
 from rmqemu.errors import RunDirError, TopologyError
 
 BASE = "brokers:\n  - {name: broker-a}\n"
@@ -77,7 +77,8 @@ def _limit_memory() -> None:  # runs in the child: 1 GiB of address space
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_validate_refuses_with_one_line_exit_2(tmp_path: Path, name: str) -> None:
     f = write(tmp_path, name)
-    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "validate", str(f)],
+    cli = [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()"]
+    out = subprocess.run([*cli, "validate", str(f)],
                          capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory, cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
@@ -91,7 +92,7 @@ def test_validate_refuses_with_one_line_exit_2(tmp_path: Path, name: str) -> Non
 def test_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
     """The bomb that took 600 s and 3.9 GB: refused within 1 GiB of address space and a timeout."""
     f = write(tmp_path, "alias-in-allocate-params.yaml")
-    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "launch", str(f),
+    out = subprocess.run([sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()", "launch", str(f),
                           "--root", str(tmp_path / "runs")], capture_output=True, text=True, timeout=60,
                          preexec_fn=_limit_memory, cwd=tmp_path)
     assert out.returncode == 2 and "anchors" in out.stderr and "Traceback" not in out.stderr
@@ -123,7 +124,7 @@ def test_a_valid_name_lands_in_root(tmp_path: Path) -> None:
 
 
 def test_too_many_yaml_values_are_refused(tmp_path: Path) -> None:
-    from emulator.launcher.topology_yaml import MAX_YAML_NODES
+    from rmqemu.emulator.launcher.topology_yaml import MAX_YAML_NODES
 
     f = tmp_path / "many.yaml"
     f.write_text("name: t\n" + BASE + "x: [" + ",".join(["1"] * MAX_YAML_NODES) + "]\n")

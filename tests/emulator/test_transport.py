@@ -13,9 +13,9 @@ from typing import Callable, Iterator
 import pytest
 import zmq
 
-from emulator.node.links import LinkRule
-from emulator.protocol import ChannelEvent, Flag, Frame, request
-from emulator.transport.base import (
+from rmqemu.emulator.node.links import LinkRule
+from rmqemu.emulator.protocol import ChannelEvent, Flag, Frame, request
+from rmqemu.emulator.transport.base import (
     BadInput,
     ControlCommand,
     ControlLost,
@@ -24,9 +24,9 @@ from emulator.transport.base import (
     TransportEvent,
     out_channel,
 )
-from emulator.transport.control import ControlServer, NodeGone, NodeReady
-from emulator.transport.oneshot import RequestFailed, request_once
-from emulator.transport.zmq_node import ZmqTransport
+from rmqemu.emulator.transport.control import ControlServer, NodeGone, NodeReady
+from rmqemu.emulator.transport.oneshot import RequestFailed, request_once
+from rmqemu.emulator.transport.zmq_node import ZmqTransport
 from rmqemu.errors import ControlError
 
 DEADLINE_S = 20.0
@@ -268,8 +268,8 @@ def test_a_node_notices_its_launcher_is_gone() -> None:
 
 NODE_OF_A_DYING_LAUNCHER = """
 import json, sys
-from emulator.transport.base import ControlLost
-from emulator.transport.zmq_node import ZmqTransport
+from rmqemu.emulator.transport.base import ControlLost
+from rmqemu.emulator.transport.zmq_node import ZmqTransport
 node = ZmqTransport("broker-a-0", control_endpoint=sys.argv[1], control_key=bytes.fromhex(sys.argv[2]))
 node.poll(0)  # the first look at the parent
 idle_wait = node._next_due(0.0)  # then nothing but the launcher to watch: no reason to wake

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from emulator.cli.updown import DOWN_TIMEOUT_S, stop_wait_s
+from rmqemu.emulator.cli.updown import DOWN_TIMEOUT_S, stop_wait_s
 
 TOPOLOGY = {"name": "t", "namesrvs": 1, "brokers": [{"name": "broker-a"}], "timing": {"scale": 2.0}}
 

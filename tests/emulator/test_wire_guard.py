@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from emulator.protocol import (
+from rmqemu.emulator.protocol import (
     MAX_HEADER_BYTES,
     MAX_JSON_DEPTH,
     BadFrame,
@@ -21,8 +21,8 @@ from emulator.protocol import (
     loads_checked,
     request,
 )
-from emulator.transport import _auth
-from emulator.transport._guard import GLOBAL_PER_S, EventGate
+from rmqemu.emulator.transport import _auth
+from rmqemu.emulator.transport._guard import GLOBAL_PER_S, EventGate
 
 HOSTILE_HEADERS = [
     b'{"code": 1e400, "opaque": 1, "flag": 0}',  # OverflowError in int(inf): killed namesrv-0
@@ -130,7 +130,7 @@ def test_hmac_tags_bind_key_context_and_payload() -> None:
 
 
 def test_a_flood_of_refused_requests_is_rate_limited_in_the_event_log(tmp_path) -> None:
-    from emulator.node.io import EventLog
+    from rmqemu.emulator.node.io import EventLog
 
     log = EventLog(tmp_path / "n.jsonl", "namesrv-0", lambda: 0.0)
     for _ in range(1000):

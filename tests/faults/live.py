@@ -16,9 +16,9 @@ from typing import Any, Iterable
 
 import pytest
 
-from emulator.chaos import Cluster
-from emulator.node.clock import ClusterTime
-from emulator.testing import kill_survivors, process_alive, process_stopped, read_events, run_processes  # noqa: F401
+from rmqemu.emulator.chaos import Cluster
+from rmqemu.emulator.node.clock import ClusterTime
+from rmqemu.emulator.testing import kill_survivors, process_alive, process_stopped, read_events, run_processes  # noqa: F401
 
 SCALE = 0.01
 EXPIRY_MS = 120_000 * SCALE  # BROKER_CHANNEL_EXPIRED_TIME, scaled
@@ -68,7 +68,7 @@ def median_latency(events: list[dict[str, Any]]) -> float:
 # -- processes of a run, for subprocess tests (launch, up) ------------------------------------
 
 def rmqemu(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from emulator.cli.main import main; main()", *args]
+    return [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()", *args]
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:

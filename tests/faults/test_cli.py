@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import emulator.cli.supervisor
-from emulator.cli.main import main
-from faults.supervisor_verbs import VerbServer
-from faults.testing import FakeOps
+from rmqemu.emulator.cli import supervisor
+from rmqemu.emulator.cli.main import main
 from rmqemu.errors import ControlError
+from rmqemu.faults.supervisor_verbs import VerbServer
+from rmqemu.faults.testing import FakeOps
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def env(tmp_path, monkeypatch):
         except Exception as exc:  # noqa: BLE001 - as the supervisor does: any handler error, as its text only
             raise ControlError(str(exc)) from None
 
-    monkeypatch.setattr(emulator.cli.supervisor, "call", fake_call)
+    monkeypatch.setattr(supervisor, "call", fake_call)
     return run, ops, calls
 
 

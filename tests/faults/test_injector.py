@@ -4,10 +4,11 @@ import signal
 
 import pytest
 
-from emulator.node.clock import ClockSetting
-from emulator.node.links import LinkRule
-from faults.injector import Injector
-from faults.kinds import (
+from rmqemu.emulator.node.clock import ClockSetting
+from rmqemu.emulator.node.links import LinkRule
+from rmqemu.errors import FaultError, OverlappingFault, PlanError, UnsafeSignal
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.kinds import (
     ClockFault,
     KillFault,
     LinkFault,
@@ -16,9 +17,8 @@ from faults.kinds import (
     StopFault,
     build_fault,
 )
-from faults.ops import ClusterOps
-from faults.testing import FakeOps
-from rmqemu.errors import FaultError, OverlappingFault, PlanError, UnsafeSignal
+from rmqemu.faults.ops import ClusterOps
+from rmqemu.faults.testing import FakeOps
 
 T0 = 1_000_000.0
 BLOCK = LinkRule(blocked=True)

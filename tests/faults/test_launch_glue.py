@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from emulator.launcher.fault_spec import FaultSpec
-from faults.launch_glue import build_plan, drive_plan
-from faults.schedule import plan_from_specs
-from faults.testing import FakeOps
+from rmqemu.emulator.launcher.fault_spec import FaultSpec
 from rmqemu.errors import ControlError, PlanError, PlanFailed, UnsafeSignal
+from rmqemu.faults.launch_glue import build_plan, drive_plan
+from rmqemu.faults.schedule import plan_from_specs
+from rmqemu.faults.testing import FakeOps
 
 
 class FakeCluster(FakeOps):
@@ -71,7 +71,7 @@ def test_a_cluster_error_during_the_plan_is_a_plan_failure_and_everything_is_hea
 
 
 def test_build_plan_errors_name_the_seed(tmp_path):
-    from emulator.launcher.topology_load import parse_topology
+    from rmqemu.emulator.launcher.topology_load import parse_topology
 
     topo = parse_topology({"name": "t", "seed": 11, "brokers": [{"name": "broker-a"}], "duration": "20s"}, "t")
     with pytest.raises(PlanError, match=r"no room for a fault .* \[seed 11\]"):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from faults.nemesis import random_plan
-from faults.testing import sample_nodes
 from rmqemu.errors import PlanError
+from rmqemu.faults.nemesis import random_plan
+from rmqemu.faults.testing import sample_nodes
 
 NODES = sample_nodes()
 

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from faults.partition import (
+from rmqemu.errors import PartitionError
+from rmqemu.faults.partition import (
     bridge,
     cut,
     halves,
@@ -13,7 +14,6 @@ from faults.partition import (
     majority,
     plan_partition,
 )
-from rmqemu.errors import PartitionError
 
 
 def test_cut_two_groups_symmetric():

@@ -1,10 +1,10 @@
 """End to end on FakeOps: a nemesis plan written, run, replayed from plan.json; the records."""
 
-from faults.injector import Injector
-from faults.interpreter import run_plan
-from faults.nemesis import random_plan
-from faults.schedule import read_plan, write_plan
-from faults.testing import FakeOps, sample_nodes
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.interpreter import run_plan
+from rmqemu.faults.nemesis import random_plan
+from rmqemu.faults.schedule import read_plan, write_plan
+from rmqemu.faults.testing import FakeOps, sample_nodes
 
 NODES = sample_nodes()
 

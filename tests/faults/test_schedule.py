@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from emulator.launcher.fault_spec import FaultSpec
-from emulator.node.clock import FakeClock
-from faults.injector import Injector
-from faults.interpreter import run_plan, run_plan_steps
-from faults.nemesis import parse_nemesis_kinds, random_plan
-from faults.schedule import Plan, PlanStep, check_plan, plan_from_specs, read_plan, write_plan
-from faults.testing import FakeOps, sample_nodes
+from rmqemu.emulator.launcher.fault_spec import FaultSpec
+from rmqemu.emulator.node.clock import FakeClock
 from rmqemu.errors import PlanError, PlanFailed
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.interpreter import run_plan, run_plan_steps
+from rmqemu.faults.nemesis import parse_nemesis_kinds, random_plan
+from rmqemu.faults.schedule import Plan, PlanStep, check_plan, plan_from_specs, read_plan, write_plan
+from rmqemu.faults.testing import FakeOps, sample_nodes
 
 NODES = sample_nodes()
 DESIGN_FAULTS = [

@@ -7,7 +7,7 @@ import sys
 import psutil
 import pytest
 
-from emulator.launcher.signals import ProcessRegistry, SpawnedProcess
+from rmqemu.emulator.launcher.signals import ProcessRegistry, SpawnedProcess
 from rmqemu.errors import ProcessGone, UnsafeSignal
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(30)"]

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from emulator.launcher.fault_spec import FaultSpec, parse_duration, parse_probability
+from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration, parse_probability
 
 
 class Topology(BaseModel):

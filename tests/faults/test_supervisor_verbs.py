@@ -5,11 +5,11 @@ import signal
 
 import pytest
 
-from emulator.node.clock import ClockSetting
-from emulator.node.links import LinkRule
-from faults.supervisor_verbs import VerbServer, register_verbs
-from faults.testing import FakeOps
+from rmqemu.emulator.node.clock import ClockSetting
+from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, OverlappingFault, SpecError
+from rmqemu.faults.supervisor_verbs import VerbServer, register_verbs
+from rmqemu.faults.testing import FakeOps
 
 
 @pytest.fixture

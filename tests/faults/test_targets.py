@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from emulator.launcher.nodes import NodeInfo, index_nodes, node_table
-from faults.targets import resolve_targets, selector_size
+from rmqemu.emulator.launcher.nodes import NodeInfo, index_nodes, node_table
 from rmqemu.errors import TargetError
+from rmqemu.faults.targets import resolve_targets, selector_size
 
 NODES = node_table(namesrvs=2, brokers={"broker-a": 1, "broker-b": 0},
                    producers={"pg-1": 1}, consumers={"cg-1": 2})

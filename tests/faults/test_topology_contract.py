@@ -2,7 +2,7 @@
 
 import pytest
 
-topology_load = pytest.importorskip("emulator.launcher.topology_load")
+topology_load = pytest.importorskip("rmqemu.emulator.launcher.topology_load")
 errors = pytest.importorskip("rmqemu.errors")
 
 

@@ -4,12 +4,13 @@ import random
 
 import pytest
 
-from emulator.node.clock import ClockSetting
-from faults.injector import Injector
-from faults.interpreter import run_plan_steps
-from faults.kinds import PauseFault
-from faults.testing import FakeOps, sample_nodes
-from faults.verbs import (
+from rmqemu.emulator.node.clock import ClockSetting
+from rmqemu.errors import SpecError
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.interpreter import run_plan_steps
+from rmqemu.faults.kinds import PauseFault
+from rmqemu.faults.testing import FakeOps, sample_nodes
+from rmqemu.faults.verbs import (
     link_spec,
     one_fault_plan,
     parse_partition_args,
@@ -18,7 +19,6 @@ from faults.verbs import (
     process_spec,
     skew_spec,
 )
-from rmqemu.errors import SpecError
 
 NODES = sample_nodes()
 

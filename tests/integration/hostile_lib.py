@@ -9,7 +9,7 @@ from typing import Iterator
 
 import zmq
 
-from emulator.protocol import RequestCode, encode, request
+from rmqemu.emulator.protocol import RequestCode, encode, request
 
 # The measured defects: OverflowError (int(inf)) and RecursionError in the decoders.
 OVERFLOW = [b'{"code": 1e400, "opaque": 1, "flag": 0}', b""]

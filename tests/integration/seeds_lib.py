@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from emulator.testing import read_events
+from rmqemu.emulator.testing import read_events
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 SEED_FILES = sorted(TOPOLOGIES.glob("seed-*.yaml"))

@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from emulator.cli.main import main
-from emulator.testing import read_events
+from rmqemu.emulator.cli.main import main
+from rmqemu.emulator.testing import read_events
 
 TOPO = {
     "name": "admin",

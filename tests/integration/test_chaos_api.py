@@ -12,8 +12,8 @@ from typing import Any
 import psutil
 import pytest
 
-import emulator
-from emulator.testing import expect_metrics, read_events
+from rmqemu import emulator
+from rmqemu.emulator.testing import expect_metrics, read_events
 from rmqemu.errors import FaultError, SpecError
 
 TOPOLOGY: dict[str, Any] = {

@@ -10,8 +10,8 @@ import signal
 import time
 from typing import Any
 
-from emulator.chaos import Cluster
-from emulator.testing import read_events
+from rmqemu.emulator.chaos import Cluster
+from rmqemu.emulator.testing import read_events
 
 SCALE = 0.01
 EXPIRY_MS = 120_000 * SCALE
@@ -80,7 +80,7 @@ def test_sigstop_expires_only_after_the_scaled_120s_and_sigcont_registers_again(
     c = start_cluster(CORE)
     proc = c.launcher.procs["broker-b-0"]
     proc.send_signal(signal.SIGSTOP)
-    from emulator.node.clock import host_ms
+    from rmqemu.emulator.node.clock import host_ms
 
     paused_at = host_ms()
     try:
@@ -106,7 +106,7 @@ def test_namesrv_clock_bump_expires_brokers_and_they_come_back(start_cluster) ->
     land at the same point of the register cycle, and a broker registering just after that point
     would survive every bump (seen in CI). Each bump is therefore delayed by a different fraction
     of the register period (golden-ratio steps spread them evenly over the cycle)."""
-    from emulator.node.clock import ClockSetting
+    from rmqemu.emulator.node.clock import ClockSetting
 
     c = start_cluster(CORE)
     ns = "namesrv-1"

@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import emulator
-from emulator.cli.launch import run_topology
-from emulator.launcher.run_events import read_events
-from emulator.launcher.topology_load import parse_topology
-from emulator.testing import kill_survivors, run_processes
+from rmqemu import emulator
+from rmqemu.emulator.cli.launch import run_topology
+from rmqemu.emulator.launcher.run_events import read_events
+from rmqemu.emulator.launcher.topology_load import parse_topology
+from rmqemu.emulator.testing import kill_survivors, run_processes
 from tests.faults.live import rmqemu, wait_until
 
 GROUPS = {"cg-a": 2, "cg-b": 3, "cg-c": 4}
@@ -75,7 +75,7 @@ def test_a_fault_free_run_with_three_groups_ends_with_every_acked_message_consum
     assert order.index("run.drain") < min(i for i, k in enumerate(order) if k == "consumer.exit")
 
     # The report says the same (docs/design.md §7 loss per (group, topic)): 0 lost, for each group.
-    from reports.job import metrics
+    from rmqemu.reports.job import metrics
     c = metrics(rmqemu_spark, str(run_dir))["consumption"]
     assert (c["lost"], c["lost_per_group"]) == (0, 0)
     assert {(r["group"], r["topic"], r["expected"], r["lost"]) for r in c["groups"]} == {

@@ -33,7 +33,7 @@ def test_fails_while_a_broker_is_paused(start_cluster, tmp_path):
 
 
 def test_a_failing_user_test_leaves_no_process_behind(tmp_path: Path) -> None:
-    from emulator.testing import process_alive, run_processes
+    from rmqemu.emulator.testing import process_alive, run_processes
 
     suite, out = tmp_path / "suite", tmp_path / "run_dir.txt"
     suite.mkdir()

@@ -9,7 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from emulator.testing import read_events
+from rmqemu.emulator.testing import read_events
 from tests.eventdoc import contract_problems, kinds_written
 from tests.faults.live import (
     alive,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from emulator.testing import read_events
+from rmqemu.emulator.testing import read_events
 from tests.faults.live import EXPIRY_MS, SCALE, fault_events, median_latency, ns_broker, sends
 
 PRODUCER = {"name": "faults-link", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",

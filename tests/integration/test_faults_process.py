@@ -14,15 +14,15 @@ from typing import Any
 import psutil
 import pytest
 
-from emulator.launcher.fault_spec import FaultSpec
-from emulator.launcher.signals import SpawnedProcess
-from emulator.node.clock import mono_ms
-from emulator.testing import read_events
-from faults.injector import Injector
-from faults.interpreter import run_plan
-from faults.kinds import KillFault, PauseFault
-from faults.schedule import plan_from_specs
+from rmqemu.emulator.launcher.fault_spec import FaultSpec
+from rmqemu.emulator.launcher.signals import SpawnedProcess
+from rmqemu.emulator.node.clock import mono_ms
+from rmqemu.emulator.testing import read_events
 from rmqemu.errors import ProcessGone, UnsafeSignal
+from rmqemu.faults.injector import Injector
+from rmqemu.faults.interpreter import run_plan
+from rmqemu.faults.kinds import KillFault, PauseFault
+from rmqemu.faults.schedule import plan_from_specs
 from tests.faults.live import SCALE, alive, fault_events, manifest_procs, ns_broker, sends
 
 BASE = {"name": "faults-process", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",

@@ -9,8 +9,8 @@ from typing import Any
 
 import psutil
 
-from emulator.cli.supervisor import call
-from emulator.testing import read_events
+from rmqemu.emulator.cli.supervisor import call
+from rmqemu.emulator.testing import read_events
 from tests.faults.live import alive, kill_survivors, manifest_procs, run_cli, stopped, wait_until
 
 TOPO = """

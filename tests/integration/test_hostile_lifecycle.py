@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.testing import kill_survivors, read_events, run_processes
-from emulator.testing import process_alive as alive
+from rmqemu.emulator.testing import kill_survivors, read_events, run_processes
+from rmqemu.emulator.testing import process_alive as alive
 from tests.faults.live import rmqemu, wait_until
 
 TOPO = """

@@ -14,10 +14,10 @@ from typing import Any
 
 import zmq
 
-from emulator.chaos import Cluster
-from emulator.testing import read_events
-from emulator.transport import _auth
-from emulator.transport.control import pack
+from rmqemu.emulator.chaos import Cluster
+from rmqemu.emulator.testing import read_events
+from rmqemu.emulator.transport import _auth
+from rmqemu.emulator.transport.control import pack
 from tests.integration.hostile_lib import HOSTILE, collide_routing_ids, deliver, fuzz_frames
 
 TOPO: dict[str, Any] = {
@@ -157,8 +157,8 @@ def test_seeded_fuzz_of_every_role_and_the_control_endpoint(start_cluster) -> No
 def test_the_supervisor_rpc_survives_hostile_frames_and_refuses_replays(tmp_path: Path) -> None:
     import psutil
 
-    from emulator.cli.supervisor import call, start_detached
-    from emulator.testing import kill_survivors, process_alive, run_processes
+    from rmqemu.emulator.cli.supervisor import call, start_detached
+    from rmqemu.emulator.testing import kill_survivors, process_alive, run_processes
 
     topo = tmp_path / "t.yaml"
     topo.write_text(json.dumps({**TOPO, "consumers": [], "duration": "100000s"}))

@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from emulator.testing import kill_survivors
-from emulator.testing import process_alive as alive
-from emulator.testing import run_processes as node_procs
+from rmqemu.emulator.testing import kill_survivors
+from rmqemu.emulator.testing import process_alive as alive
+from rmqemu.emulator.testing import run_processes as node_procs
 from tests.faults.live import rmqemu, wait_until
 
 TOPO = """

@@ -16,8 +16,8 @@ import signal
 from collections import Counter
 from typing import Any
 
-from emulator.node.clock import host_ms
-from emulator.testing import read_events
+from rmqemu.emulator.node.clock import host_ms
+from rmqemu.emulator.testing import read_events
 from tests.eventdoc import contract_problems
 from tests.integration.seeds_lib import acked, consumed, pulls
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from collections import Counter
 
-from emulator.testing import read_events
+from rmqemu.emulator.testing import read_events
 from tests.eventdoc import contract_problems
 from tests.integration.seeds_lib import (
     TOPOLOGIES,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from emulator.cli.main import main
-from emulator.testing import read_events
+from rmqemu.emulator.cli.main import main
+from rmqemu.emulator.testing import read_events
 from tests.integration.seeds_lib import (
     NO_ROUTE_PREFIX,
     SEED_FILES,

@@ -7,10 +7,10 @@ Timing claims are orderings and lower bounds (the namesrv cannot drop a hung bro
 
 from __future__ import annotations
 
-from emulator.cli.launch import run_topology
-from emulator.launcher.topology_load import load_topology
-from emulator.testing import read_events
-from faults.launch_glue import build_plan
+from rmqemu.emulator.cli.launch import run_topology
+from rmqemu.emulator.launcher.topology_load import load_topology
+from rmqemu.emulator.testing import read_events
+from rmqemu.faults.launch_glue import build_plan
 from tests.integration.seeds_lib import brokers_of, client_routes, sends, topology
 
 EXPIRY_S, REGISTER_PERIOD_S = 120, 30

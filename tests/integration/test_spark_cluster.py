@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reports import stored
-from reports.local import analyse_dirs
-from reports.metrics import document
+from rmqemu.reports import stored
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 from tests.faults.live import run_cli
 from tests.integration.spark_standalone import standalone
 from tests.integration.test_sweep import PAIR, TOPO

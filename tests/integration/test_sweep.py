@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from emulator.testing import kill_survivors, process_alive, run_processes
+from rmqemu.emulator.testing import kill_survivors, process_alive, run_processes
 from tests.faults.live import rmqemu, run_cli, wait_until
 
 TOPO = """name: tiny

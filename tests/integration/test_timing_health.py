@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from emulator.chaos import Cluster
-from emulator.cli.launch import run_topology
-from emulator.launcher.topology_load import parse_topology
-from emulator.testing import read_events
+from rmqemu.emulator.chaos import Cluster
+from rmqemu.emulator.cli.launch import run_topology
+from rmqemu.emulator.launcher.topology_load import parse_topology
+from rmqemu.emulator.testing import read_events
 from tests.eventdoc import contract_problems
 
 SMALL = {

@@ -93,8 +93,8 @@ def write_run(root: Path, events: list[dict[str, Any]], faults: list[dict[str, A
 def metrics_of(root: Path) -> dict[str, Any]:
     """The metrics.json document of a hand-made run, analysed in this process (no JVM, nothing
     written): :func:`reports.local.analyse_dirs` then :func:`reports.metrics.document`."""
-    from reports.local import analyse_dirs
-    from reports.metrics import document
+    from rmqemu.reports.local import analyse_dirs
+    from rmqemu.reports.metrics import document
 
     return document(analyse_dirs([str(root)])[0])
 

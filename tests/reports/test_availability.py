@@ -153,8 +153,8 @@ def test_failed_and_misrouted_sends_count_for_every_window_holding_them(metrics)
 def test_availability_plot(run_dir, tmp_path):
     """The plot data holds the six windows above (wall s since the first event, 1000) and
     each producer's span of measured attempts; the figure is drawn with the faults shaded."""
-    from reports import plotdata, plots
-    from reports.local import analyse_dirs
+    from rmqemu.reports import plotdata, plots
+    from rmqemu.reports.local import analyse_dirs
 
     data = plotdata.assemble(analyse_dirs([str(run_dir)])[0])
     got = sorted((r.producer, r.topic, round(r.start_s, 3), round(r.end_s, 3)) for r in data.unavailable.itertuples())

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from reports.cli import report_command
+from rmqemu.reports.cli import report_command
 from tests.reports.runlog import by, write_run
 from tests.reports.test_kill import kill_scenario
 
@@ -132,7 +132,7 @@ def test_compare_two_runs(spark, reported, tmp_path):
 
 
 def test_report_command_is_registered():
-    from emulator.cli.main import main
+    from rmqemu.emulator.cli.main import main
 
     assert main.commands["report"] is report_command
 
@@ -185,7 +185,7 @@ def test_stop_session_ends_the_jvm():
     import textwrap
 
     code = textwrap.dedent("""
-        from reports.cli import build_session, stop_session
+        from rmqemu.reports.cli import build_session, stop_session
         from pyspark import SparkContext
         spark = build_session("local[1]")
         assert spark.range(3).count() == 3
@@ -208,7 +208,8 @@ def test_without_java_the_error_says_what_spark_needs(tmp_path):
 
     run = kill_run(tmp_path / "run")
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
-    out = subprocess.run([sys.executable, "-c", "from emulator.cli.main import main; main()", "report", str(run)],
+    cli = [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()"]
+    out = subprocess.run([*cli, "report", str(run)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 3, out.stderr[-2000:]
     assert "Spark needs Java 17 or newer" in out.stderr and str(tmp_path / "no-java") in out.stderr

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from reports import job
-from reports.engine import analyse_runs, names
-from reports.local import analyse_dirs
-from reports.metrics import document
+from rmqemu.reports import job
+from rmqemu.reports.engine import analyse_runs, names
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 from tests.reports.runlog import write_run
 from tests.reports.test_availability import write_log
 from tests.reports.test_consumption import consumption_log

@@ -35,7 +35,7 @@ def test_launch_with_report_writes_the_report_and_judges_the_run(tmp_path):
     topo.write_text(TOPOLOGY)
     run_dir = tmp_path / "run"
     out = subprocess.run(
-        [sys.executable, "-c", "from emulator.cli.main import main; main()", "launch", str(topo),
+        [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()", "launch", str(topo),
          "--run-dir", str(run_dir), "--report", "--no-progress"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert out.returncode == 1, out.stderr[-3000:]

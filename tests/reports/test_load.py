@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reports.local import read_run
-from reports.manifest import parse_manifest, read_manifest
-from reports.rundir import event_paths
 from rmqemu.errors import RunInputError
+from rmqemu.reports.local import read_run
+from rmqemu.reports.manifest import parse_manifest, read_manifest
+from rmqemu.reports.rundir import event_paths
 from tests.reports.runlog import exit_, start, write_run
 
 #: pg-1-0: a line without ts and a truncated last line; namesrv-0: garbage.
@@ -36,7 +36,7 @@ def test_broken_lines_counted_per_file(run_dir):
 
 @pytest.mark.spark
 def test_spark_counts_the_same_broken_lines(spark, run_dir):
-    from reports.engine import analyse_runs
+    from rmqemu.reports.engine import analyse_runs
 
     meta = analyse_runs(spark, [str(run_dir)])[0].meta
     assert meta.bad_lines == BROKEN
@@ -104,6 +104,6 @@ def test_broken_lines_name_their_file_as_it_is_spelled(odd_name):
 @pytest.mark.spark
 def test_spark_names_the_file_of_a_broken_line_as_it_is_spelled(spark, odd_name):
     # Spark's _metadata.file_name percent-encodes the name; the count is keyed by the real one
-    from reports.engine import analyse_runs
+    from rmqemu.reports.engine import analyse_runs
 
     assert analyse_runs(spark, [str(odd_name)])[0].meta.bad_lines == {"pg 1+%.jsonl": 1}

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import functions as F
 
-from reports import job
-from reports.cli import report_command
-from reports.load import good_events, read_runs
 from rmqemu.errors import RunInputError
+from rmqemu.reports import job
+from rmqemu.reports.cli import report_command
+from rmqemu.reports.load import good_events, read_runs
 from tests.reports.runlog import croute, exit_, fault, metrics_of, nroute, send, start, topic, write_run
 from tests.reports.test_kill import kill_scenario
 

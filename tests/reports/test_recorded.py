@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.local import analyse_dirs
-from reports.metrics import document
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 from tests.reports.recorded import RUNS, rounded, unpack
 
 
@@ -32,7 +32,7 @@ def test_the_local_engine_gives_the_recorded_metrics(recorded, name: str) -> Non
 
 @pytest.mark.spark
 def test_spark_gives_both_recorded_runs_their_metrics_in_one_job(spark, recorded) -> None:
-    from reports import job
+    from rmqemu.reports import job
 
     docs = job.compute_many(spark, [str(recorded[name][0]) for name in RUNS])
     for name in RUNS:

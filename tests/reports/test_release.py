@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reports import job
+from rmqemu.reports import job
 from tests.reports.runlog import write_run
 from tests.reports.test_kill import kill_scenario
 

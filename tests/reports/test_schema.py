@@ -9,10 +9,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from reports.core import schema
-from reports.local import read_run
 from rmqemu import events
 from rmqemu.event_types import ListOf, MapOf, Pair, Scalar, Struct, Type
+from rmqemu.reports.core import schema
+from rmqemu.reports.local import read_run
 from tests.reports.runlog import write_run
 
 #: Column types the core relies on (casts, bit tests, list functions, the node table).
@@ -57,7 +57,7 @@ def test_the_types_the_reports_rely_on_did_not_change() -> None:
 
 
 def test_the_spark_schema_is_the_core_schema_plus_the_corrupt_record_column() -> None:
-    from reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA  # pyspark types only: no JVM
+    from rmqemu.reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA  # pyspark types only: no JVM
 
     assert EVENT_SCHEMA.fieldNames() == [f.name for f in schema.EVENT_FIELDS] + [CORRUPT_COLUMN]
     assert EVENT_SCHEMA["ts"].dataType.simpleString() == "double"
@@ -110,7 +110,7 @@ def test_a_full_line_of_every_kind_is_read_whole(full_lines) -> None:
 
 @pytest.mark.spark
 def test_spark_reads_a_full_line_of_every_kind_whole(spark, full_lines) -> None:
-    from reports.load import file_stats, good_events, read_runs
+    from rmqemu.reports.load import file_stats, good_events, read_runs
 
     run_dir, lines = full_lines
     raw, _ = read_runs(spark, [run_dir])

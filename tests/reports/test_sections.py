@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator.testing import expect_metrics
-from reports import job
-from reports.metrics import HEADER, SECTIONS, sections_of
+from rmqemu.emulator.testing import expect_metrics
 from rmqemu.errors import ExpectationError
+from rmqemu.reports import job
+from rmqemu.reports.metrics import HEADER, SECTIONS, sections_of
 from tests.reports.runlog import write_run
 from tests.reports.test_kill import kill_scenario
 from tests.reports.test_many import pause_scenario
@@ -36,8 +36,8 @@ def runs(tmp_path_factory) -> tuple[str, str]:
 
 
 def test_a_document_of_some_sections_is_that_part_of_the_whole_one(runs) -> None:
-    from reports.local import analyse_dirs
-    from reports.metrics import document
+    from rmqemu.reports.local import analyse_dirs
+    from rmqemu.reports.metrics import document
 
     result = analyse_dirs([runs[1]])[0]
     whole = document(result)

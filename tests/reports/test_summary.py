@@ -1,7 +1,7 @@
 """The one-line summary names the seed phenomena a run showed, and only those."""
 from __future__ import annotations
 
-from reports.summary import one_line
+from rmqemu.reports.summary import one_line
 
 QUIET = {"staleness": {"clients_total": {"stale_ms": 1234.4, "intervals": 3}},
          "misrouted": {"total": 2}, "consumption": {"lost": 0}}

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from reports.cli import report_command
 from rmqemu import metric_paths
+from rmqemu.reports.cli import report_command
 from tests.reports.test_cli import kill_run
 
 
@@ -82,7 +82,7 @@ def test_every_metrics_json_path_is_registered_and_every_registered_one_occurs(u
 
 
 def test_the_registry_reasons_are_the_reports() -> None:
-    from reports.core.sends import REASONS
+    from rmqemu.reports.core.sends import REASONS
 
     assert metric_paths.REASONS == REASONS
 
@@ -98,7 +98,7 @@ def test_the_runs_own_expectations_pass(spark: Any, tmp_path: Path) -> None:
     assert 'class="verdict PASS"' in page and "all 2 expectation(s) held" in page
     assert page.index("verdict PASS") < page.index("Summary")
     assert json.loads((run / "report" / "verdicts.json").read_text())["verdict"] == "PASS"
-    from emulator.runs_index import collect  # what `rmqemu runs` lists
+    from rmqemu.emulator.runs_index import collect  # what `rmqemu runs` lists
     assert [e.verdict for e in collect(tmp_path)] == ["PASS"]
     suite = ET.parse(junit).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("2", "0")

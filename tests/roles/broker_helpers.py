@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.protocol import RequestCode as RC
-from emulator.roles.broker import Broker
-from emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.roles.broker import Broker
+from rmqemu.emulator.roles.node_spec import NodeSpec
 
 from .fakes import Driver, FakeStore, FakeTime
 

@@ -37,14 +37,14 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emulator.node.clock import ClusterTime, FakeClock, SkewableClock
-from emulator.node.io import EventLog
-from emulator.node.runtime import Runtime
-from emulator.node.timers import Timer
-from emulator.protocol import ChannelEvent, Flag, Frame, encode_body
-from emulator.roles.base import Action, Emit, Exit, Now, Oneway, Reply, Request, Role
-from emulator.transport.base import Received, SendFailed, out_channel
-from emulator.transport.fake import FakeTransport
+from rmqemu.emulator.node.clock import ClusterTime, FakeClock, SkewableClock
+from rmqemu.emulator.node.io import EventLog
+from rmqemu.emulator.node.runtime import Runtime
+from rmqemu.emulator.node.timers import Timer
+from rmqemu.emulator.protocol import ChannelEvent, Flag, Frame, encode_body
+from rmqemu.emulator.roles.base import Action, Emit, Exit, Now, Oneway, Reply, Request, Role
+from rmqemu.emulator.transport.base import Received, SendFailed, out_channel
+from rmqemu.emulator.transport.fake import FakeTransport
 
 
 class FakeTime:

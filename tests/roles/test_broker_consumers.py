@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
-from emulator.protocol import RequestCode as RC
-from emulator.roles.base import After, Cancel, CloseChannel, Reply
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.roles.base import After, Cancel, CloseChannel, Reply
 
 from .broker_helpers import broker, heartbeat, pull, send
 from .fakes import FakeStore

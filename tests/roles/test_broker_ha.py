@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.protocol import EmulatorCode, Flag, Frame
-from emulator.protocol import RequestCode as RC
-from emulator.protocol import ResponseCode as R
-from emulator.roles.base import After, Cancel, Request
-from emulator.roles.ha_client import RETRY_TIMER
+from rmqemu.emulator.protocol import EmulatorCode, Flag, Frame
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.base import After, Cancel, Request
+from rmqemu.emulator.roles.ha_client import RETRY_TIMER
 
 from .broker_helpers import MASTER_ADDR, broker, heartbeat, pull, send
 from .fakes import Driver, FakeStore, FakeTime, response

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
-from emulator.protocol import RequestCode as RC
-from emulator.roles.base import Every, Oneway, Persist, Request
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.roles.base import Every, Oneway, Persist, Request
 
 from .broker_helpers import MASTER_ADDR, NS1, NS2, broker, send
 from .fakes import FakeStore, response

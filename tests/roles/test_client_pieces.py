@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from emulator.protocol import FAQ_SUFFIX
-from emulator.roles.fault_strategy import MQFaultStrategy, compute_not_available_duration
-from emulator.roles.route_cache import (
+from rmqemu.emulator.protocol import FAQ_SUFFIX
+from rmqemu.emulator.roles.fault_strategy import MQFaultStrategy, compute_not_available_duration
+from rmqemu.emulator.roles.route_cache import (
     MessageQueue,
     ThreadLocalIndex,
     TopicPublishInfo,
@@ -16,8 +16,14 @@ from emulator.roles.route_cache import (
     to_publish_info,
     to_subscribe_info,
 )
-from emulator.roles.send_flow import should_retry_sync
-from emulator.roles.validators import MQClientError, check_group, check_message, no_name_server_error, no_route_error
+from rmqemu.emulator.roles.send_flow import should_retry_sync
+from rmqemu.emulator.roles.validators import (
+    MQClientError,
+    check_group,
+    check_message,
+    no_name_server_error,
+    no_route_error,
+)
 
 # ---------------------------------------------------------------- validators (docs/rocketmq-model.md §3.5)
 

@@ -2,11 +2,11 @@
 
 import pytest
 
-from emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
-from emulator.roles.base import Oneway
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.producer import Producer
-from emulator.roles.workload import OutgoingMessage
+from rmqemu.emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
+from rmqemu.emulator.roles.base import Oneway
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.producer import Producer
+from rmqemu.emulator.roles.workload import OutgoingMessage
 from tests.roles.fakes import Driver, response
 
 NS = ["127.0.0.1:9001", "127.0.0.1:9002"]

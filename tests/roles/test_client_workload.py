@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.registry import build_role
-from emulator.roles.workload import ConsumerWorkload, MessageFactory, Pacer, ProducerWorkload
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.registry import build_role
+from rmqemu.emulator.roles.workload import ConsumerWorkload, MessageFactory, Pacer, ProducerWorkload
 
 
 def test_rate_is_per_cluster_second():

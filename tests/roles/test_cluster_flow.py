@@ -3,11 +3,11 @@ see through register, auto-create, master death and restart."""
 
 from __future__ import annotations
 
-from emulator.protocol import RequestCode as RC
-from emulator.protocol import ResponseCode
-from emulator.roles.broker import Broker
-from emulator.roles.namesrv import NameServer
-from emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol import ResponseCode
+from rmqemu.emulator.roles.broker import Broker
+from rmqemu.emulator.roles.namesrv import NameServer
+from rmqemu.emulator.roles.node_spec import NodeSpec
 
 from .broker_helpers import NS1, send, spec
 from .fakes import Driver, FakeStore, FakeTime

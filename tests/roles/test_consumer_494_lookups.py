@@ -4,9 +4,9 @@ call; the rebalance waits 20 s after each run, a woken one included."""
 
 from __future__ import annotations
 
-from emulator.protocol import RequestCode as RC
-from emulator.protocol import oneway
-from emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol import oneway
+from rmqemu.emulator.roles.route_cache import MessageQueue
 
 from .fakes import response
 from .test_client_consumer import ME, route, started

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from emulator.protocol import FAQ_SUFFIX, ResponseCode
-from emulator.protocol import RequestCode as RC
-from emulator.roles.base import CloseChannel, Every
-from emulator.roles.namesrv import NameServer, crc32
-from emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.roles.base import CloseChannel, Every
+from rmqemu.emulator.roles.namesrv import NameServer, crc32
+from rmqemu.emulator.roles.node_spec import NodeSpec
 
 from .fakes import Driver
 

@@ -5,9 +5,9 @@ exact scaling."""
 
 import pytest
 
-from emulator.protocol import RequestCode
-from emulator.roles.node_spec import NodeSpec
-from emulator.roles.producer import Producer
+from rmqemu.emulator.protocol import RequestCode
+from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.producer import Producer
 from tests.roles.fakes import Driver
 
 NS = ["127.0.0.1:9001"]

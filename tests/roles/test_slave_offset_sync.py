@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from emulator.protocol import RequestCode as RC
-from emulator.protocol import ResponseCode
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol import ResponseCode
 
 from .broker_helpers import MASTER_ADDR, broker
 from .fakes import Driver, FakeTime, response

@@ -10,9 +10,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from emulator.sweep.analysis import analyse
-from emulator.sweep.runner import RunResult
-from emulator.sweep.spec import parse_sweep
+from rmqemu.emulator.sweep.analysis import analyse
+from rmqemu.emulator.sweep.runner import RunResult
+from rmqemu.emulator.sweep.spec import parse_sweep
 from tests.sweep.tiny import TINY_TOPOLOGY as TOPO
 
 

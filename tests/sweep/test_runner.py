@@ -10,10 +10,10 @@ from typing import Any, Callable
 
 import pytest
 
-from emulator.sweep import runner
-from emulator.sweep.on_spark import SparkRuns, run_task, spark_parallel
-from emulator.sweep.runner import NOT_STARTED, RunResult, RunTask, prepare_run, run_one, run_sweep
-from emulator.sweep.spec import parse_sweep
+from rmqemu.emulator.sweep import runner
+from rmqemu.emulator.sweep.on_spark import SparkRuns, run_task, spark_parallel
+from rmqemu.emulator.sweep.runner import NOT_STARTED, RunResult, RunTask, prepare_run, run_one, run_sweep
+from rmqemu.emulator.sweep.spec import parse_sweep
 from tests.sweep.tiny import TINY_TOPOLOGY as TOPO
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.sweep.runner import auto_parallel
-from emulator.sweep.spec import apply_vary, load_sweep, parse_sweep
+from rmqemu.emulator.sweep.runner import auto_parallel
+from rmqemu.emulator.sweep.spec import apply_vary, load_sweep, parse_sweep
 from rmqemu.errors import TopologyError
 
 TOPO = """name: tiny

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from emulator.sweep.analysis import analyse, unanalysed
-from emulator.sweep.runner import RunResult
-from reports import stored
+from rmqemu.emulator.sweep.analysis import analyse, unanalysed
+from rmqemu.emulator.sweep.runner import RunResult
+from rmqemu.reports import stored
 from tests.sweep.test_analysis import metrics, spec  # noqa: F401  (the fixture)
 
 
