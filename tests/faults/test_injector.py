@@ -1,4 +1,5 @@
-"""Fault objects driven by the injector against FakeOps: effects, records, merging, overlaps, heal."""
+"""Fault objects driven by the injector against FakeOps: effects, records, merging, overlaps, ends
+(heal_all and heal: test_injector_heal.py)."""
 
 import signal
 
@@ -193,49 +194,6 @@ def test_restarted_node_gets_its_clock_back(ops, inj):
     assert ops.clocks["broker-a-0"] == ClockSetting(offset_ms=700.0)  # FakeOps.restart had reset it
 
 
-def test_heal_all_resumes_clears_resets_and_leaves_killed_nodes_dead(ops, inj):
-    inj.start(KillFault("f1", ("broker-b-0",), restart_after_ms=100.0))
-    inj.start(PauseFault("f2", ("namesrv-0",)))
-    inj.start(partition("f3", [("pg-1-0", "broker-a-0")]))
-    inj.start(ClockFault("f4", ("namesrv-1",), mode="bump", offset_ms=1.0))
-    inj.start(LinkFault("f5", ("cg-1-0",), links=(("cg-1-0", "broker-a-0"),), rule=LinkRule(loss=0.1)))
-    assert inj.heal_all() == ["f5", "f4", "f3", "f2", "f1"]
-    assert inj.active() == []
-    assert ops.state == {**{n: "running" for n in ops.nodes}, "broker-b-0": "dead"}
-    assert ops.links == {} and all(s == ClockSetting() for s in ops.clocks.values())
-    ends = [e for e in ops.events if e["kind"] == "fault.end"]
-    assert [e["reason"] for e in ends] == ["heal_all"] * 5 and ends[-1]["restarted"] is False
-    assert "restart" not in [c[0] for c in ops.calls]
-
-
-def test_heal_all_can_restart_killed_nodes(ops, inj):
-    inj.start(KillFault("f1", ("broker-b-0",), restart_after_ms=100.0))
-    inj.heal_all(restart_killed=True)
-    assert ops.state["broker-b-0"] == "running"
-    assert ("fault.start", "f1.restart", "restart") in ops.kinds()
-
-
-def test_heal_all_goes_on_past_a_failure_and_reports_it(ops, inj):
-    inj.start(PauseFault("f1", ("namesrv-0",)))
-    inj.start(PauseFault("f2", ("namesrv-1",)))
-    inj.start(partition("f3", [("pg-1-0", "broker-a-0")]))
-    ops.fail[("signal", "namesrv-0")] = UnsafeSignal("pid reused")
-    with pytest.raises(FaultError, match=r"healing failed for f1 \(pause namesrv-0\): could not resume "
-                                         r"namesrv-0: UnsafeSignal: pid reused"):
-        inj.heal_all()
-    assert inj.active() == [] and ops.links == {} and ops.state["namesrv-1"] == "running"
-    end_f1 = [e for e in ops.events if e["kind"] == "fault.end" and e["fault_id"] == "f1"]
-    assert end_f1[0]["error"] == "could not resume namesrv-0: UnsafeSignal: pid reused"
-    assert end_f1[0]["params"]["resume_failed"] == {"namesrv-0": "UnsafeSignal: pid reused"}
-
-
-def test_killed_node_is_not_pushed_to_after_its_fault_ended(ops, inj):
-    inj.start(ClockFault("f1", ("broker-b-0",), mode="bump", offset_ms=9.0))
-    inj.start(KillFault("f2", ("broker-b-0",)))
-    inj.heal_all()  # FakeOps.set_clock would raise for a dead node
-    assert ops.state["broker-b-0"] == "dead"
-
-
 def test_stop_unknown_and_stop_on(ops, inj):
     with pytest.raises(FaultError, match=r"no active fault 'f9' \(active: none\)"):
         inj.stop("f9")
@@ -244,13 +202,6 @@ def test_stop_unknown_and_stop_on(ops, inj):
         inj.stop_on(["broker-a-0"], "pause")
     assert inj.stop_on(["namesrv-1"], "pause") == ["f1"]
     assert ops.state["namesrv-0"] == "running"
-
-
-def test_heal_only_some_kinds(ops, inj):
-    inj.start(PauseFault("f1", ("namesrv-0",)))
-    inj.start(partition("f2", [("pg-1-0", "broker-a-0")]))
-    assert inj.heal(["partition", "link"]) == ["f2"]
-    assert [f.fault_id for f in inj.active()] == ["f1"]
 
 
 def test_build_fault_round_trips_params():
@@ -273,13 +224,6 @@ def test_build_fault_errors():
         build_fault("nuke", "f1", ["a"], {})
     with pytest.raises(PlanError, match="fault f2: bad params for partition"):
         build_fault("partition", "f2", ["a"], {"mode": "groups"})
-
-
-def test_heal_with_restart_killed_restarts_even_without_restart_after(ops, inj):
-    inj.start(KillFault("f1", ("broker-b-0",)))
-    inj.heal_all(restart_killed=True)
-    assert ops.state["broker-b-0"] == "running"
-    assert ops.kinds()[-2:] == [("fault.start", "f1.restart", "restart"), ("fault.end", "f1.restart", "restart")]
 
 
 def test_scheduled_stop_of_a_kill_without_restart_leaves_the_node_down(ops, inj):
@@ -339,13 +283,3 @@ def test_a_restart_that_fails_for_one_node_keeps_only_that_node_down(ops, inj):
     assert end["restarted"] is True and end["not_restarted"] == ["broker-b-0"]
     inj.start(ClockFault("c1", ("broker-a-0",), mode="bump", offset_ms=5000.0))  # reaches the restarted node
     assert ops.clocks["broker-a-0"] == ClockSetting(offset_ms=5000.0)
-
-
-def test_a_link_push_that_fails_still_lets_the_clocks_be_reset(ops, inj):
-    inj.start(ClockFault("c1", ("namesrv-1",), mode="bump", offset_ms=130_000.0))
-    inj.start(partition("x1", [("pg-1-0", "broker-a-0")]))
-    ops.fail[("set_links", "*")] = FaultError("broker-a-0: no ack")
-    with pytest.raises(FaultError, match="no ack"):
-        inj.heal_all()
-    assert ops.clocks["namesrv-1"] == ClockSetting()  # the clock reset was not skipped
-    assert inj.active() == [] and ops.links == {}  # and the final push cleared the links

@@ -1,5 +1,6 @@
 """HA replication, master <-> slave through the fakes: the long-polled HA_TRANSFER loop, what the
-slave stores and serves, pacing when the master is gone, and the SYNC_MASTER wait (ha.py)."""
+slave stores and serves, and pacing when the master is gone (ha.py; the SYNC_MASTER wait:
+test_broker_ha_sync.py)."""
 
 from __future__ import annotations
 
@@ -242,68 +243,3 @@ def test_new_master_address_restarts_the_loop_and_ignores_the_old_answer():
     (new,) = slave.pending_to("127.0.0.1:20000", HA)
     assert slave.events("broker.ha", m)[0]["reason"] == "master changed"
     assert slave.answer(old, response(fields={"maxOffset": 0})) == []
-
-
-def test_sync_master_without_slave_answers_slave_not_available_and_keeps_the_message():
-    master = broker(config={"brokerRole": "SYNC_MASTER"})
-    resp, _ = send(master, "A", props={"UNIQ_KEY": "u"})
-    assert resp.code == R.SLAVE_NOT_AVAILABLE and resp.fields["queueOffset"] == 0 and resp.fields["msgId"]
-    assert master.role.store.max_offset("A", 0) == 1
-    resp, _ = send(master, "A", props={"UNIQ_KEY": "v", "WAIT": "false"})
-    assert resp.code == R.SUCCESS
-
-
-def test_sync_master_waits_for_the_slave_then_times_out_when_it_stops():
-    master, slave, link = pair(master_config={"brokerRole": "SYNC_MASTER"})
-    registered(slave)
-    link.pump()
-    resp, acts = send(master, "A", props={"UNIQ_KEY": "u"})
-    assert resp is None  # held until the slave reports the message's end offset
-    link.pump()
-    (answer,) = master.replies("prod-ch")
-    assert answer.frame.code == R.SUCCESS and answer.frame.fields["queueOffset"] == 0
-    assert master.role.ha.push2slave_max_offset == master.role.store.max_phy_offset()
-    # the slave freezes (no link.pump: its requests never reach the master): the wait times out
-    m = master.mark()
-    master.advance(HOLD_MS)  # the held transfer answers empty, nobody asks again
-    resp, _ = send(master, "A", props={"UNIQ_KEY": "w"})
-    assert resp is None
-    master.advance(5000)
-    (late,) = master.replies("prod-ch", m)
-    assert late.frame.code == R.FLUSH_SLAVE_TIMEOUT and late.frame.fields["queueOffset"] == 1
-    # 20 s without a request: the connection is gone, so the next send is not even waited for
-    master.advance(20000)
-    resp, _ = send(master, "A", props={"UNIQ_KEY": "x"})
-    assert resp.code == R.SLAVE_NOT_AVAILABLE
-    assert master.events("broker.ha")[-1]["change"] == "slave_disconnected"
-
-
-def test_sync_master_fallbehind_limit_and_send_back_status():
-    master, slave, link = pair(master_config={"brokerRole": "SYNC_MASTER", "haSlaveFallbehindMax": 100})
-    registered(slave)
-    link.pump()
-    resp, _ = send(master, "A", props={"UNIQ_KEY": "u"})  # one line is > 100 bytes past the slave
-    assert resp.code == R.SLAVE_NOT_AVAILABLE
-    master2 = broker(config={"brokerRole": "SYNC_MASTER"})
-    send(master2, "A", props={"UNIQ_KEY": "u"})
-    heartbeat(master2, "c1", "cg", {"A": 1}, "ch1")
-    orig = master2.role.store.queues[("A", 0)][0]
-    resp = master2.call(RC.CONSUMER_SEND_MSG_BACK, {"offset": orig["commitLogOffset"], "group": "cg", "delayLevel": 0,
-                                                    "originMsgId": "u", "originTopic": "A"})
-    assert (resp.code, resp.remark) == (R.SYSTEM_ERROR, "SLAVE_NOT_AVAILABLE")
-
-
-def test_closed_channels_drop_held_transfers_and_waits():
-    master, slave, link = pair(master_config={"brokerRole": "SYNC_MASTER"})
-    registered(slave)
-    link.pump()
-    resp, _ = send(master, "A", props={"UNIQ_KEY": "u"})
-    assert resp is None and master.role.ha.snapshot()["sync_waits"] == 1
-    master.channel("closed", "prod-ch")
-    assert master.role.ha.snapshot()["sync_waits"] == 0
-    link.pump()  # the slave's report for that message
-    master.channel("closed", HA_CH)
-    assert master.role.ha.snapshot() == {"slaves": [], "push2slave_max_offset": master.role.store.max_phy_offset(),
-                                         "held_transfers": 0, "sync_waits": 0}
-    assert master.events("broker.ha")[-1] == {"change": "slave_disconnected", "slave": "broker-a-1",
-                                              "offset": master.role.store.max_phy_offset(), "reason": "closed"}
