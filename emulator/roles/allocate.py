@@ -71,9 +71,21 @@ def md5_hash(key: str) -> int:
     return int.from_bytes(hashlib.md5(key.encode()).digest()[:4], "big")
 
 
+def consistent_hash_ring(cid_all: Sequence[str], virtual_node_cnt: int) -> dict[int, str]:
+    """``ConsistentHashRouter``'s ring (hash -> cid). ``addNode`` numbers a node's virtual nodes
+    from ``getExistingReplicas`` (its entries already on the ring), so a cid listed twice gets
+    ``"<cid>-0".."<cid>-(2n-1)"``, twice the weight. A colliding key overwrites (``TreeMap.put``)."""
+    ring: dict[int, str] = {}
+    for cid in cid_all:
+        existing = sum(1 for owner in ring.values() if owner == cid)
+        for v in range(virtual_node_cnt):
+            ring[md5_hash(f"{cid}-{v + existing}")] = cid
+    return ring
+
+
 def make_consistent_hash(virtual_node_cnt: int = 10) -> Strategy:
-    """CONSISTENT_HASH: ring of ``"<cid>-<i>"`` virtual nodes; a queue goes to the first ring key
-    at or after ``hash(str(mq))``, wrapping around. Later colliding keys overwrite earlier ones."""
+    """CONSISTENT_HASH: ring of ``"<cid>-<i>"`` virtual nodes (:func:`consistent_hash_ring`); a queue
+    goes to the first ring key at or after ``hash(str(mq))``, wrapping around."""
     if virtual_node_cnt < 0:
         raise AllocateError(f"illegal virtual node counts :{virtual_node_cnt}")
 
@@ -81,10 +93,7 @@ def make_consistent_hash(virtual_node_cnt: int = 10) -> Strategy:
                  cid_all: Sequence[str]) -> list[MessageQueue]:
         if not _check(group, current_cid, mq_all, cid_all):
             return []
-        ring: dict[int, str] = {}
-        for cid in cid_all:
-            for v in range(virtual_node_cnt):
-                ring[md5_hash(f"{cid}-{v}")] = cid
+        ring = consistent_hash_ring(cid_all, virtual_node_cnt)
         if not ring:
             return []
         keys = sorted(ring)

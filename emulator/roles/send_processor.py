@@ -16,6 +16,11 @@ SYNC_MASTER the answer waits for the slave (``submitReplicaRequest``): SEND_MESS
 SLAVE_NOT_AVAILABLE (11) or FLUSH_SLAVE_TIMEOUT (12) **with** the stored message's header (sendOK
 in ``handlePutMessageResult``: the message is kept); CONSUMER_SEND_MSG_BACK answers anything but
 PUT_OK as SYSTEM_ERROR with the status name as remark.
+
+Properties limit (4.9.4 store): the properties string as stored (header properties plus the broker's
+CLUSTER) may not exceed Short.MAX_VALUE UTF-8 bytes: a single send answers MESSAGE_ILLEGAL (13), a
+batch whose own header properties exceed it SYSTEM_ERROR (the encoder's RuntimeException). Delay and
+half (transaction) messages, whose extra REAL_TOPIC/REAL_QID the store also counts, are not modelled.
 """
 
 from __future__ import annotations
@@ -49,6 +54,11 @@ SERVICE_NOT_AVAILABLE_REMARK = (
 )
 PUT_STATUS_CODES = {PUT_OK: R.SUCCESS, FLUSH_SLAVE_TIMEOUT: R.FLUSH_SLAVE_TIMEOUT,
                     SLAVE_NOT_AVAILABLE: R.SLAVE_NOT_AVAILABLE}
+PROPERTIES_MAX_LENGTH = 32767  # Short.MAX_VALUE: the commit log stores the properties' length as a short
+# A batch's own properties over the limit: CommitLog.MessageExtEncoder.encode(MessageExtBatch) throws, and
+# NettyRemotingAbstract.processRequestCommand answers SYSTEM_ERROR with RemotingHelper.exceptionSimpleDesc(e)
+BATCH_PROPERTIES_EXCEEDED_REMARK = ("java.lang.RuntimeException: Properties size of messageExtBatch exceeded!, "
+                                    "org.apache.rocketmq.store.CommitLog$MessageExtEncoder.encode(CommitLog.java:1587)")
 
 
 def message_illegal_remark(max_message_size: int) -> str:
@@ -73,6 +83,14 @@ def parse_properties(raw: Any) -> dict[str, str]:
                 out[k] = v
         return out
     raise HeaderError(f"the custom field <properties> is not a map: {raw!r}")
+
+
+def properties_length(props: dict[str, str]) -> int:
+    """Byte length of ``MessageDecoder.messageProperties2String(props)`` (4.9.4: ``name\\u0001value`` pairs
+    joined by ``\\u0002``, the trailing separator deleted) in UTF-8, as ``MessageExtEncoder.encode`` measures
+    it; never less than the ``String.length()`` that ``DefaultMessageStore.checkMessage`` checks first."""
+    text = "\u0002".join(f"{k}\u0001{v}" for k, v in props.items())
+    return len(text.encode("utf-8", errors="replace"))  # getBytes: an unpaired surrogate becomes "?"
 
 
 def human_ms(ms: float) -> str:
@@ -159,6 +177,16 @@ class SendProcessor:
         else:
             batch = [(f.body.decode("utf-8", errors="replace"), parse_properties(f.fields.get("properties")))]
         if any(len(body.encode()) > b.store_cfg.maxMessageSize for body, _ in batch):
+            return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
+        # the properties the store encodes: the header's plus CLUSTER (putProperty in asyncSend[Batch]Message);
+        # a single send drops WAIT from its propertiesString, a batch keeps it. A batch's messages' own
+        # properties are not checked by the broker (the client's MessageDecoder.encodeMessage refuses them).
+        stored = {**parse_properties(f.fields.get("properties")), "CLUSTER": b.cfg.brokerClusterName}
+        if f.code == 320:
+            if properties_length(stored) > PROPERTIES_MAX_LENGTH:
+                return self._err(msg, R.SYSTEM_ERROR, BATCH_PROPERTIES_EXCEEDED_REMARK, actions)
+        elif properties_length({k: v for k, v in stored.items() if k != "WAIT"}) > PROPERTIES_MAX_LENGTH:
+            # checkMessage's MESSAGE_ILLEGAL / encode's PROPERTIES_SIZE_EXCEEDED: both answer 13
             return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
         records = []
         for body, props in batch:
