@@ -82,6 +82,8 @@ NODES = Section("Nodes", (
         Field("role", STR, "namesrv/broker/producer/consumer", required=True),
         Field("pid", LONG, required=True),
         Field("addr", STR, "its data-plane address", required=True, ext=True),
+        Field("remoting_addr", STR, "namesrvs and brokers with the remoting port on: where real clients connect",
+              ext=True),
         Field("broker", STR, "brokers"), Field("broker_id", INT, "brokers: 0 master, 1.. slaves"),
         Field("group", STR, "clients", ext=True),
     )),

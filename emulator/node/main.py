@@ -15,6 +15,7 @@ import gc
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -22,7 +23,7 @@ from rmqemu.emulator.node.clock import ClusterTime, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.profiling import run_profiled
 from rmqemu.emulator.node.runtime import Runtime
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.node_spec import NodeSpec, remoting_host_port
 from rmqemu.emulator.roles.registry import build_role
 from rmqemu.emulator.transport.zmq_node import ZmqTransport
 
@@ -55,12 +56,17 @@ def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
         heartbeat_ms=cluster_time.host_ms(NETTY_IDLE_S * 1000),
         connect_timeout_ms=cluster_time.host_ms(CONNECT_TIMEOUT_MS, MIN_CONNECT_TIMEOUT_MS), seed=spec.seed,
         control_endpoint=spec.control, control_key=control_key,
+        remoting=remoting_host_port(spec.remoting) if spec.remoting is not None else None,
     )
+    if transport.remoting_address is not None:  # the role learns the port actually bound
+        spec = replace(spec, remoting=transport.remoting_address)
     clock = SkewableClock()
     store = StoreDir(Path(spec.store_dir) if spec.store_dir else None)
     role = build_role(spec, transport.address, store.read)
     events = EventLog(Path(spec.events) if spec.events else None, spec.name, clock.now_ms)
     fields: dict[str, Any] = {"pid": os.getpid(), "addr": transport.address}
+    if transport.remoting_address is not None:
+        fields["remoting_addr"] = transport.remoting_address
     for key in ("broker", "broker_id", "group"):
         if getattr(spec, key) is not None:
             fields[key] = getattr(spec, key)
@@ -96,7 +102,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, ask_stop)
     signal.signal(signal.SIGINT, ask_stop)
     runtime.watch_wake_fd(rfd)
-    runtime.transport.ready({"addr": runtime.transport.address, "pid": os.getpid()})
+    remoting = runtime.transport.remoting_address
+    runtime.transport.ready({"addr": runtime.transport.address, "pid": os.getpid(),
+                             **({"remoting_addr": remoting} if remoting else {})})
     try:
         return run_profiled(name, runtime.run)
     finally:

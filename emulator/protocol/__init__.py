@@ -34,6 +34,7 @@ from rmqemu.emulator.protocol.frame import (  # noqa: F401
     decode,
     encode,
     encode_body,
+    is_remoting,
     oneway,
     request,
 )

@@ -115,6 +115,14 @@ def decode(parts: list[bytes]) -> Frame:
     return Frame(code=code, opaque=opaque, flag=flag, remark=remark, fields=fields, body=body)
 
 
+REMOTING_PREFIX = "rm:"  # the channels of real RocketMQ clients' TCP connections (the remoting port)
+
+
+def is_remoting(channel: str) -> bool:
+    """Whether ``channel`` is a real client's connection, which wants RocketMQ's own body formats."""
+    return channel.startswith(REMOTING_PREFIX)
+
+
 @dataclass(frozen=True)
 class ChannelEvent:
     """A connection changed state (the transport reports it, a role reacts to it).

@@ -43,6 +43,7 @@ from rmqemu.emulator.roles.ha_client import HAClient
 from rmqemu.emulator.roles.message_store import MessageStore
 from rmqemu.emulator.roles.node_spec import NodeSpec
 from rmqemu.emulator.roles.pull_processor import PullProcessor
+from rmqemu.emulator.roles.queue_processor import QueueProcessor
 from rmqemu.emulator.roles.send_processor import SendProcessor
 from rmqemu.emulator.roles.server_dispatch import Handler, dispatch
 from rmqemu.emulator.roles.slave_sync import SlaveSync
@@ -74,6 +75,7 @@ class Broker(Role):
         self.rng = random.Random(seed)
         self.read_store = read_store
         self.master_addr: str | None = None
+        self.remoting_addr: str | None = None  # the remoting port real clients use; registered with the namesrvs
 
         self.topics = TopicConfigManager(self.cfg, self.broker_id)
         self.store = MessageStore(addr, self.is_slave, self.cfg.offsetCheckInSlave)
@@ -87,6 +89,7 @@ class Broker(Role):
         self.puller = PullProcessor(self)
         self.clients = ClientProcessor(self)
         self.admin = AdminProcessor(self)
+        self.queues = QueueProcessor(self)
         self.slave_sync = SlaveSync(self)
         self.ha = HAService(self)
         self.ha_client = HAClient(self)
@@ -106,6 +109,10 @@ class Broker(Role):
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
             RC.GET_MAX_OFFSET: self.admin.get_max_offset,
+            RC.GET_MIN_OFFSET: self.queues.get_min_offset,
+            RC.SEARCH_OFFSET_BY_TIMESTAMP: self.queues.search_offset_by_timestamp,
+            RC.LOCK_BATCH_MQ: self.queues.lock_batch_mq,
+            RC.UNLOCK_BATCH_MQ: self.queues.unlock_batch_mq,
             EmulatorCode.HA_TRANSFER: self.ha.on_transfer_request,
         }
 
@@ -115,7 +122,9 @@ class Broker(Role):
         configs.broker.brokerName = spec.broker or configs.broker.brokerName
         configs.broker.brokerId = spec.broker_id or 0
         configs.broker.brokerClusterName = spec.cluster or configs.broker.brokerClusterName
-        return cls(spec.name, addr, configs, list(spec.namesrv_addrs), spec.seed, read_store)
+        broker = cls(spec.name, addr, configs, list(spec.namesrv_addrs), spec.seed, read_store)
+        broker.remoting_addr = spec.remoting
+        return broker
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -203,6 +212,6 @@ class Broker(Role):
             "topics": self.topics.snapshot(), "queues": self.store.snapshot(),
             "consumers": self.consumers.snapshot(), "producers": self.producers.snapshot(),
             "offsets": {k: {str(q): o for q, o in v.items()} for k, v in self.offsets.table.items()},
-            "held_pulls": self.puller.held_count(),
+            "held_pulls": self.puller.held_count(), "locks": self.queues.locks.snapshot(),
             "ha": {**self.ha.snapshot(), **({"client": self.ha_client.snapshot()} if self.is_slave else {})},
         }

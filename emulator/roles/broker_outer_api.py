@@ -46,6 +46,12 @@ class NamesrvRegistrar:
         return {"brokerAddr": b.addr, "brokerName": b.cfg.brokerName, "brokerId": b.broker_id,
                 "clusterName": b.cfg.brokerClusterName}
 
+    def _register_header(self) -> dict[str, Any]:
+        """REGISTER_BROKER's header; ``remotingAddr`` is rmqemu's: where real clients reach this broker."""
+        b = self.broker
+        extra = {"remotingAddr": b.remoting_addr} if b.remoting_addr else {}
+        return {**self._header(), "haServerAddr": b.ha_server_addr, **extra}
+
     # ------------------------------------------------------------------ register
 
     def register_all(self, now: Now, oneway_: bool, force: bool) -> list[Action]:
@@ -66,8 +72,7 @@ class NamesrvRegistrar:
     def _do_register(self, table: dict[str, TopicConfig], version: DataVersion, oneway_: bool) -> list[Action]:
         body = json.dumps({"topicConfigSerializeWrapper": wrapper_json(table, version), "filterServerList": []},
                           separators=(",", ":")).encode()
-        fields = {**self._header(), "haServerAddr": self.broker.ha_server_addr, "compressed": False,
-                  "bodyCrc32": crc32(body)}
+        fields = {**self._register_header(), "compressed": False, "bodyCrc32": crc32(body)}
         if oneway_:
             return [Oneway(addr, oneway(RequestCode.REGISTER_BROKER, fields, body))
                     for addr in self.broker.namesrv_addrs]

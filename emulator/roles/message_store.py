@@ -20,6 +20,7 @@ every offset after restarts too.
 
 from __future__ import annotations
 
+import base64
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import Enum
@@ -60,6 +61,25 @@ def offset_msg_id(store_host: str, commit_log_offset: int) -> str:
     return (ip + int(port or 0).to_bytes(4, "big") + commit_log_offset.to_bytes(8, "big")).hex().upper()
 
 
+def body_fields(body: bytes | str) -> dict[str, str]:
+    """How a body is kept in a record (a JSON line): ``body`` when it is text, else ``body64``
+    (base64), so a real client's bytes (a deflated body, say) come back unchanged."""
+    if isinstance(body, str):
+        return {"body": body}
+    try:
+        return {"body": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body64": base64.b64encode(body).decode("ascii")}
+
+
+def body_bytes(record: dict[str, Any]) -> bytes:
+    """The body of a stored record, as the producer sent it."""
+    if "body64" in record:
+        return base64.b64decode(record["body64"])
+    body = record.get("body", "")
+    return body.encode() if isinstance(body, str) else bytes(body)
+
+
 def queue_file(topic: str, queue_id: int) -> str:
     return f"store/commitlog/{topic}/{queue_id}.jsonl"
 
@@ -94,13 +114,13 @@ class MessageStore:
 
     # ------------------------------------------------------------------ writes
 
-    def put(self, topic: str, queue_id: int, body: str, properties: dict[str, str], wall_ms: float,
+    def put(self, topic: str, queue_id: int, body: bytes | str, properties: dict[str, str], wall_ms: float,
             born_timestamp: int = 0, reconsume_times: int = 0, flag: int = 0, sys_flag: int = 0,
             born_host: str = "") -> tuple[dict[str, Any], Append]:
         """Append one message; returns the stored record (with queueOffset, storeTimestamp, msgId)."""
         q = self.queues.setdefault((topic, queue_id), [])
         record: dict[str, Any] = {
-            "topic": topic, "queueId": queue_id, "queueOffset": len(q), "body": body,
+            "topic": topic, "queueId": queue_id, "queueOffset": len(q), **body_fields(body),
             "properties": dict(properties), "bornTimestamp": int(born_timestamp), "bornHost": born_host,
             "storeTimestamp": int(wall_ms), "reconsumeTimes": int(reconsume_times), "flag": flag,
             "sysFlag": sys_flag, "commitLogOffset": self.next_commit_offset,

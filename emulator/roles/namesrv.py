@@ -21,7 +21,7 @@ from __future__ import annotations
 import zlib
 from typing import Any, Callable
 
-from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode
+from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode, is_remoting
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.roles.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
 from rmqemu.emulator.roles.broker_config import NamesrvConfigs, namesrv_configs_from_dict
@@ -141,7 +141,7 @@ class NameServer(Role):
         with self._route_diff(name) as out:
             result = self.rim.register_broker(
                 cluster, addr, name, broker_id, h_str(f, "haServerAddr"), topics, version,
-                filters, msg.channel, now.wall_ms,
+                filters, msg.channel, now.wall_ms, h_str(f, "remotingAddr"),
             )
             if result.new_live_entry:
                 out.append(Emit("ns.broker", {"broker_addr": addr, "broker": name, "broker_id": broker_id,
@@ -183,6 +183,8 @@ class NameServer(Role):
         if route is None:
             remark = "No topic route info in name server for the topic: " + topic + FAQ_SUFFIX
             return [Reply(msg.channel, f.response(ResponseCode.TOPIC_NOT_EXIST, remark))]
+        if is_remoting(msg.channel):
+            route = self.rim.for_real_clients(route)
         return [Reply(msg.channel, f.response(ResponseCode.SUCCESS, body=route))]
 
     def _get_broker_cluster_info(self, msg: Inbound, now: Now) -> list[Action]:

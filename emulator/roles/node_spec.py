@@ -31,6 +31,16 @@ def _frozen(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
 
+def remoting_host_port(addr: object) -> tuple[str, int] | None:
+    """``("127.0.0.1", 9876)`` from ``"127.0.0.1:9876"``; None if it is not HOST:PORT."""
+    if not isinstance(addr, str):
+        return None
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        return None
+    return host, int(port)
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     """One node: its identity, where it writes, whom it knows at start, and its RocketMQ keys.
@@ -52,6 +62,7 @@ class NodeSpec:
     anchor_ms: float = 0.0
     min_request_timeout_wall_ms: float = DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
     port: int = 0  # 0: any free port; a restarted node gets its old one so routes stay valid
+    remoting: str | None = None  # "HOST:PORT" of the remoting port for real clients (port 0: any); None: off
     control: str | None = None  # the launcher's control endpoint; None in unit tests
     store_dir: str | None = None
     events: str | None = None
@@ -80,6 +91,8 @@ class NodeSpec:
         for key in ("seed", "port"):
             if isinstance(getattr(self, key), bool) or not isinstance(getattr(self, key), int):
                 problems.append(f"{key}: expected an integer, got {getattr(self, key)!r}")
+        if self.remoting is not None and remoting_host_port(self.remoting) is None:
+            problems.append(f"remoting: expected HOST:PORT with a port in 0..65535, got {self.remoting!r}")
         if problems:
             raise ValueError("node spec: " + "; ".join(problems))
         object.__setattr__(self, "scale", float(self.scale))

@@ -2,9 +2,10 @@
 
 Request header: consumerGroup, topic, queueId, queueOffset, maxMsgNums, sysFlag, commitOffset,
 suspendTimeoutMillis, subscription, subVersion, expressionType. Response header: nextBeginOffset,
-minOffset, maxOffset, suggestWhichBrokerId; body (FOUND): a JSON list of
-``{msgId, offsetMsgId, topic, queueId, queueOffset, body, properties, bornTimestamp, storeTimestamp,
-reconsumeTimes, commitLogOffset}``.
+minOffset, maxOffset, suggestWhichBrokerId; body (FOUND): to rmqemu's own consumers a JSON list of
+``{msgId, offsetMsgId, topic, queueId, queueOffset, body or body64, properties, bornTimestamp,
+storeTimestamp, reconsumeTimes, commitLogOffset}``, to a real client (the remoting port)
+RocketMQ's binary MessageExt list.
 
 Long polling: a PULL_NOT_FOUND carrying FLAG_SUSPEND is held; it is re-run (without suspend, so
 it answers) when a matching message lands on its queue or when its ``After`` timer fires --
@@ -20,10 +21,11 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, After, Cancel, Inbound, Now, Reply
 from rmqemu.emulator.roles.message_store import GetMessageStatus as S
+from rmqemu.emulator.roles.message_store import body_bytes
 from rmqemu.emulator.roles.server_dispatch import h_int, h_str
 
 if TYPE_CHECKING:
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 FLAG_COMMIT_OFFSET, FLAG_SUSPEND, FLAG_SUBSCRIPTION, FLAG_CLASS_FILTER = 1, 2, 4, 8
 SUB_ALL = "*"
-_PUBLIC_FIELDS = ("msgId", "offsetMsgId", "topic", "queueId", "queueOffset", "body", "properties",
+_PUBLIC_FIELDS = ("msgId", "offsetMsgId", "topic", "queueId", "queueOffset", "body", "body64", "properties",
                   "bornTimestamp", "storeTimestamp", "reconsumeTimes", "commitLogOffset")
 
 
@@ -147,8 +149,15 @@ class PullProcessor:
             return [*actions, After(name, timeout)]
         fields = {"nextBeginOffset": res.next_begin_offset, "minOffset": res.min_offset,
                   "maxOffset": res.max_offset, "suggestWhichBrokerId": suggest}
-        body = [{k: m.get(k) for k in _PUBLIC_FIELDS} for m in res.messages] if code == R.SUCCESS else None
+        body = self._found_body(msg, res.messages) if code == R.SUCCESS else None
         return actions + self._answer(msg, code, res.status.value, fields, body)
+
+    def _found_body(self, msg: Inbound, records: list[dict[str, Any]]) -> bytes | list[dict[str, Any]]:
+        """A real client gets RocketMQ's binary MessageExt list; rmqemu's own consumers a JSON list."""
+        if is_remoting(msg.channel):
+            return message_ext.encode_messages([{**m, "body": body_bytes(m)} for m in records],
+                                               self.broker.store.store_host)
+        return [{k: m[k] for k in _PUBLIC_FIELDS if k in m} for m in records]
 
     # ------------------------------------------------------------------ PullRequestHoldService
 

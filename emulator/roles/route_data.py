@@ -52,6 +52,7 @@ class BrokerLiveInfo:
     dataVersion: DataVersion
     channel: str | None
     haServerAddr: str | None
+    remotingAddr: str | None = None  # rmqemu's: the broker's remoting port, for real clients' routes
 
 
 @dataclass(frozen=True)

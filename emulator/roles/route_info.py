@@ -39,6 +39,7 @@ class RouteInfoManager:
         filter_servers: list[str] | None,
         channel: str | None,
         wall_ms: float,
+        remoting_addr: str | None = None,
     ) -> RegisterResult:
         """``RouteInfoManager.registerBroker`` (docs/rocketmq-model.md §1.3), step numbers in comments."""
         self.clusterAddrTable.setdefault(cluster, {})[name] = None  # 1
@@ -61,7 +62,7 @@ class RouteInfoManager:
         # 5: topics are never removed here (issue #288)
         # 6: the live entry is replaced, stamped with the namesrv's own clock
         new_live = addr not in self.brokerLiveTable
-        self.brokerLiveTable[addr] = BrokerLiveInfo(wall_ms, version, channel, ha_server_addr)
+        self.brokerLiveTable[addr] = BrokerLiveInfo(wall_ms, version, channel, ha_server_addr, remoting_addr)
         if filter_servers is not None:  # 7
             if filter_servers:
                 self.filterServerTable[addr] = list(filter_servers)
@@ -207,6 +208,17 @@ class RouteInfoManager:
             "brokerDatas": broker_datas,
             "filterServerTable": filter_table,
         }
+
+    def for_real_clients(self, route: dict[str, Any]) -> dict[str, Any]:
+        """A route answered on the remoting port: each broker address becomes that broker's remoting
+        address; a broker without one (registered before it had one) is left out of brokerAddrs."""
+        live = self.brokerLiveTable
+        datas = []
+        for bd in route["brokerDatas"]:
+            addrs = {i: live[a].remotingAddr for i, a in bd["brokerAddrs"].items()
+                     if a in live and live[a].remotingAddr}
+            datas.append({**bd, "brokerAddrs": addrs})
+        return {**route, "brokerDatas": datas, "filterServerTable": {}}
 
     def route_view(self, topic: str) -> dict[str, Any] | None:
         """The ``ns.route`` payload for one topic, or None when the topic has no queue data."""

@@ -4,7 +4,8 @@ and CONSUMER_SEND_MSG_BACK (36) (docs/rocketmq-model.md §2.3, §2.4, §2.5, §4
 Header fields (RocketMQ names, V2 uses the same here): producerGroup, topic, defaultTopic,
 defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties (a dict, or RocketMQ's
 ``k\\u0001v\\u0002`` string), reconsumeTimes, unitMode, batch, maxReconsumeTimes. Body: the message
-body; for a batch a JSON list of ``{"body": str, "properties": {...}}``. Response fields: msgId
+body, bytes kept as sent; for a batch a JSON list of ``{"body": str, "properties": {...}}`` from
+rmqemu's producers, RocketMQ's packed binary from a real client. Response fields: msgId
 (the broker's offsetMsgId; comma-joined for a batch), queueId, queueOffset (the first for a batch).
 
 CONSUMER_SEND_MSG_BACK simplification: a retry with delay level L is re-put **immediately** into
@@ -28,10 +29,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm
+from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
 from rmqemu.emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
+from rmqemu.emulator.roles.message_store import body_bytes
 from rmqemu.emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
 from rmqemu.emulator.roles.topic_config import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -91,6 +93,17 @@ def properties_length(props: dict[str, str]) -> int:
     it; never less than the ``String.length()`` that ``DefaultMessageStore.checkMessage`` checks first."""
     text = "\u0002".join(f"{k}\u0001{v}" for k, v in props.items())
     return len(text.encode("utf-8", errors="replace"))  # getBytes: an unpaired surrogate becomes "?"
+
+
+def batch_messages(msg: Inbound) -> list[tuple[bytes, dict[str, str]]]:
+    """SEND_BATCH_MESSAGE's messages: RocketMQ's packed binary from a real client (MessageDecoder's
+    encodeMessages), a JSON list of ``{"body", "properties"}`` from rmqemu's own producers."""
+    if is_remoting(msg.channel):
+        return [(body, props) for _flag, body, props in message_ext.decode_batch(msg.frame.body)]
+    items = msg.frame.json_body() or []
+    if not isinstance(items, list):
+        return []
+    return [(str(m.get("body", "")).encode(), parse_properties(m.get("properties"))) for m in items]
 
 
 def human_ms(ms: float) -> str:
@@ -169,14 +182,8 @@ class SendProcessor:
                 actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
         if b.is_slave:  # docs/rocketmq-model.md §2.5: checkStoreStatus, after msgCheck
             return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
-        if f.code == 320:
-            items = f.json_body() or []
-            if not isinstance(items, list) or not items:
-                return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
-            batch = [(str(m.get("body", "")), parse_properties(m.get("properties"))) for m in items]
-        else:
-            batch = [(f.body.decode("utf-8", errors="replace"), parse_properties(f.fields.get("properties")))]
-        if any(len(body.encode()) > b.store_cfg.maxMessageSize for body, _ in batch):
+        batch = batch_messages(msg) if f.code == 320 else [(f.body, parse_properties(f.fields.get("properties")))]
+        if not batch or any(len(body) > b.store_cfg.maxMessageSize for body, _ in batch):
             return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
         # the properties the store encodes: the header's plus CLUSTER (putProperty in asyncSend[Batch]Message);
         # a single send drops WAIT from its propertiesString, a batch keeps it. A batch's messages' own
@@ -245,7 +252,7 @@ class SendProcessor:
         props["ORIGIN_MESSAGE_ID"] = h_str(f, "originMsgId") or orig["msgId"]
         if b.is_slave:
             return self._err(msg, R.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE", actions)
-        record, append = b.store.put(topic, queue_id, orig["body"], props, now.wall_ms,
+        record, append = b.store.put(topic, queue_id, body_bytes(orig), props, now.wall_ms,
                                      born_timestamp=orig["bornTimestamp"], reconsume_times=orig["reconsumeTimes"] + 1,
                                      flag=orig.get("flag", 0), born_host=orig.get("bornHost", ""))
         actions += [append, *b.puller.notify_message_arriving(topic, queue_id, now), *b.ha.notify_new_data(now)]

@@ -54,21 +54,27 @@ class EpollPoller:
             self.epoll.unregister(fd)
         self.check.discard(item)  # type: ignore[arg-type]
 
+    def want_write(self, fd: int, on: bool) -> None:
+        """Also wake when the plain descriptor ``fd`` can take output (a TCP socket whose peer has
+        not read what we sent yet); ``poll`` then returns its epoll mask."""
+        self.epoll.modify(fd, select.EPOLLIN | select.EPOLLOUT if on else select.EPOLLIN)
+
     def touched(self, sock: zmq.Socket) -> None:
         """The caller sent on ``sock``: look at it again before the next wait."""
         self.check.add(sock)
 
     def poll(self, timeout_ms: float) -> list[tuple[Pollable, int]]:
-        """The registered items that have or may have input, waiting up to ``timeout_ms`` for one."""
+        """The registered items that have or may have input (with the epoll mask of a plain
+        descriptor), waiting up to ``timeout_ms`` for one."""
         ready: dict[Pollable, int] = {}
         for sock in self.check:
             if sock.getsockopt(_EVENTS) & _POLLIN:
                 ready[sock] = _POLLIN
         self.check = set()
-        for fd, _mask in self.epoll.poll(0 if ready else max(0.0, timeout_ms) / 1000.0):
+        for fd, mask in self.epoll.poll(0 if ready else max(0.0, timeout_ms) / 1000.0):
             item = self.by_fd.get(fd)
             if item is not None:
-                ready[item] = _POLLIN
+                ready[item] = mask
         return list(ready.items())
 
     def close(self) -> None:

@@ -107,6 +107,11 @@ class Transport(Protocol):
         """``"127.0.0.1:<port>"`` of this node's listening socket."""
         ...
 
+    @property
+    def remoting_address(self) -> str | None:
+        """``HOST:PORT`` of the remoting port real RocketMQ clients connect to; None when off."""
+        ...
+
     def send_to_addr(self, addr: str, frame: Frame) -> bool:
         """Send over our outbound connection to ``addr`` (opened lazily). False means "cannot
         connect" right now (fail the request at once); True means accepted, which includes a frame

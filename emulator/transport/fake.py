@@ -50,6 +50,10 @@ class FakeTransport:
     def address(self) -> str:
         return self.addr
 
+    @property
+    def remoting_address(self) -> str | None:
+        return None
+
     # ------------------------------------------------------------------ what a test pushes
 
     def push(self, *events: TransportEvent) -> None:

@@ -1,0 +1,251 @@
+"""The remoting port: real RocketMQ clients' TCP connections, beside ZeroMQ (docs/real-clients.md).
+
+A namesrv or broker with remoting enabled listens on one more TCP port and speaks RocketMQ 4.x's
+own framing there (:mod:`rmqemu.emulator.protocol.remoting`). Each accepted connection is a
+channel ``rm:<n>`` that the role answers like any other; ZeroMQ stays the bus between rmqemu's
+own processes.
+
+A real client is named after its process, ``client@<pid>``: on loopback the socket's owner is
+looked up once, at accept (psutil, a few ms), so its namesrv and broker connections carry the
+same name, which the fault verbs take as a target. A client on another host is ``client@<ip>``.
+
+Hostile input closes its own connection and nothing else: a bad frame (the decoder checks sizes
+before buffering), more than :data:`MAX_PENDING_OUT` of answers the client does not read, or
+more than :data:`MAX_CONNS` connections (the newest is refused). A connection that sends half a
+frame and stalls is closed by the idle rule like any channel.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import select
+import socket
+from dataclasses import dataclass, field
+from typing import Callable
+
+import psutil
+
+from rmqemu.emulator.protocol import BadFrame, ChannelEvent, Frame, remoting
+from rmqemu.emulator.protocol.frame import REMOTING_PREFIX
+from rmqemu.emulator.transport._readiness import EpollPoller
+from rmqemu.emulator.transport.base import BadInput, Received, TransportEvent
+
+SHORT_HEADER_CODES = frozenset((310, 320, 325))  # SendMessageRequestHeaderV2's a..m: SEND_MESSAGE_V2, batch, reply
+MAX_CONNS = 256
+MAX_PENDING_OUT = 64 * 1024 * 1024  # answers a client has not read: a pull body is at most a few MB
+READ_CHUNK = 256 * 1024
+MAX_READ_PER_WAKE = 4 * 1024 * 1024  # then the other connections get their turn
+_IN, _OUT, _ERR = select.EPOLLIN, select.EPOLLOUT, select.EPOLLERR | select.EPOLLHUP
+
+
+def client_name(peer: tuple[str, int]) -> str:
+    """``client@<pid>`` for a local process, ``client@<ip>`` when its owner cannot be seen."""
+    ip, port = peer[0], peer[1]
+    if ip.startswith("127.") or ip == "::1":
+        try:
+            for c in psutil.net_connections("tcp"):
+                if c.pid and c.laddr and c.laddr.port == port and c.raddr and c.status != psutil.CONN_LISTEN:
+                    return f"client@{c.pid}"
+        except (psutil.Error, OSError):
+            pass
+    return f"client@{ip}"
+
+
+@dataclass
+class RemotingConn:
+    channel: str
+    sock: socket.socket
+    peer: str
+    addr: str
+    last_ms: float
+    decoder: remoting.StreamDecoder = field(default_factory=remoting.StreamDecoder)
+    out: bytearray = field(default_factory=bytearray)
+    writing: bool = False
+
+
+class RemotingListener:
+    """The listening socket and its connections; the transport drives it from its poll loop.
+
+    ``poller`` is the transport's; ``blocked(peer)`` says whether a link fault drops what ``peer``
+    sends us (the transport's link table)."""
+
+    def __init__(self, host: str, port: int, poller: EpollPoller, blocked: Callable[[str], bool],
+                 counters: dict[str, int], namer: Callable[[tuple[str, int]], str] = client_name) -> None:
+        self.poller = poller
+        self.blocked = blocked
+        self.counters = counters
+        self.namer = namer
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart rebinds at once
+        self.sock.bind((host, port))
+        self.sock.listen(128)
+        self.sock.setblocking(False)
+        bound = self.sock.getsockname()
+        self.address = f"{host}:{bound[1]}"
+        self.poller.register(self.sock.fileno())
+        self.by_fd: dict[int, RemotingConn] = {}
+        self.by_channel: dict[str, RemotingConn] = {}
+        self.events: list[TransportEvent] = []  # closes decided outside poll, reported by the next one
+        self._ids = itertools.count(1)
+
+    def owns(self, fd: int) -> bool:
+        return fd == self.sock.fileno() or fd in self.by_fd
+
+    def __len__(self) -> int:
+        return len(self.by_fd)
+
+    # ------------------------------------------------------------------ input
+
+    def service(self, fd: int, mask: int, now: float, out: list[TransportEvent],
+                report_bad: Callable[[str, str, str], BadInput | None]) -> None:
+        """Handle one ready descriptor: accept, read and decode, or flush pending output."""
+        if fd == self.sock.fileno():
+            self._accept(now)
+        elif (conn := self.by_fd.get(fd)) is not None:
+            if mask & _OUT:
+                self._flush(conn)
+            if mask & (_IN | _ERR) and conn.channel in self.by_channel:
+                self._read(conn, now, out, report_bad)
+        out.extend(self.events)
+        self.events.clear()
+
+    def drain_events(self, out: list[TransportEvent]) -> None:
+        out.extend(self.events)
+        self.events.clear()
+
+    def _accept(self, now: float) -> None:
+        while True:
+            try:
+                sock, peer = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and the like: refuse this one, keep serving
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self.counters["remoting_refused"] += 1
+                    return
+                raise
+            if len(self.by_fd) >= MAX_CONNS:
+                self.counters["remoting_refused"] += 1
+                sock.close()
+                continue
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = RemotingConn(f"{REMOTING_PREFIX}{next(self._ids)}", sock, self.namer(peer),
+                                f"{peer[0]}:{peer[1]}", now)
+            self.by_fd[sock.fileno()] = conn
+            self.by_channel[conn.channel] = conn
+            self.poller.register(sock.fileno())
+            self.events.append(ChannelEvent(kind="opened", channel=conn.channel, peer=conn.peer))
+
+    def _read(self, conn: RemotingConn, now: float, out: list[TransportEvent],
+              report_bad: Callable[[str, str, str], BadInput | None]) -> None:
+        got = 0
+        while got < MAX_READ_PER_WAKE:
+            try:
+                data = conn.sock.recv(READ_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.close(conn.channel, "closed")
+                return
+            if not data:
+                self.close(conn.channel, "closed")
+                return
+            got += len(data)
+            error: BadFrame | None = None
+            try:
+                frames = conn.decoder.feed(data)
+            except BadFrame as exc:  # the frames before the bad one still count, as in Netty
+                error, frames = exc, list(getattr(exc, "frames", []))
+            self._deliver(conn, frames, now, out)
+            if error is not None:
+                self.counters["bad_frames"] += 1
+                bad = report_bad(conn.peer, str(error), conn.channel)
+                if bad is not None:
+                    out.append(bad)
+                self.close(conn.channel, "closed")
+                return
+
+    def _deliver(self, conn: RemotingConn, frames: list[Frame], now: float, out: list[TransportEvent]) -> None:
+        if frames and self.blocked(conn.peer):
+            self.counters["dropped_in"] += len(frames)
+            return
+        for frame in frames:
+            conn.last_ms = now
+            self.counters["received"] += 1
+            if frame.code in SHORT_HEADER_CODES and not frame.is_response:
+                frame = Frame(frame.code, frame.opaque, frame.flag, frame.remark,
+                              remoting.expand_send_v2(frame.fields), frame.body)
+            out.append(Received(conn.channel, conn.peer, frame))
+
+    # ------------------------------------------------------------------ output
+
+    def send(self, channel: str, frame: Frame, now: float) -> bool:
+        """Queue an encoded frame and write what the socket takes now; False if the connection is gone."""
+        conn = self.by_channel.get(channel)
+        if conn is None:
+            return False
+        try:
+            conn.out += remoting.encode(frame)
+        except ValueError:  # over the frame size a client accepts: as if lost on the way
+            return False
+        conn.last_ms = now
+        self._flush(conn)
+        if len(conn.out) > MAX_PENDING_OUT:
+            self.close(channel, "closed")
+            return False
+        return channel in self.by_channel
+
+    def _flush(self, conn: RemotingConn) -> None:
+        while conn.out:
+            try:
+                n = conn.sock.send(conn.out)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.close(conn.channel, "closed")
+                return
+            del conn.out[:n]
+        want = bool(conn.out)
+        if want != conn.writing:
+            conn.writing = want
+            self.poller.want_write(conn.sock.fileno(), want)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, channel: str, kind: str = "closed") -> None:
+        """Close a connection for real; its ChannelEvent is reported by the next poll."""
+        conn = self.by_channel.pop(channel, None)
+        if conn is None:
+            return
+        fd = conn.sock.fileno()
+        self.by_fd.pop(fd, None)
+        self.poller.unregister(fd)
+        conn.sock.close()
+        self.events.append(ChannelEvent(kind=kind, channel=channel, peer=conn.peer))  # type: ignore[arg-type]
+
+    def idle_scan(self, now: float, idle_ms: float) -> tuple[list[str], float]:
+        """Channels with no frame in or out for more than ``idle_ms``, and when the next may go idle."""
+        idle, oldest = [], now
+        for conn in self.by_channel.values():
+            if now - conn.last_ms > idle_ms:
+                idle.append(conn.channel)
+            elif conn.last_ms < oldest:
+                oldest = conn.last_ms
+        return idle, oldest + idle_ms
+
+    def peer_of(self, channel: str) -> str | None:
+        conn = self.by_channel.get(channel)
+        return conn.peer if conn is not None else None
+
+    def clients(self) -> dict[str, str]:
+        """channel -> client name, for the ``state`` command."""
+        return {c: conn.peer for c, conn in sorted(self.by_channel.items())}
+
+    def shutdown(self) -> None:
+        for channel in list(self.by_channel):
+            self.close(channel)
+        self.events.clear()
+        self.poller.unregister(self.sock.fileno())
+        self.sock.close()

@@ -1,0 +1,144 @@
+"""What a namesrv and a broker answer differently on a real client's channel (``rm:<n>``, the
+remoting port): routes with the brokers' remoting addresses, pulls in RocketMQ's binary MessageExt,
+bodies kept as bytes, packed batches; and the queue requests only real clients send (29, 31, 41, 42)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol import ResponseCode, message_ext
+from rmqemu.emulator.roles.message_store import body_bytes
+from rmqemu.emulator.roles.namesrv import NameServer
+from rmqemu.emulator.roles.queue_processor import LOCK_MAX_LIVE_MS
+from tests.roles.broker_helpers import MASTER_ADDR, broker, heartbeat, pull, send
+from tests.roles.fakes import Driver
+
+RM = "rm:1"
+REMOTING = "127.0.0.1:20911"
+
+
+def register(ns: Driver, addr: str, name: str, broker_id: int, remoting: str | None) -> None:
+    wrapper = {"topicConfigTable": {"T": {"topicName": "T", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}},
+               "dataVersion": {"timestamp": 1, "counter": 1}}
+    fields = {"brokerAddr": addr, "brokerName": name, "brokerId": broker_id, "clusterName": "C",
+              "haServerAddr": "x:1", **({"remotingAddr": remoting} if remoting else {})}
+    assert ns.call(RC.REGISTER_BROKER, fields, {"topicConfigSerializeWrapper": wrapper}).code == 0
+
+
+def test_a_real_client_gets_the_brokers_remoting_addresses_and_ours_the_zeromq_ones():
+    ns = Driver(NameServer("namesrv-0", "127.0.0.1:9876"))
+    ns.start()
+    register(ns, "127.0.0.1:10911", "broker-a", 0, "127.0.0.1:20911")
+    register(ns, "127.0.0.1:10921", "broker-a", 1, "127.0.0.1:20921")
+    register(ns, "127.0.0.1:10931", "broker-b", 0, None)  # no remoting port: not reachable by a real client
+    ours = json.loads(ns.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel="pg-1-0#5#1").body)
+    real = json.loads(ns.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel=RM).body)
+    assert {bd["brokerName"]: bd["brokerAddrs"] for bd in ours["brokerDatas"]} == {
+        "broker-a": {"0": "127.0.0.1:10911", "1": "127.0.0.1:10921"}, "broker-b": {"0": "127.0.0.1:10931"}}
+    assert {bd["brokerName"]: bd["brokerAddrs"] for bd in real["brokerDatas"]} == {
+        "broker-a": {"0": "127.0.0.1:20911", "1": "127.0.0.1:20921"}, "broker-b": {}}
+    assert real["queueDatas"] == ours["queueDatas"]
+
+
+def test_a_broker_registers_its_remoting_address():
+    d = broker(start=False)
+    d.role.remoting_addr = REMOTING
+    d.start()
+    regs = d.transport.requests(RC.REGISTER_BROKER)
+    assert regs and all(r.frame.fields["remotingAddr"] == REMOTING for r in regs)
+    assert "remotingAddr" not in broker().transport.requests(RC.REGISTER_BROKER)[0].frame.fields
+
+
+def test_binary_bodies_are_stored_and_pulled_byte_for_byte_as_message_ext():
+    d = broker(config={"autoCreateTopicEnable": True})
+    deflated = zlib.compress(bytes(range(256)) * 40)
+    resp, _ = d.send(RC.SEND_MESSAGE, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                                       "defaultTopicQueueNums": 4, "queueId": 1, "sysFlag": 1,
+                                       "bornTimestamp": 5, "flag": 0, "properties": "UNIQ_KEY\x01U1\x02TAGS\x01a"},
+                     deflated, channel=RM, peer="client@1")
+    assert resp.code == ResponseCode.SUCCESS
+    record = d.role.store.queues[("T", 1)][0]
+    assert body_bytes(record) == deflated and "body64" in record
+    heartbeat(d, "127.0.0.1@1", "cg", {"T": 0}, channel=RM)
+    found, _ = pull(d, "T", queue_id=1, channel=RM)
+    assert found.code == ResponseCode.SUCCESS
+    [m] = message_ext.decode_messages(found.body)
+    assert m["body"] == deflated and m["sysFlag"] & 1 and m["queueOffset"] == 0 and m["queueId"] == 1
+    assert m["properties"] == {"UNIQ_KEY": "U1", "TAGS": "a"}
+    assert m["msgId"] == record["offsetMsgId"] == resp.fields["msgId"]
+    assert m["commitLogOffset"] == record["commitLogOffset"]
+    ours, _ = pull(d, "T", queue_id=1)  # rmqemu's own consumer: the JSON list, the bytes as base64
+    [j] = json.loads(ours.body)
+    assert body_bytes(j) == deflated and j["msgId"] == "U1"
+
+
+def test_a_packed_batch_from_a_real_client_is_stored_message_by_message():
+    d = broker(config={"autoCreateTopicEnable": True})
+    body = message_ext.encode_batch([(0, b"one", {"UNIQ_KEY": "A"}), (0, b"\xfftwo", {"UNIQ_KEY": "B"})])
+    resp, _ = d.send(RC.SEND_BATCH_MESSAGE, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                                             "defaultTopicQueueNums": 4, "queueId": 0, "sysFlag": 0,
+                                             "bornTimestamp": 5, "flag": 0, "properties": "", "batch": True},
+                     body, channel=RM, peer="client@1")
+    assert resp.code == ResponseCode.SUCCESS and len(resp.fields["msgId"].split(",")) == 2
+    assert [body_bytes(r) for r in d.role.store.queues[("T", 0)]] == [b"one", b"\xfftwo"]
+
+
+def test_a_send_back_of_a_binary_message_keeps_its_bytes():
+    d = broker(config={"autoCreateTopicEnable": True})
+    d.send(RC.SEND_MESSAGE, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                             "defaultTopicQueueNums": 4, "queueId": 0, "properties": "UNIQ_KEY\x01U"},
+           b"\x00\x80", channel=RM, peer="client@1")
+    offset = d.role.store.queues[("T", 0)][0]["commitLogOffset"]
+    resp, _ = d.send(RC.CONSUMER_SEND_MSG_BACK, {"offset": offset, "group": "cg", "delayLevel": 0,
+                                                  "originMsgId": "U", "originTopic": "T"}, channel=RM)
+    assert resp.code == ResponseCode.SUCCESS
+    assert body_bytes(d.role.store.queues[("%RETRY%cg", 0)][0]) == b"\x00\x80"
+
+
+def test_min_offset_and_search_by_timestamp():
+    d = broker(config={"autoCreateTopicEnable": True})
+    for _ in range(3):
+        send(d, "T")
+        d.advance(1000)
+    stamps = [r["storeTimestamp"] for r in d.role.store.queues[("T", 0)]]
+    assert d.call(RC.GET_MIN_OFFSET, {"topic": "T", "queueId": 0}).fields["offset"] == 0
+    search = [d.call(RC.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": "T", "queueId": 0, "timestamp": t}).fields["offset"]
+              for t in (0, stamps[1], stamps[1] + 1, stamps[2] + 1)]
+    assert search == [0, 1, 2, 3]
+
+
+def lock_body(client: str, *queues: int) -> dict:
+    return {"consumerGroup": "cg", "clientId": client,
+            "mqSet": [{"topic": "T", "brokerName": "broker-a", "queueId": q} for q in queues]}
+
+
+def locked(d: Driver, client: str, *queues: int) -> list[int]:
+    resp = d.call(RC.LOCK_BATCH_MQ, {}, lock_body(client, *queues))
+    assert resp.code == ResponseCode.SUCCESS
+    return [m["queueId"] for m in json.loads(resp.body)["lockOKMQSet"]]
+
+
+def test_queue_locks_belong_to_one_client_until_unlocked_or_expired():
+    d = broker()
+    assert locked(d, "A", 0, 1) == [0, 1]
+    assert locked(d, "B", 1, 2) == [2]
+    assert locked(d, "A", 1) == [1]  # its own: renewed
+    assert d.call(RC.UNLOCK_BATCH_MQ, {}, lock_body("B", 0, 2)).code == ResponseCode.SUCCESS  # 0 is not B's
+    assert locked(d, "B", 0, 2) == [2]
+    d.advance(LOCK_MAX_LIVE_MS + 1)
+    assert locked(d, "B", 0, 1) == [0, 1]  # A's locks expired
+    assert d.role.state()["locks"] == {"cg": {"T:broker-a:0": "B", "T:broker-a:1": "B", "T:broker-a:2": "B"}}
+
+
+def test_a_bad_lock_body_is_a_system_error_not_a_crash():
+    d = broker()
+    assert d.call(RC.LOCK_BATCH_MQ, {}, [1, 2]).code == ResponseCode.SYSTEM_ERROR
+    assert d.call(RC.LOCK_BATCH_MQ, {}, {"consumerGroup": "cg", "clientId": "A",
+                                         "mqSet": [{"topic": "T"}]}).code == ResponseCode.SYSTEM_ERROR
+
+
+def test_store_host_is_the_brokers():
+    d = broker()
+    assert d.role.store.store_host == MASTER_ADDR
