@@ -186,7 +186,7 @@ CLIENTS = Section("Clients", (
         Field("publish_queues", QUEUES, "the publish view (consumers write what a producer would build from the "
               "same route, so the staleness metrics treat consumers and producers alike)", required=True),
         Field("changed", BOOL, "the view differs from the previous one", required=True),
-        Field("group", STR, required=True, ext=True),
+        Field("group", STR, "empty for a real client (a route query does not name a group)", required=True, ext=True),
         Field("view", STR, "producers: `publish`", ext=True),
         Field("subscribe_queues", QUEUES, "consumers: the subscribe view (readable queues, slaves included)",
               ext=True),
@@ -206,7 +206,8 @@ PRODUCER = Section("Producer", (
               "address, oneway)", required=True, nullable=True),
         Field("broker_id", INT, "0 (masters only)", required=True, nullable=True, ext=True),
         Field("group", STR, required=True, ext=True),
-        Field("mode", STR, "sync/async/oneway", required=True, ext=True),
+        Field("mode", STR, "sync/async/oneway, or `wire` for a real client's send, written by the broker that "
+              "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
     )),
@@ -291,4 +292,12 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
          ext=True),
 ))
 
-SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, FAULTS)
+REAL_CLIENTS = Section("Real clients (written by the namesrv or broker that answered, under the client's name)", (
+    Kind("client.heartbeat", "broker, for a real client", "the broker answered a real client's heartbeat", (
+        Field("client_id", STR, "the clientID it sent", required=True),
+        Field("producer_groups", STRS, required=True), Field("consumer_groups", STRS, required=True),
+        Field("code", INT, "the answer's code", required=True),
+    ), ext=True),
+))
+
+SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, REAL_CLIENTS, FAULTS)

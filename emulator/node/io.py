@@ -29,8 +29,9 @@ class EventLog:
         self.written = 0
         self.bad_request_gate = EventGate()
 
-    def write(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def write(self, kind: str, fields: dict[str, Any], node: str | None = None) -> dict[str, Any]:
         """Append one line; an unregistered kind or field raises ``ValueError`` (:mod:`rmqemu.events`).
+        ``node``: the line's node if not this one (a real client, seen from the wire).
 
         A ``wire.bad_frame`` a role emits (a request whose header its handler refused: it has a
         ``code``) is rate-limited per peer like the transport's undecodable frames, so a flood of
@@ -41,7 +42,7 @@ class EventLog:
                 return {"kind": kind, **fields}  # held back, not written
             fields = {**fields, "suppressed": suppressed}
         check_event(kind, fields)
-        event = {"ts": self.host(), "node": self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
+        event = {"ts": self.host(), "node": node or self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
         if self.file is not None:
             self.file.write(wire_json.dumps_line(event))
             self.file.flush()

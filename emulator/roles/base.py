@@ -111,6 +111,7 @@ class Emit:
 
     kind: str
     fields: dict[str, Any] = field(default_factory=dict)
+    node: str | None = None  # the line's node when not this one: a real client the role writes for
 
     def __post_init__(self) -> None:
         check_event(self.kind, self.fields)

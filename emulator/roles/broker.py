@@ -44,6 +44,7 @@ from rmqemu.emulator.roles.message_store import MessageStore
 from rmqemu.emulator.roles.node_spec import NodeSpec
 from rmqemu.emulator.roles.pull_processor import PullProcessor
 from rmqemu.emulator.roles.queue_processor import QueueProcessor
+from rmqemu.emulator.roles.real_clients import WireLog
 from rmqemu.emulator.roles.send_processor import SendProcessor
 from rmqemu.emulator.roles.server_dispatch import Handler, dispatch
 from rmqemu.emulator.roles.slave_sync import SlaveSync
@@ -90,6 +91,7 @@ class Broker(Role):
         self.clients = ClientProcessor(self)
         self.admin = AdminProcessor(self)
         self.queues = QueueProcessor(self)
+        self.wire = WireLog(name, self.cfg.brokerName, self.broker_id)
         self.slave_sync = SlaveSync(self)
         self.ha = HAService(self)
         self.ha_client = HAClient(self)
@@ -124,6 +126,8 @@ class Broker(Role):
         configs.broker.brokerClusterName = spec.cluster or configs.broker.brokerClusterName
         broker = cls(spec.name, addr, configs, list(spec.namesrv_addrs), spec.seed, read_store)
         broker.remoting_addr = spec.remoting
+        if spec.remoting:  # storeHost is where clients reach the broker: msgIds name the remoting port
+            broker.store.store_host = spec.remoting
         return broker
 
     # ------------------------------------------------------------------ lifecycle
@@ -154,9 +158,13 @@ class Broker(Role):
         return [*self.registrar.unregister_all(), self.offsets.persist()]
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
-        return dispatch(self.handlers, msg, now)
+        self.wire.request(msg)
+        return self.wire.observe(dispatch(self.handlers, msg, now))
 
     def on_timer(self, name: str, now: Now) -> list[Action]:
+        return self.wire.observe(self._on_timer(name, now))
+
+    def _on_timer(self, name: str, now: Now) -> list[Action]:
         if name == "register":
             return self.registrar.register_all(now, oneway_=False, force=self.cfg.forceRegister)
         if name == "client_scan":
@@ -190,6 +198,7 @@ class Broker(Role):
             return self.ha_client.on_disconnected(event.addr, now) if self.is_slave else []
         if event.kind not in ("closed", "idle") or event.channel is None:
             return []
+        self.wire.drop_channel(event.channel)
         self.producers.do_channel_close_event(event.channel)
         actions: list[Action] = self.puller.drop_channel(event.channel) + self.ha.drop_channel(event.channel)
         for cgi in self.consumers.do_channel_close_event(event.channel):

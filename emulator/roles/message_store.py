@@ -61,6 +61,16 @@ def offset_msg_id(store_host: str, commit_log_offset: int) -> str:
     return (ip + int(port or 0).to_bytes(4, "big") + commit_log_offset.to_bytes(8, "big")).hex().upper()
 
 
+def store_host_of(record: dict[str, Any], default: str) -> str:
+    """The ``ip:port`` that stored ``record`` (the first 8 bytes of its offsetMsgId), so a slave
+    serves its master's store host, as RocketMQ's replicated bytes carry it."""
+    try:
+        raw = bytes.fromhex(str(record["offsetMsgId"]))[:8]
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{int.from_bytes(raw[4:8], 'big')}"
+    except (KeyError, ValueError, IndexError):
+        return default
+
+
 def body_fields(body: bytes | str) -> dict[str, str]:
     """How a body is kept in a record (a JSON line): ``body`` when it is text, else ``body64``
     (base64), so a real client's bytes (a deflated body, say) come back unchanged."""

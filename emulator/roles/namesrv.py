@@ -26,6 +26,7 @@ from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.roles.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
 from rmqemu.emulator.roles.broker_config import NamesrvConfigs, namesrv_configs_from_dict
 from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.real_clients import WireLog
 from rmqemu.emulator.roles.route_info import BROKER_CHANNEL_EXPIRED_TIME, Removed, RouteInfoManager
 from rmqemu.emulator.roles.server_dispatch import Handler, dispatch, h_int, h_str
 from rmqemu.emulator.roles.topic_config import parse_wrapper
@@ -46,6 +47,7 @@ class NameServer(Role):
         super().__init__(name, addr)
         self.configs = configs or namesrv_configs_from_dict({})
         self.rim = RouteInfoManager()
+        self.wire = WireLog(name)
         self.handlers: dict[int, Handler] = {
             RC.REGISTER_BROKER: self._register_broker,
             RC.QUERY_DATA_VERSION: self._query_data_version,
@@ -69,7 +71,8 @@ class NameServer(Role):
         return [Every("scan", SCAN_INITIAL_MS, SCAN_PERIOD_MS)]
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
-        return dispatch(self.handlers, msg, now)
+        self.wire.request(msg)
+        return self.wire.observe(dispatch(self.handlers, msg, now))
 
     def on_timer(self, name: str, now: Now) -> list[Action]:
         if name == "scan":
@@ -80,6 +83,7 @@ class NameServer(Role):
         """BrokerHousekeepingService (docs/rocketmq-model.md §1.5): close and idle destroy at once; open is a no-op."""
         if event.kind not in ("closed", "idle") or event.channel is None:
             return []
+        self.wire.drop_channel(event.channel)
         with self._route_diff() as out:
             removed = self.rim.on_channel_destroy(event.channel)
             if removed is not None:

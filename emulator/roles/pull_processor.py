@@ -25,7 +25,7 @@ from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, After, Cancel, Inbound, Now, Reply
 from rmqemu.emulator.roles.message_store import GetMessageStatus as S
-from rmqemu.emulator.roles.message_store import body_bytes
+from rmqemu.emulator.roles.message_store import body_bytes, store_host_of
 from rmqemu.emulator.roles.server_dispatch import h_int, h_str
 
 if TYPE_CHECKING:
@@ -155,8 +155,9 @@ class PullProcessor:
     def _found_body(self, msg: Inbound, records: list[dict[str, Any]]) -> bytes | list[dict[str, Any]]:
         """A real client gets RocketMQ's binary MessageExt list; rmqemu's own consumers a JSON list."""
         if is_remoting(msg.channel):
-            return message_ext.encode_messages([{**m, "body": body_bytes(m)} for m in records],
-                                               self.broker.store.store_host)
+            host = self.broker.store.store_host
+            return message_ext.encode_messages(
+                [{**m, "body": body_bytes(m), "storeHost": store_host_of(m, host)} for m in records], host)
         return [{k: m[k] for k in _PUBLIC_FIELDS if k in m} for m in records]
 
     # ------------------------------------------------------------------ PullRequestHoldService

@@ -109,10 +109,10 @@ class _RecordingLog(EventLog):
         super().__init__(None, node, local_ms, host=host)
         self.errors: list[str] = []
 
-    def write(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def write(self, kind: str, fields: dict[str, Any], node: str | None = None) -> dict[str, Any]:
         if kind == "node.error":
             self.errors.append(str(fields.get("error")))
-        return super().write(kind, fields)
+        return super().write(kind, fields, node)
 
 
 class Driver:

@@ -9,11 +9,14 @@ import zlib
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode, message_ext
-from rmqemu.emulator.roles.message_store import body_bytes
+from rmqemu.emulator.roles.base import Emit
+from rmqemu.emulator.roles.broker import Broker
+from rmqemu.emulator.roles.message_store import body_bytes, store_host_of
 from rmqemu.emulator.roles.namesrv import NameServer
+from rmqemu.emulator.roles.node_spec import NodeSpec
 from rmqemu.emulator.roles.queue_processor import LOCK_MAX_LIVE_MS
-from tests.roles.broker_helpers import MASTER_ADDR, broker, heartbeat, pull, send
-from tests.roles.fakes import Driver
+from tests.roles.broker_helpers import MASTER_ADDR, broker, heartbeat, pull, send, spec
+from tests.roles.fakes import Driver, FakeStore
 
 RM = "rm:1"
 REMOTING = "127.0.0.1:20911"
@@ -142,3 +145,64 @@ def test_a_bad_lock_body_is_a_system_error_not_a_crash():
 def test_store_host_is_the_brokers():
     d = broker()
     assert d.role.store.store_host == MASTER_ADDR
+
+
+def emitted(actions, kind: str) -> list:
+    return [a for a in actions if isinstance(a, Emit) and a.kind == kind]
+
+
+def test_a_real_clients_route_is_written_under_its_name_as_its_view():
+    ns = Driver(NameServer("namesrv-0", "127.0.0.1:9876"))
+    ns.start()
+    register(ns, "127.0.0.1:10911", "broker-a", 0, REMOTING)
+    _, actions = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel=RM, peer="client@7")
+    [route] = emitted(actions, "client.route")
+    assert route.node == "client@7" and route.fields["source"] == "namesrv-0"
+    assert route.fields["publish_queues"] == [["broker-a", q] for q in range(4)] and route.fields["changed"]
+    _, again = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel=RM, peer="client@7")
+    assert not emitted(again, "client.route")[0].fields["changed"]
+    _, unknown = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "U"}, channel=RM, peer="client@7")
+    assert emitted(unknown, "client.route")[0].fields["publish_queues"] == []
+    _, ours = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel="pg-1-0#5#1", peer="pg-1-0")
+    assert not emitted(ours, "client.route")  # rmqemu's own clients write their own
+
+
+def test_a_real_clients_sends_pulls_and_heartbeats_are_written_under_its_name():
+    d = broker(config={"autoCreateTopicEnable": True})
+    _, hb = d.send(RC.HEART_BEAT, {}, {"clientID": "10.0.0.1@7", "producerDataSet": [{"groupName": "pg"}],
+                                       "consumerDataSet": []}, channel=RM, peer="client@7")
+    [beat] = emitted(hb, "client.heartbeat")
+    assert beat.node == "client@7" and beat.fields["producer_groups"] == ["pg"] and beat.fields["code"] == 0
+    ok, actions = d.send(RC.SEND_MESSAGE_V2, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                                              "defaultTopicQueueNums": 4, "queueId": 2, "properties": ""},
+                         b"x", channel=RM, peer="client@7")
+    [sent] = emitted(actions, "send")
+    assert sent.node == "client@7" and sent.fields["msg_id"] == ok.fields["msgId"]
+    assert (sent.fields["broker"], sent.fields["queue_id"], sent.fields["outcome"], sent.fields["mode"]) == (
+        "broker-a", 2, "ok", "wire")
+    _, bad = d.send(RC.SEND_MESSAGE_V2, {"producerGroup": "pg", "topic": "T", "queueId": 99, "properties": ""},
+                    b"x", channel=RM, peer="client@7")
+    assert emitted(bad, "send")[0].fields["outcome"] == "error"
+    heartbeat(d, "10.0.0.1@7", "cg", {"T": 0}, channel=RM)
+    _, held = pull(d, "T", queue_id=3, sys_flag=2, channel=RM)  # long polling: held, nothing written yet
+    assert not emitted(held, "pull")
+    _, woken = send(d, "T", queue_id=3)
+    [pulled] = emitted(woken, "pull")
+    assert pulled.node == "cg-0" and (pulled.fields["count"], pulled.fields["queue_id"]) == (1, 3)  # pull()'s peer
+
+
+def test_with_a_remoting_port_msg_ids_name_it_and_a_slave_serves_its_masters_store_host():
+    store = FakeStore()
+    d = Driver(Broker.from_spec(NodeSpec.from_dict(spec(0, {"autoCreateTopicEnable": True}, remoting=REMOTING)),
+                                MASTER_ADDR, store), store=store)
+    d.start()
+    ok, _ = send(d, "T")
+    assert ok.fields["msgId"].startswith(message_ext.message_id(*message_ext.host_bytes(REMOTING), 0)[:16])
+    record = d.role.store.queues[("T", 0)][0]
+    assert store_host_of(record, "x") == REMOTING
+    heartbeat(d, "10.0.0.1@7", "cg", {"T": 0}, channel=RM)
+    found, _ = pull(d, "T", channel=RM)
+    assert message_ext.decode_messages(found.body)[0]["storeHost"] == REMOTING
+    d.role.store.store_host = "127.0.0.1:1"  # a slave holding the record answers with the master's host
+    found, _ = pull(d, "T", channel=RM)
+    assert message_ext.decode_messages(found.body)[0]["msgId"] == record["offsetMsgId"]
