@@ -179,7 +179,8 @@ BROKER = Section("Broker", (
 ))
 
 CLIENTS = Section("Clients", (
-    Kind("client.route", "producer, consumer", "the client applied a route it fetched for a topic", (
+    Kind("client.route", "producer, consumer; the namesrv for a real client", "the client applied a route it "
+         "fetched for a topic (a real client: the route it was answered)", (
         Field("topic", STR, required=True),
         Field("source", STR, "the namesrv node, or `TBW102` when the route came from the createTopicKey",
               required=True),
@@ -194,7 +195,8 @@ CLIENTS = Section("Clients", (
 ))
 
 PRODUCER = Section("Producer", (
-    Kind("send", "producer", "one line per attempt", (
+    Kind("send", "producer; the broker for a real client", "one line per attempt (a real client: per send that "
+         "reached the broker)", (
         Field("msg_id", STR, "the UNIQ_KEY (of the first message of a batch)", required=True),
         Field("topic", STR, required=True),
         Field("broker", STR, "null: no route", required=True, nullable=True),
@@ -228,7 +230,8 @@ CONSUMER = Section("Consumer", (
         Field("strategy", STR, "the allocation strategy, or `BROADCASTING`", required=True),
         Field("allocated", QUEUES, required=True),
     )),
-    Kind("pull", "consumer", "one pull answered, timed out or not sent (no broker address)", (
+    Kind("pull", "consumer; the broker for a real client",
+         "one pull answered, timed out or not sent (no broker address)", (
         Field("group", STR, required=True), Field("topic", STR, required=True),
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
         Field("code", INT, "e.g. 24 SUBSCRIPTION_NOT_EXIST, null without an answer", required=True, nullable=True),
@@ -238,7 +241,8 @@ CONSUMER = Section("Consumer", (
         Field("addr", STR, ext=True),
         Field("error", STR, "no broker address", ext=True),
     )),
-    Kind("consume", "consumer", "messages handed to the listener", (
+    Kind("consume", "consumer; the broker for a real client", "messages handed to the listener (a real client: "
+         "delivered by a pull, as the broker sees it)", (
         Field("group", STR, required=True), Field("topic", STR, required=True),
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
         Field("msg_ids", STRS, "the ones consumed", required=True),

@@ -3,7 +3,8 @@
 A real client (on the remoting port) writes no log of its own, so the nodes it talks to write
 its lines, under its name (``client@<pid>``), from the wire: a route answered to it is its
 ``client.route`` (its view is the last route it was answered), a send answered is a ``send``
-with the answer's outcome, a pull answered a ``pull``, a heartbeat a ``client.heartbeat``. What
+with the answer's outcome, a pull answered a ``pull`` and the messages it delivered a ``consume``
+(the listener is out of sight: delivered counts as consumed), a heartbeat a ``client.heartbeat``. What
 never reached a node (a send lost in a partition, a timeout on the client's side) is not seen;
 docs/real-clients.md says so.
 
@@ -18,7 +19,7 @@ import random
 from collections import OrderedDict
 from typing import Any
 
-from rmqemu.emulator.protocol import Frame, RequestCode, is_remoting
+from rmqemu.emulator.protocol import BadFrame, Frame, RequestCode, is_remoting, message_ext
 from rmqemu.emulator.roles import route_cache
 from rmqemu.emulator.roles.base import Action, Emit, Inbound, Reply
 from rmqemu.emulator.roles.send_processor import parse_properties
@@ -65,11 +66,7 @@ class WireLog:
         if req.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             return self._route(client, req, resp)
         if req.code == RequestCode.PULL_MESSAGE:
-            f = req.fields
-            return [Emit("pull", {"group": str(f.get("consumerGroup", "")), "topic": str(f.get("topic", "")),
-                                  "broker": self.broker or "", "queue_id": _int(f.get("queueId")), "code": resp.code,
-                                  "count": _message_count(resp) if resp.code == 0 else 0,
-                                  "offset": _int(f.get("queueOffset")), "broker_id": self.broker_id}, node=client)]
+            return self._pull(client, req, resp)
         if req.code == RequestCode.HEART_BEAT:
             try:
                 data = req.json_body() or {}
@@ -82,6 +79,25 @@ class WireLog:
                                               "consumer_groups": groups["consumerDataSet"], "code": resp.code},
                          node=client)]
         return self._send(client, req, resp)
+
+    def _pull(self, client: str, req: Frame, resp: Frame) -> list[Action]:
+        """A pull answered, and the messages it delivered as the client's ``consume``: the broker
+        cannot see the client's listener, so for a real client consumed means delivered."""
+        f = req.fields
+        where = {"group": str(f.get("consumerGroup", "")), "topic": str(f.get("topic", "")),
+                 "broker": self.broker or "", "queue_id": _int(f.get("queueId"))}
+        ids: list[str] = []
+        if resp.code == 0:
+            try:
+                ids = [m["properties"].get("UNIQ_KEY") or m["msgId"] for m in message_ext.decode_messages(resp.body)]
+            except BadFrame:  # our own encoding: cannot happen, but a report line is not worth a failed pull
+                ids = []
+        out: list[Action] = [Emit("pull", {**where, "code": resp.code, "count": len(ids),
+                                           "offset": _int(f.get("queueOffset")), "broker_id": self.broker_id},
+                                  node=client)]
+        if ids:
+            out.append(Emit("consume", {**where, "msg_ids": ids}, node=client))
+        return out
 
     def _route(self, client: str, req: Frame, resp: Frame) -> list[Action]:
         topic = str(req.fields.get("topic", ""))
@@ -122,15 +138,3 @@ def _int(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
-
-
-def _message_count(resp: Frame) -> int:
-    """Messages in a FOUND body (binary MessageExt: each starts with its total size)."""
-    body, pos, n = resp.body, 0, 0
-    while pos + 4 <= len(body):
-        size = int.from_bytes(body[pos:pos + 4], "big", signed=True)
-        if size <= 0:
-            break
-        pos += size
-        n += 1
-    return n

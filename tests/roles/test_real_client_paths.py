@@ -188,6 +188,8 @@ def test_a_real_clients_sends_pulls_and_heartbeats_are_written_under_its_name():
     assert not emitted(held, "pull")
     _, woken = send(d, "T", queue_id=3)
     [pulled] = emitted(woken, "pull")
+    [consumed] = emitted(woken, "consume")  # delivered counts as consumed for a real client
+    assert consumed.fields["msg_ids"] == ["U-T-3"] and consumed.node == pulled.node
     assert pulled.node == "cg-0" and (pulled.fields["count"], pulled.fields["queue_id"]) == (1, 3)  # pull()'s peer
 
 
