@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from rmqemu.emulator.launcher.addresses import namesrv_addr
 from rmqemu.emulator.launcher.fault_spec import parse_duration
 from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.run_events import read_events
@@ -110,6 +111,13 @@ class Cluster:
     def addrs(self) -> dict[str, str]:
         """Node name -> its current address (a restarted node gets a new one)."""
         return self.launcher.addrs
+
+    @property
+    def namesrv_addr(self) -> str | None:
+        """``HOST:PORT;HOST:PORT``: the namesrvs' remoting addresses, what a real RocketMQ client
+        takes as ``namesrvAddr`` (docs/real-clients.md); None when the topology's ``remoting:`` is off
+        (or before :meth:`start`). A restarted namesrv keeps its port, so the string stays valid."""
+        return namesrv_addr(self.launcher)
 
     @property
     def started_ms(self) -> float:

@@ -43,11 +43,21 @@ def validate(files: tuple[Path, ...]) -> None:
             topo = check_topology_faults(load_topology(f), str(f))
             nodes = plan_nodes(topo)
             click.echo(f"{f}: ok ({len(nodes)} nodes, {topo.duration:g} cluster s at scale {topo.timing.scale:g})")
+            warn(topo, f"{f}: ")
         except TopologyError as exc:
             bad.append(exc)
             click.echo(f"error: {exc}", err=True)
     if bad:
         sys.exit(2)
+
+
+def warn(topo: Any, where: str = "") -> None:
+    """The topology's warnings (real clients at a fast scale, remoting ports open to other hosts)
+    on stderr, one line each; never an error: the exit status stays what it was."""
+    from rmqemu.emulator.launcher.topology_remoting import remoting_warnings
+
+    for line in remoting_warnings(topo):
+        click.echo(f"warning: {where}{line}", err=True)
 
 
 @main.command()
@@ -105,6 +115,7 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     from rmqemu.emulator.cli.launch import run_topology
 
     click.echo(f"launching {topo.name} (seed {topo.seed}, scale {topo.timing.scale:g})", err=True)
+    warn(topo)
     session = None
     if report:  # the report's JVM starts while the cluster runs (seconds saved after it)
         from rmqemu.reports.cli import BackgroundSession
@@ -190,11 +201,15 @@ def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | No
 def up(file: Path, root: Path) -> None:
     """Start a cluster and leave it running (stop it with `rmqemu down`)."""
     from rmqemu.emulator.cli.supervisor import start_detached
+    from rmqemu.emulator.launcher.addresses import manifest_namesrv_addr
 
     topo = check_topology_faults(load_topology(file), str(file))
+    warn(topo)
     run = new_run_dir(topo.name, root).resolve()
     start_detached(file.resolve(), run)
     click.echo(f"{topo.name} is up: {run}")
+    if (addr := manifest_namesrv_addr(read_json(run / "manifest.json"))) is not None:
+        click.echo(f"namesrvAddr={addr}")  # what a real client takes (remoting: on)
 
 
 @main.command()

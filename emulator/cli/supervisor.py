@@ -22,6 +22,7 @@ import psutil
 from rmqemu.emulator.cli.interrupts import finish as finish_interrupted
 from rmqemu.emulator.cli.interrupts import stop_signals
 from rmqemu.emulator.cli.supervisor_record import is_running, remove_record, write_record
+from rmqemu.emulator.launcher.addresses import namesrv_addr, remoting_clients
 from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.run_dir import read_json, write_json
 from rmqemu.emulator.launcher.topology_load import load_topology
@@ -40,7 +41,17 @@ def node_status(cluster: Launcher) -> dict[str, Any]:
         out[name] = {"role": plan.role, "addr": cluster.addrs.get(name),
                      "pid": proc.pid if proc else None,
                      "alive": bool(proc and proc.alive()), **(proc.exit_info() if proc else {})}
+        if name in cluster.remoting_addrs:
+            out[name]["remoting_addr"] = cluster.remoting_addrs[name]
     return out
+
+
+def cluster_status(cluster: Launcher) -> dict[str, Any]:
+    """``status``: the nodes, and with remoting on the namesrvAddr line and each node's real clients."""
+    res = {"run": str(cluster.run_dir), "nodes": node_status(cluster), "died": cluster.died}
+    if cluster.remoting_addrs:
+        res.update(namesrv_addr=namesrv_addr(cluster), remoting_clients=remoting_clients(cluster))
+    return res
 
 
 class Supervisor:
@@ -50,8 +61,7 @@ class Supervisor:
         self.cluster = cluster
         self.running = True
         self.commands: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "status": lambda _a: {"run": str(cluster.run_dir), "nodes": node_status(cluster),
-                                  "died": cluster.died},
+            "status": lambda _a: cluster_status(cluster),
             "down": self._down,
             "state": lambda a: cluster.state(a["node"]),
         }

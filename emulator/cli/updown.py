@@ -60,9 +60,26 @@ def status(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_R
         raise RmqemuError(f"{path}: the cluster is dead: {state.get('error')} ({still}`rmqemu down` clears it)")
     res = call(path, "status")
     echo(res["run"])
+    if res.get("namesrv_addr"):  # remoting: on
+        echo(f"namesrvAddr={res['namesrv_addr']}")
+    clients = res.get("remoting_clients") or {}
     for name, n in res["nodes"].items():
         node_state = "up" if n["alive"] else f"exited {n.get('code', n.get('signal', '?'))}"
-        echo(f"  {name:<16} {n['role']:<9} {node_state:<10} pid {n['pid']}  {n['addr'] or ''}")
+        line = f"  {name:<16} {n['role']:<9} {node_state:<10} pid {n['pid']}  {n['addr'] or ''}"
+        if n.get("remoting_addr"):
+            line += f"  remoting {n['remoting_addr']}{client_list(clients, name)}"
+        echo(line)
+
+
+def client_list(clients: dict[str, list[str] | None], node: str) -> str:
+    """``  clients: client@123, client@456`` (the real clients connected to a node's remoting
+    port); nothing when none is, or the node was not asked (paused, exited)."""
+    if node not in clients:
+        return ""
+    names = clients[node]
+    if names is None:
+        return "  clients: ? (the node did not answer)"
+    return f"  clients: {', '.join(names)}" if names else ""
 
 
 def down(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_ROOT) -> None:

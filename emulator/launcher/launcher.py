@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rmqemu.emulator.launcher import manifest as _manifest
+from rmqemu.emulator.launcher.addresses import note_ready
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
 from rmqemu.emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
@@ -52,6 +53,7 @@ class Launcher:
         self.procs: dict[str, NodeProcess] = {}
         self.addrs: dict[str, str] = {}
         self.ports: dict[str, int] = {}
+        self.remoting_addrs: dict[str, str] = {}  # real clients' ports (remoting: on); a restart rebinds them
         self.links: dict[tuple[str, str], LinkRule] = {}
         self.clocks: dict[str, ClockSetting] = {}
         self.stopped: set[str] = set()  # SIGSTOPped nodes: they cannot ack control commands
@@ -106,8 +108,7 @@ class Launcher:
             for msg in self.control.poll(50):
                 if isinstance(msg, NodeReady) and msg.node in pending:
                     pending.discard(msg.node)
-                    self.addrs[msg.node] = msg.info["addr"]
-                    self.ports[msg.node] = int(msg.info["addr"].rsplit(":", 1)[1])
+                    note_ready(self, msg.node, msg.info)
                 else:
                     self._observe(msg)
         self.push_links()
@@ -146,7 +147,7 @@ class Launcher:
 
     def _observe(self, msg: Any) -> None:
         if isinstance(msg, NodeReady):  # a restarted node
-            self.addrs[msg.node] = msg.info["addr"]
+            note_ready(self, msg.node, msg.info)
         elif isinstance(msg, NodeGone) and msg.node in self.procs:
             proc = self.procs[msg.node]
             try:

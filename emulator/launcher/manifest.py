@@ -6,6 +6,7 @@ import platform
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from rmqemu.emulator.launcher.addresses import spec_remoting
 from rmqemu.emulator.launcher.run_dir import write_json
 from rmqemu.emulator.roles.node_spec import NodeSpec
 
@@ -33,6 +34,8 @@ def node_entry(cluster: "Launcher", name: str) -> dict[str, Any]:
         entry.update(pid=proc.pid, create_time=proc.create_time)
     if name in cluster.addrs:
         entry["addr"] = cluster.addrs[name]
+    if name in cluster.remoting_addrs:  # remoting: on, the port real clients connect to
+        entry["remoting_addr"] = cluster.remoting_addrs[name]
     return entry
 
 
@@ -66,6 +69,7 @@ def write_spec(cluster: "Launcher", name: str, namesrv_names: list[str]) -> None
         anchor_ms=cluster.started_ms,  # set by Launcher.start before any node is spawned
         min_request_timeout_wall_ms=cluster.topo.timing.minRequestTimeoutWallMs,
         port=cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
+        remoting=spec_remoting(cluster, name),  # likewise its remoting port (real clients' namesrvAddr)
         control=cluster.control.endpoint,
         store_dir=str(cluster.run_dir / "store" / name),
         events=str(cluster.run_dir / "events" / f"{name}.jsonl"),

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from rmqemu.emulator.launcher import limits
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
+from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_problems
 from rmqemu.emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from rmqemu.emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from rmqemu.emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
@@ -211,6 +212,7 @@ class Topology(Strict):
     producers: list[ProducerEntry] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
     consumers: list[ConsumerEntry] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
     faults: list[FaultSpec] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
+    remoting: RemotingKey = None
     duration: float = Field(60.0, gt=0, description="cluster seconds; '240s', '4m' or a number")
     expect: dict[str, Any] | None = Field(
         None, description="the run's verdict (docs/design.md §9): metric path of metrics.json (docs/metrics.md) "
@@ -265,6 +267,7 @@ class Topology(Strict):
             for j, b in enumerate(topic.brokers):
                 if b not in names:
                     problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: {', '.join(names)})")
+        problems += topology_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from yaml.nodes import Node
 
 from rmqemu.emulator.launcher import topology as _models
+from rmqemu.emulator.launcher import topology_remoting as _remoting_models
 from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
 from rmqemu.emulator.launcher.topology_yaml import read_yaml, with_lines
 from rmqemu.emulator.roles.broker_config import did_you_mean
@@ -45,7 +46,7 @@ _BOUND_WORDS = {
 def _topology_keys() -> list[str]:
     """Every key name (and alias) of the topology models: what a misspelt key is compared with."""
     names: set[str] = set()
-    for model in vars(_models).values():
+    for model in [*vars(_models).values(), *vars(_remoting_models).values()]:
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel:
             for name, info in model.model_fields.items():
                 names.update(n for n in (name, info.alias) if n)
@@ -106,7 +107,7 @@ def _independent_problems(data: dict[str, Any]) -> list[str]:
                 if isinstance(b, str) and b not in names:
                     problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: "
                                     f"{', '.join(str(n) for n in names)})")
-    return problems
+    return problems + _remoting_models.raw_problems(data)
 
 
 def parse_topology(data: Any, source: str = "<topology>", yaml_root: Node | None = None) -> Topology:
