@@ -3,8 +3,8 @@
 ``NettyRemotingAbstract.processRequestCommand`` answers a code nobody registered with
 REQUEST_CODE_NOT_SUPPORTED and remark ``" request type <code> not supported"`` (docs/rocketmq-model.md §1.8), and a
 header that fails to decode (RemotingCommandException) with SYSTEM_ERROR carrying the exception
-text. Oneway requests never get an answer. Header values arrive as JSON (RocketMQ sends them as
-strings), so the readers here accept either form.
+text. Oneway requests never get an answer (a handler's response to one is dropped here). Header
+values arrive as JSON (RocketMQ sends them as strings), so the readers here accept either form.
 """
 
 from __future__ import annotations
@@ -66,7 +66,11 @@ def dispatch(handlers: dict[int, Handler], msg: Inbound, now: Now) -> list[Actio
     if handler is None:
         return [] if frame.is_oneway else [Reply(msg.channel, not_supported(frame))]
     try:
-        return handler(msg, now)
+        actions = handler(msg, now)
+        if frame.is_oneway:  # processRequestCommand writes no response to a oneway request
+            return [a for a in actions if not (isinstance(a, Reply) and a.channel == msg.channel
+                                               and a.frame.is_response and a.frame.opaque == frame.opaque)]
+        return actions
     except (HeaderError, BadFrame, KeyError, TypeError, ValueError, AttributeError) as exc:
         # AttributeError: a body of the wrong JSON type (a list where an object belongs) from
         # any peer; RocketMQ's decode fails there too and the request gets SYSTEM_ERROR

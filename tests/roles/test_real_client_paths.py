@@ -9,7 +9,7 @@ import zlib
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode, message_ext
-from rmqemu.emulator.roles.base import Emit
+from rmqemu.emulator.roles.base import Emit, Reply
 from rmqemu.emulator.roles.broker import Broker
 from rmqemu.emulator.roles.message_store import body_bytes, store_host_of
 from rmqemu.emulator.roles.namesrv import NameServer
@@ -208,3 +208,12 @@ def test_with_a_remoting_port_msg_ids_name_it_and_a_slave_serves_its_masters_sto
     d.role.store.store_host = "127.0.0.1:1"  # a slave holding the record answers with the master's host
     found, _ = pull(d, "T", channel=RM)
     assert message_ext.decode_messages(found.body)[0]["msgId"] == record["offsetMsgId"]
+
+
+def test_a_oneway_offset_update_is_applied_and_not_answered():
+    """The Java client sends UPDATE_CONSUMER_OFFSET oneway; RocketMQ writes no response to a oneway."""
+    d = broker()
+    resp, actions = d.send(RC.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "cg", "topic": "T", "queueId": 0,
+                                                       "commitOffset": 5}, channel=RM, oneway=True)
+    assert resp is None and not [a for a in actions if isinstance(a, Reply)]
+    assert d.call(RC.QUERY_CONSUMER_OFFSET, {"consumerGroup": "cg", "topic": "T", "queueId": 0}).fields["offset"] == 5
