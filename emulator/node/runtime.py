@@ -139,7 +139,7 @@ class Runtime:
                     self._on_response(ev)
                 return  # a response on an inbound channel answers nothing of ours
             if self.stopping_since is None:
-                msg = Inbound(ev.channel, ev.peer, ev.frame)
+                msg = Inbound(ev.channel, ev.peer, ev.frame, ev.addr)
                 self._perform(self._call(lambda now: self.role.on_message(msg, now)))
         elif isinstance(ev, ChannelEvent):
             self._perform(self._call(lambda now: self.role.on_channel(ev, now)))

@@ -52,11 +52,13 @@ class Now:
 
 @dataclass(frozen=True)
 class Inbound:
-    """A request or oneway that arrived on an inbound channel from node ``peer``."""
+    """A request or oneway that arrived on an inbound channel from node ``peer``; ``addr`` is the
+    peer's socket address when the transport knows it (a real client's connection)."""
 
     channel: str
     peer: str
     frame: Frame
+    addr: str | None = None
 
 
 # ----------------------------------------------------------------------------- actions

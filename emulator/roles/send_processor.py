@@ -200,7 +200,7 @@ class SendProcessor:
             record, append = b.store.put(
                 topic, queue_id, body, props, now.wall_ms, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
                 reconsume_times=reconsume, flag=h_int(f, "flag", 0) or 0, sys_flag=h_int(f, "sysFlag", 0) or 0,
-                born_host=msg.peer)
+                born_host=msg.addr or msg.peer)
             records.append(record)
             actions.append(append)
         actions += b.puller.notify_message_arriving(topic, queue_id, now) + b.ha.notify_new_data(now)

@@ -177,7 +177,7 @@ class RemotingListener:
             if frame.code in SHORT_HEADER_CODES and not frame.is_response:
                 frame = Frame(frame.code, frame.opaque, frame.flag, frame.remark,
                               remoting.expand_send_v2(frame.fields), frame.body)
-            out.append(Received(conn.channel, conn.peer, frame))
+            out.append(Received(conn.channel, conn.peer, frame, addr=conn.addr))
 
     # ------------------------------------------------------------------ output
 

@@ -31,7 +31,8 @@ def out_channel(addr: str) -> str:
 @dataclass(frozen=True)
 class Received:
     """A decoded frame. ``outbound`` is True when it arrived on a connection *we* opened
-    (so a RESPONSE there answers one of our requests); ``addr`` is then the peer's address."""
+    (so a RESPONSE there answers one of our requests); ``addr`` is then the peer's address, and on
+    a real client's inbound connection its socket address."""
 
     channel: str
     peer: str

@@ -59,9 +59,9 @@ class FakeTransport:
     def push(self, *events: TransportEvent) -> None:
         self.inbox.extend(events)
 
-    def deliver(self, frame: Frame, channel: str = "ch-1", peer: str = "peer") -> None:
-        """An inbound request or oneway from ``peer``."""
-        self.push(Received(channel, peer, frame))
+    def deliver(self, frame: Frame, channel: str = "ch-1", peer: str = "peer", addr: str | None = None) -> None:
+        """An inbound request or oneway from ``peer`` (``addr``: its socket address, a real client's)."""
+        self.push(Received(channel, peer, frame, addr=addr))
 
     def respond(self, request: Sent, code: int = 0, **fields: Any) -> None:
         """Answer a request the runtime sent, with its opaque id."""

@@ -83,6 +83,7 @@ def test_a_request_arrives_as_a_channel_of_the_named_client_and_the_answer_goes_
     seen: list[TransportEvent] = []
     ev = wait_for(node, seen, received(105), "the route request")
     assert ev.channel.startswith("rm:") and ev.peer == ME and not ev.outbound
+    assert ev.addr == "127.0.0.1:%d" % c.sock.getsockname()[1]  # its socket: the messages' bornHost
     assert ev.frame.fields == {"topic": "T", "n": "3", "b": "true"} and ev.frame.opaque == 7  # as Java sends
     assert node.stats()["remoting_clients"] == {ev.channel: ME}
     assert node.send_to_channel(ev.channel, ev.frame.response(0, fields={"x": 1}, body=b"\x00\xffraw"))

@@ -195,9 +195,11 @@ class Driver:
         self.runtime.invoke(fn)
         return self._since(mark)
 
-    def deliver(self, frame: Frame, *, channel: str = "ch-1", peer: str = "peer") -> list[Action]:
-        """A frame arriving on inbound ``channel`` exactly as given (the test chose its opaque)."""
-        self.transport.deliver(frame, channel=channel, peer=peer)
+    def deliver(self, frame: Frame, *, channel: str = "ch-1", peer: str = "peer",
+                addr: str | None = None) -> list[Action]:
+        """A frame arriving on inbound ``channel`` exactly as given (the test chose its opaque);
+        ``addr``: the peer's socket address, as the remoting port gives a real client's."""
+        self.transport.deliver(frame, channel=channel, peer=peer, addr=addr)
         return self._step()
 
     def send(

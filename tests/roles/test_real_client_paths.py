@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import zlib
 
+from rmqemu.emulator.protocol import Frame, ResponseCode, message_ext
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.protocol import ResponseCode, message_ext
 from rmqemu.emulator.roles.base import Emit, Reply
 from rmqemu.emulator.roles.broker import Broker
 from rmqemu.emulator.roles.message_store import body_bytes, store_host_of
@@ -57,10 +57,11 @@ def test_a_broker_registers_its_remoting_address():
 def test_binary_bodies_are_stored_and_pulled_byte_for_byte_as_message_ext():
     d = broker(config={"autoCreateTopicEnable": True})
     deflated = zlib.compress(bytes(range(256)) * 40)
-    resp, _ = d.send(RC.SEND_MESSAGE, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
-                                       "defaultTopicQueueNums": 4, "queueId": 1, "sysFlag": 1,
-                                       "bornTimestamp": 5, "flag": 0, "properties": "UNIQ_KEY\x01U1\x02TAGS\x01a"},
-                     deflated, channel=RM, peer="client@1")
+    actions = d.deliver(Frame(RC.SEND_MESSAGE, opaque=77, fields={
+        "producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": 4, "queueId": 1,
+        "sysFlag": 1, "bornTimestamp": 5, "flag": 0, "properties": "UNIQ_KEY\x01U1\x02TAGS\x01a"}, body=deflated),
+        channel=RM, peer="client@1", addr="127.0.0.1:5555")
+    resp = d.response_in(actions, 77, RM)
     assert resp.code == ResponseCode.SUCCESS
     record = d.role.store.queues[("T", 1)][0]
     assert body_bytes(record) == deflated and "body64" in record
@@ -69,7 +70,7 @@ def test_binary_bodies_are_stored_and_pulled_byte_for_byte_as_message_ext():
     assert found.code == ResponseCode.SUCCESS
     [m] = message_ext.decode_messages(found.body)
     assert m["body"] == deflated and m["sysFlag"] & 1 and m["queueOffset"] == 0 and m["queueId"] == 1
-    assert m["properties"] == {"UNIQ_KEY": "U1", "TAGS": "a"}
+    assert m["properties"] == {"UNIQ_KEY": "U1", "TAGS": "a"} and m["bornHost"] == "127.0.0.1:5555"
     assert m["msgId"] == record["offsetMsgId"] == resp.fields["msgId"]
     assert m["commitLogOffset"] == record["commitLogOffset"]
     ours, _ = pull(d, "T", queue_id=1)  # rmqemu's own consumer: the JSON list, the bytes as base64
