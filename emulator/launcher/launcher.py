@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rmqemu.emulator.launcher import manifest as _manifest
-from rmqemu.emulator.launcher.addresses import note_ready
+from rmqemu.emulator.launcher.addresses import namesrv_addr, note_ready
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
 from rmqemu.emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
@@ -87,7 +87,8 @@ class Launcher:
             self.spawn(group)
         _manifest.write(self)
         self.record({"node": "launcher", "kind": "run.start"})  # the measured run begins: every node is up
-        self.log(f"cluster up: {len(self.procs)} nodes in {self.run_dir}")
+        addr = namesrv_addr(self)
+        self.log(f"cluster up: {len(self.procs)} nodes in {self.run_dir}" + (f"; namesrvAddr={addr}" if addr else ""))
 
     def spawn(self, names: list[str]) -> None:
         """Spawn nodes in parallel and wait for each to say ready."""
