@@ -6,7 +6,7 @@ channel ``rm:<n>`` that the role answers like any other; ZeroMQ stays the bus be
 own processes.
 
 A real client is named after its process, ``client@<pid>``: on loopback the socket's owner is
-looked up once, at accept (psutil, a few ms), so its namesrv and broker connections carry the
+looked up at accept (:class:`ClientNamer`), so its namesrv and broker connections carry the
 same name, which the fault verbs take as a target. A client on another host is ``client@<ip>``.
 
 Hostile input closes its own connection and nothing else: a bad frame (the decoder checks sizes
@@ -21,6 +21,7 @@ import errno
 import itertools
 import select
 import socket
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,17 +40,38 @@ MAX_READ_PER_WAKE = 4 * 1024 * 1024  # then the other connections get their turn
 _IN, _OUT, _ERR = select.EPOLLIN, select.EPOLLOUT, select.EPOLLERR | select.EPOLLHUP
 
 
-def client_name(peer: tuple[str, int]) -> str:
-    """``client@<pid>`` for a local process, ``client@<ip>`` when its owner cannot be seen."""
-    ip, port = peer[0], peer[1]
-    if ip.startswith("127.") or ip == "::1":
+class ClientNamer:
+    """``client@<pid>`` for a local process, ``client@<ip>`` when its owner cannot be seen.
+
+    The owner comes from one scan of the host's TCP sockets (psutil, a few ms). Scans are at most
+    one per :data:`MIN_SCAN_S`, and the result serves the accepts of that moment only: a flood of
+    connections cannot keep the node scanning, and a port reused later is never named from an old
+    scan. An accept the rate limit leaves unscanned is named ``client@<ip>``."""
+
+    MIN_SCAN_S = 0.1
+
+    def __init__(self, server_port: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.server_port = server_port
+        self.clock = clock
+        self.owners: dict[int, int] = {}  # client port -> pid, as of the last scan
+        self.scanned = -float("inf")
+
+    def __call__(self, peer: tuple[str, int]) -> str:
+        ip, port = peer[0], peer[1]
+        if not (ip.startswith("127.") or ip == "::1"):
+            return f"client@{ip}"
+        now = self.clock()
+        if port not in self.owners and now - self.scanned >= self.MIN_SCAN_S:
+            self.scanned, self.owners = now, self._scan()
+        pid = self.owners.pop(port, None) if now - self.scanned < self.MIN_SCAN_S else None
+        return f"client@{pid}" if pid else f"client@{ip}"
+
+    def _scan(self) -> dict[int, int]:
         try:
-            for c in psutil.net_connections("tcp"):
-                if c.pid and c.laddr and c.laddr.port == port and c.raddr and c.status != psutil.CONN_LISTEN:
-                    return f"client@{c.pid}"
+            return {c.laddr.port: c.pid for c in psutil.net_connections("tcp")
+                    if c.pid and c.laddr and c.raddr and c.raddr.port == self.server_port}
         except (psutil.Error, OSError):
-            pass
-    return f"client@{ip}"
+            return {}
 
 
 @dataclass
@@ -71,11 +93,10 @@ class RemotingListener:
     sends us (the transport's link table)."""
 
     def __init__(self, host: str, port: int, poller: EpollPoller, blocked: Callable[[str], bool],
-                 counters: dict[str, int], namer: Callable[[tuple[str, int]], str] = client_name) -> None:
+                 counters: dict[str, int], namer: Callable[[tuple[str, int]], str] | None = None) -> None:
         self.poller = poller
         self.blocked = blocked
         self.counters = counters
-        self.namer = namer
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart rebinds at once
         self.sock.bind((host, port))
@@ -83,6 +104,7 @@ class RemotingListener:
         self.sock.setblocking(False)
         bound = self.sock.getsockname()
         self.address = f"{host}:{bound[1]}"
+        self.namer = namer or ClientNamer(bound[1])
         self.poller.register(self.sock.fileno())
         self.by_fd: dict[int, RemotingConn] = {}
         self.by_channel: dict[str, RemotingConn] = {}

@@ -184,8 +184,25 @@ def test_client_name_of_a_local_socket_is_its_process() -> None:
     c = socket.create_connection(srv.getsockname())
     conn, peer = srv.accept()
     try:
-        assert _remoting.client_name(peer) == ME
-        assert _remoting.client_name(("10.1.2.3", 5555)) == "client@10.1.2.3"
+        namer = _remoting.ClientNamer(srv.getsockname()[1])
+        assert namer(peer) == ME
+        assert namer(("10.1.2.3", 5555)) == "client@10.1.2.3"
     finally:
         for s in (c, conn, srv):
             s.close()
+
+
+def test_owner_scans_are_rate_limited_and_never_reused_later() -> None:
+    now = [0.0]
+    namer = _remoting.ClientNamer(10911, clock=lambda: now[0])
+    scans: list[float] = []
+
+    def scan() -> dict[int, int]:
+        scans.append(now[0])
+        return {5001: 41, 5002: 42} if len(scans) == 1 else {5002: 77}
+    namer._scan = scan  # type: ignore[method-assign]
+    assert namer(("127.0.0.1", 5001)) == "client@41" and namer(("127.0.0.1", 5002)) == "client@42"
+    assert namer(("127.0.0.1", 5003)) == "client@127.0.0.1"  # not in this scan, and too soon for another
+    assert len(scans) == 1
+    now[0] = 5.0  # port 5002 reused by another process since: the old scan is not consulted
+    assert namer(("127.0.0.1", 5002)) == "client@77" and len(scans) == 2
