@@ -199,10 +199,14 @@ def test_owner_scans_are_rate_limited_and_never_reused_later() -> None:
 
     def scan() -> dict[int, int]:
         scans.append(now[0])
-        return {5001: 41, 5002: 42} if len(scans) == 1 else {5002: 77}
+        return {5001: 41, 5002: 42, 5003 + len(scans): 43}
     namer._scan = scan  # type: ignore[method-assign]
     assert namer(("127.0.0.1", 5001)) == "client@41" and namer(("127.0.0.1", 5002)) == "client@42"
-    assert namer(("127.0.0.1", 5003)) == "client@127.0.0.1"  # not in this scan, and too soon for another
-    assert len(scans) == 1
-    now[0] = 5.0  # port 5002 reused by another process since: the old scan is not consulted
-    assert namer(("127.0.0.1", 5002)) == "client@77" and len(scans) == 2
+    assert len(scans) == 1  # one scan named both
+    assert namer(("127.0.0.1", 5005)) == "client@43" and len(scans) == 2  # a port the scan lacks: scan again
+    for i in range(40):  # a flood of unknown ports: scans stop after the burst
+        namer(("127.0.0.1", 9000 + i))
+    assert len(scans) == _remoting.ClientNamer.BURST
+    assert namer(("127.0.0.1", 9999)) == "client@127.0.0.1"
+    now[0] += 1.0  # the tokens come back, and a port is never named from a scan older than FRESH_S
+    assert namer(("127.0.0.1", 5001)) == "client@41" and scans[-1] == 1.0
