@@ -180,14 +180,17 @@ class Cluster:
 
     def partition(self, targets: Targets, from_: Targets | None = None, mode: str | None = None,
                   oneway: bool = False, duration: str | float | None = None) -> FaultHandle:
-        """Cut ``targets`` off from ``from_`` (default: every other node)."""
+        """Cut ``targets`` off from ``from_`` (default: every other node). A real client connected
+        to a remoting port is named ``client@<pid>`` (:meth:`real_clients`); alone it is cut off
+        from every namesrv and broker."""
         return self._start("partition", targets=_targets(targets), mode=mode, oneway=oneway or None,
                            duration=_duration(duration), **({"from": _targets(from_)} if from_ else {}))
 
     def link(self, targets: Targets, to: Targets | None = None, delay: str | None = None, jitter: str | None = None,
              loss: str | None = None, duplicate: str | None = None, oneway: bool = False,
              duration: str | float | None = None) -> FaultHandle:
-        """Shape the links from ``targets`` (to ``to``, default every node): delay, jitter, loss, duplicates."""
+        """Shape the links from ``targets`` (to ``to``, default every node): delay, jitter, loss, duplicates.
+        A real client (``client@<pid>``) may be named: only what the nodes send it is shaped."""
         return self._start("link", targets=_targets(targets), to=_targets(to) if to else None, delay=delay,
                            jitter=jitter, loss=loss, duplicate=duplicate, oneway=oneway or None,
                            duration=_duration(duration))
@@ -201,6 +204,10 @@ class Cluster:
         """End one fault (a handle or its id), or every active fault; killed nodes are restarted."""
         ids = [] if fault is None else [fault.fault_id if isinstance(fault, FaultHandle) else str(fault)]
         return list(self.verbs.heal({"fault_ids": ids})["healed"])
+
+    def real_clients(self) -> list[str]:
+        """The real clients connected to the remoting ports now (``client@<pid>``, sorted)."""
+        return list(self.verbs.real_clients({})["names"])
 
     def faults(self) -> list[dict[str, Any]]:
         """The active faults, as ``rmqemu faults`` lists them."""

@@ -8,6 +8,7 @@ Layers, from pure to effectful:
   and the pidfd / create_time safety the launcher uses to signal only its own processes
   (:mod:`emulator.launcher.signals`): the launcher core needs them and may not import this package;
 - :mod:`faults.targets`, :mod:`faults.partition` — pure, seeded target and partition maths;
+  :mod:`faults.clients` — real clients (``client@<pid>``) as partition / link targets;
 - :mod:`faults.schedule`, :mod:`faults.nemesis` — plans as plain data (``plan.json``);
 - :mod:`faults.kinds`, :mod:`faults.injector` — fault objects and the injector that merges them;
 - :mod:`faults.interpreter` — runs a plan on an injected clock: ``run_plan_steps`` for ``launch``,

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from rmqemu.emulator.node.clock import ClockSetting
 from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, OverlappingFault, RmqemuError
+from rmqemu.faults.clients import is_client
 from rmqemu.faults.kinds import ClockFault, Fault, ProcessExitFault, RestartFault
 from rmqemu.faults.ops import ClusterOps
 
@@ -256,7 +257,7 @@ class Injector:
                 errors.append(err)
         down = self.down_nodes()
         for node in sorted(touched | set(came_back)):
-            if node in down:
+            if node in down or is_client(node):  # a real client (partition/link target) has no clock of ours
                 continue
             setting = self.clock_setting(node)
             previous = self._pushed_clocks.get(node, ClockSetting())

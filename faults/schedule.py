@@ -21,9 +21,17 @@ from typing import Any, Iterable, Mapping, Sequence
 from rmqemu.emulator.launcher.fault_spec import FaultSpec
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import FaultError, PlanError
+from rmqemu.faults.clients import (
+    CLIENT_KINDS,
+    ConnectedClients,
+    is_client,
+    link_fault_links,
+    partition_links,
+    pick_targets,
+    servers,
+)
 from rmqemu.faults.kinds import FAULT_CLASSES
 from rmqemu.faults.partition import plan_partition
-from rmqemu.faults.targets import resolve_targets
 
 PLAN_VERSION = 1
 HOLDS = {"kill": "process", "stop": "process", "pause": "process", "clock": "clock"}
@@ -114,57 +122,67 @@ def _wall(seconds: float | None, scale: float) -> float | None:
 
 
 def _order(names: Iterable[str], nodes: Mapping[str, NodeInfo]) -> tuple[str, ...]:
-    wanted = set(names)
-    return tuple(n for n in nodes if n in wanted)
+    """Node-table order, then the real clients named (``client@<pid>``) in the order given."""
+    wanted = list(dict.fromkeys(names))
+    return tuple(n for n in nodes if n in wanted) + tuple(n for n in wanted if n not in nodes and is_client(n))
 
 
-def _links_of(spec: FaultSpec, nodes: Mapping[str, NodeInfo], rng: random.Random) -> tuple[list[str], list[list[str]]]:
+def _links_of(spec: FaultSpec, nodes: Mapping[str, NodeInfo], rng: random.Random,
+              clients: ConnectedClients | None) -> tuple[list[str], list[list[str]]]:
     """A link fault's sources and directed links: ``link`` -> ``to`` (every other node by
-    default), and back again unless ``oneway``."""
-    src = resolve_targets(spec.link or [], nodes, rng)
-    dst = resolve_targets(spec.to, nodes, rng) if spec.to else list(nodes)
+    default, never a real client unless named), and back again unless ``oneway``; a real
+    client's links are the ones a node can shape (:func:`faults.clients.link_fault_links`)."""
+    src = pick_targets(spec.link or [], nodes, rng, clients, "link")
+    dst = pick_targets(spec.to, nodes, rng, clients, "link") if spec.to else list(nodes)
     links = {(s, d) for s in src for d in dst if s != d}
     if not spec.oneway:
         links |= {(d, s) for s, d in links}
     if not links:
         raise PlanError(f"link {','.join(src)} -> {','.join(dst)} covers no link between two different nodes")
-    return src, [list(link) for link in sorted(links)]
+    return src, [list(link) for link in link_fault_links(sorted(links), nodes)]
 
 
 def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], rng: random.Random,
-                 scale: float, source: str = "") -> list[PlanStep]:
-    """The start (and stop) steps of one spec, with targets, links and offsets resolved."""
+                 scale: float, source: str = "", clients: ConnectedClients | None = None) -> list[PlanStep]:
+    """The start (and stop) steps of one spec, with targets, links and offsets resolved.
+    ``clients``: the real clients connected now (a partition or link may name them)."""
     at = _wall(spec.at, scale) or 0.0
     kind, params = spec.kind, {}
+
+    def pick(expr: Any) -> list[str]:
+        return pick_targets(expr, nodes, rng, clients, kind)
     try:
         if kind in ("kill", "stop", "pause"):
-            targets = tuple(resolve_targets(getattr(spec, kind), nodes, rng))
+            targets = tuple(pick(getattr(spec, kind)))
             if kind != "pause":
                 params = {"restart_after_ms": _wall(spec.restart_after, scale)}
         elif kind == "partition":
             mode = spec.partition or ""
             if mode == "groups":
-                groups = [resolve_targets(g, nodes, rng) for g in spec.groups or []]
+                groups = [pick(g) for g in spec.groups or []]
                 part = plan_partition(mode, list(nodes), groups=groups, oneway=spec.oneway)
-            elif mode == "isolate":
-                chosen = resolve_targets(spec.targets or ["one"], nodes, rng)
-                part = plan_partition(mode, list(nodes), targets=chosen, oneway=spec.oneway)
+            elif mode == "isolate":  # real clients alone are cut off from the namesrvs and brokers
+                chosen = pick(spec.targets or ["one"])
+                named = [c for c in chosen if c not in nodes]
+                pool = (servers(nodes) if len(named) == len(chosen) else list(nodes)) + named
+                part = plan_partition(mode, pool, targets=chosen, oneway=spec.oneway)
             else:
-                members = resolve_targets(spec.targets or ["all"], nodes, rng)
+                members = pick(spec.targets or ["all"])
                 part = plan_partition(mode, members, oneway=spec.oneway, rng=rng)
             # an isolate names the nodes cut off (the other side is "everyone else": in groups)
             targets = (_order(chosen, nodes) if mode == "isolate"
                        else _order((n for g in part.groups for n in g), nodes))
-            params = {"mode": mode, "oneway": part.oneway, "links": [list(link) for link in part.links],
+            params = {"mode": mode, "oneway": part.oneway,
+                      "links": [list(link) for link in partition_links(part.links, nodes)],
                       "groups": [list(g) for g in part.groups]}
         elif kind == "link":
-            src, links = _links_of(spec, nodes, rng)
+            src, links = _links_of(spec, nodes, rng, clients)
             targets = tuple(src)
             params = {"links": links, "delay_ms": _wall(spec.delay, scale) or 0.0,
                       "jitter_ms": _wall(spec.jitter, scale) or 0.0, "loss": spec.loss or 0.0,
                       "duplicate": spec.duplicate or 0.0}
         else:
-            targets = tuple(resolve_targets(spec.targets or ["one"], nodes, rng))
+            targets = tuple(pick(spec.targets or ["one"]))
             offset = _wall(spec.offset, scale) or 0.0
             params = {"mode": spec.clock, "offset_ms": offset if spec.clock == "bump" else 0.0,
                       "strobe_delta_ms": offset if spec.clock == "strobe" else 0.0,
@@ -204,7 +222,8 @@ def check_plan(plan: Plan, nodes: Mapping[str, NodeInfo] | None = None) -> None:
         if step.kind not in FAULT_CLASSES or step.action not in ("start", "stop"):
             raise PlanError(f"{where}: unknown kind or action")
         named = list(step.targets) + [n for link in step.params.get("links") or [] for n in link]
-        unknown = list(dict.fromkeys(t for t in named if nodes is not None and t not in nodes))
+        unknown = list(dict.fromkeys(t for t in named if nodes is not None and t not in nodes
+                                     and not (step.kind in CLIENT_KINDS and is_client(t))))
         if unknown:
             raise PlanError(f"{where}: unknown node(s) {', '.join(unknown)} (is this plan for another topology?)")
         resource = HOLDS.get(step.kind) if step.params.get("mode") != "reset" else None

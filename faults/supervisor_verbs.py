@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from rmqemu.emulator.node.clock import mono_ms
 from rmqemu.errors import FaultError, PlanError
+from rmqemu.faults.clients import ConnectedClients, check_not_clients, client_names
 from rmqemu.faults.injector import Injector
 from rmqemu.faults.kinds import Fault, build_fault
 from rmqemu.faults.ops import ClusterOps
@@ -38,6 +39,18 @@ class _Due:
 
     due_ms: float
     fault_id: str = field(compare=False)
+
+
+def connected_clients(ops: ClusterOps) -> ConnectedClients:
+    """The real clients connected to the run's remoting ports now: ``ops.real_clients()`` if it
+    has one (tests' fakes), else a launcher's nodes asked over the control plane."""
+    own = getattr(ops, "real_clients", None)
+    if callable(own):
+        return own()
+    if not getattr(ops, "remoting_addrs", None):
+        return ConnectedClients({}, remoting=False)
+    from rmqemu.emulator.launcher.addresses import remoting_clients
+    return ConnectedClients(remoting_clients(ops), remoting=True)  # type: ignore[arg-type]
 
 
 def fault_summary(fault: Fault) -> dict[str, Any]:
@@ -62,7 +75,7 @@ class VerbServer:
 
     def handlers(self) -> dict[str, Handler]:
         out: dict[str, Handler] = {verb: (lambda args, v=verb: self.start(v, args)) for verb in VERBS}
-        out.update(resume=self.resume, heal=self.heal, faults=self.list_faults)
+        out.update(resume=self.resume, heal=self.heal, faults=self.list_faults, real_clients=self.real_clients)
         return out
 
     # -- verbs -------------------------------------------------------------------------------
@@ -70,9 +83,11 @@ class VerbServer:
     def start(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         """Start one fault now; queue its end if it has a duration / restart_after."""
         spec = spec_from_args(verb, args)
+        named = client_names(*(args.get(k) for k in ("targets", "from", "to")))
+        clients = connected_clients(self.ops) if named else None  # asked only when a client is named
         fault_id = self.injector.new_fault_id()
         try:
-            plan = one_fault_plan(spec, fault_id, self.ops.node_infos(), self.rng, self.scale, self.seed)
+            plan = one_fault_plan(spec, fault_id, self.ops.node_infos(), self.rng, self.scale, self.seed, clients)
         except PlanError as err:  # say "kill: unknown target 'x', ..." rather than the plan's wording
             cause = err.__context__ if isinstance(err.__context__, FaultError) else err
             raise FaultError(f"{verb}: {cause}") from None
@@ -93,6 +108,7 @@ class VerbServer:
         nodes = [str(n) for n in args.get("targets") or []]
         if not nodes:
             raise FaultError("resume: name the paused node(s), e.g. rmqemu resume broker-a-0")
+        check_not_clients("resume", nodes)
         self._check_known(nodes)
         ended = self.injector.stop_on(nodes, "pause", reason="interactive")
         return {"healed": ended}
@@ -109,6 +125,12 @@ class VerbServer:
         for fault_id in ids:
             self.injector.stop(fault_id, reason="interactive", restart=True)
         return {"healed": ids}
+
+    def real_clients(self, _args: dict[str, Any]) -> dict[str, Any]:
+        """The real clients connected now (``client@<pid>``), by node: what a partition or link
+        may name (``remoting`` false: the cluster has no remoting port)."""
+        clients = connected_clients(self.ops)
+        return {"remoting": clients.remoting, "by_node": dict(clients.by_node), "names": clients.names}
 
     def list_faults(self, _args: dict[str, Any]) -> dict[str, Any]:
         now = self.clock()

@@ -15,6 +15,7 @@ from rmqemu.emulator.node.clock import ClockSetting, FakeClock
 from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, ProcessGone, UnsafeSignal
 from rmqemu.events import check_line
+from rmqemu.faults.clients import ConnectedClients
 
 Link = tuple[str, str]
 
@@ -29,7 +30,8 @@ class FakeOps:
     """In-memory cluster: node states, the last pushed link table and clocks, and every call."""
 
     def __init__(self, nodes: Mapping[str, NodeInfo] | None = None, clock: FakeClock | None = None,
-                 *, ack_ms: float = 0.0, spawned: set[str] | None = None) -> None:
+                 *, ack_ms: float = 0.0, spawned: set[str] | None = None,
+                 clients: Mapping[str, list[str] | None] | None = None) -> None:
         self.nodes = dict(nodes if nodes is not None else sample_nodes())
         self.clock = clock or FakeClock()
         self.ack_ms = ack_ms
@@ -41,6 +43,7 @@ class FakeOps:
         self.events: list[dict[str, Any]] = []
         self.exits: list[tuple[str, int, float]] = []
         self.fail: dict[tuple[str, str], Exception] = {}  # (method, node) -> raise once
+        self.clients = None if clients is None else dict(clients)  # node -> real clients; None: remoting off
 
     def _maybe_fail(self, method: str, node: str) -> None:
         err = self.fail.pop((method, node), None)
@@ -52,6 +55,11 @@ class FakeOps:
 
     def host_ms(self) -> float:
         return self.clock()
+
+    def real_clients(self) -> ConnectedClients:
+        """The real clients on the nodes' remoting ports (``clients=``; remoting off if None)."""
+        self.calls.append(("real_clients",))
+        return ConnectedClients(dict(self.clients or {}), remoting=self.clients is not None)
 
     def signal(self, node: str, sig: int) -> None:
         self.calls.append(("signal", node, int(sig)))

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import SpecError
+from rmqemu.faults.clients import ConnectedClients, check_not_clients
 from rmqemu.faults.schedule import Plan, check_plan, resolve_spec, sort_steps
 
 _PPM = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*ppm\s*$")
@@ -83,6 +84,7 @@ def partition_spec(targets: Sequence[str] = (), *, from_: Sequence[str] | None =
     With ``--from``: the two explicit groups ``[TARGETS], [OTHERS]``, and with ``--oneway``
     TARGETS cannot reach OTHERS (docs/design.md §5's rule: the first group cannot reach the second).
     Without: ``--mode`` (default ``isolate``) over TARGETS (``isolate`` cuts TARGETS off from all).
+    TARGETS and OTHERS may name real clients (``client@<pid>``, :mod:`faults.clients`).
     """
     if from_:
         if mode not in (None, "groups"):
@@ -119,9 +121,10 @@ def process_spec(kind: str, targets: Sequence[str], *, restart_after: str | None
 
 
 def one_fault_plan(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], rng: random.Random,
-                   scale: float, seed: int = 0) -> Plan:
-    """A plan holding just this fault, starting now: its start step and, if timed, its stop."""
-    steps = sort_steps(resolve_spec(spec, fault_id, nodes, rng, scale, source="interactive"))
+                   scale: float, seed: int = 0, clients: ConnectedClients | None = None) -> Plan:
+    """A plan holding just this fault, starting now: its start step and, if timed, its stop.
+    ``clients``: the real clients connected now, for a partition or link naming ``client@<pid>``."""
+    steps = sort_steps(resolve_spec(spec, fault_id, nodes, rng, scale, source="interactive", clients=clients))
     plan = Plan(seed, scale, steps, None, {"source": "interactive"})
     check_plan(plan, nodes)
     return plan
@@ -141,6 +144,7 @@ def spec_from_args(verb: str, args: Mapping[str, Any]) -> FaultSpec:
     sends them to the supervisor: the CLI calls it first (a bad duration is a usage error, exit
     2, before any cluster is asked) and the supervisor again (the RPC trusts no caller)."""
     targets = _strs(args.get("targets"))
+    check_not_clients(verb, targets)  # a real client takes only partition and link
     if verb in ("kill", "stop", "pause"):
         if not targets:
             raise SpecError(f"{verb}: name the node(s), e.g. rmqemu {verb} broker-a-0")

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from rmqemu.emulator.cli.errors import handle_errors
-from rmqemu.errors import SpecError
+from rmqemu.errors import SpecError, TargetError
+from rmqemu.faults.clients import ConnectedClients, check_connected, check_not_clients, client_names
 from rmqemu.faults.verbs import spec_from_args
 
 RUN = click.option("--run", "run", type=click.Path(path_type=Path), default=None,
@@ -84,8 +85,22 @@ def _start(run: Path | None, verb: str, args: dict[str, Any]) -> None:
         raise SpecError(f"{verb}: an empty target; name the node(s), a role or a selector, e.g. "
                         f"rmqemu {verb} broker-a-0")
     spec_from_args(verb, args)  # usage errors before anything is asked of the cluster
+    _check_clients(run, verb, args)
     result, scale = _call(run, verb, args)
     click.echo(describe(result, scale))
+
+
+def _check_clients(run: Path | None, verb: str, args: dict[str, Any]) -> None:
+    """A real client named (``client@<pid>``) must be connected now: else a usage error (exit 2)
+    listing the connected ones. The supervisor checks again when it starts the fault."""
+    named = client_names(*(args.get(k) for k in ("targets", "from", "to")))
+    if not named:
+        return
+    found, _ = _call(run, "real_clients", {})
+    try:
+        check_connected(named, ConnectedClients(found.get("by_node") or {}, bool(found.get("remoting"))))
+    except TargetError as err:
+        raise SpecError(f"{verb}: {err}") from None
 
 
 def register(main: click.Group) -> None:
@@ -130,13 +145,15 @@ def pause(targets: tuple[str, ...], duration: str | None, run: Path | None) -> N
 @fault_verb
 def resume(targets: tuple[str, ...], run: Path | None) -> None:
     """SIGCONT paused nodes (ends the pause holding them)."""
+    check_not_clients("resume", list(targets))
     result, _ = _call(run, "resume", {"targets": list(targets)})
     click.echo(f"healed: {', '.join(result['healed'])}")
 
 
 @click.command()
 @click.argument("targets", nargs=-1)
-@click.option("--from", "from_", multiple=True, help="the other side (repeat or comma-separate)")
+@click.option("--from", "from_", multiple=True,
+              help="the other side: nodes or real clients (client@<pid>); repeat or comma-separate")
 @click.option("--mode", type=click.Choice(["isolate", "halves", "majority", "majorities-ring", "bridge", "groups"]),
               help="without --from: how to split (default isolate TARGETS from every other node)")
 @click.option("--oneway", is_flag=True, help="only TARGETS -> the other side is cut (TARGETS still hear it)")
@@ -149,6 +166,12 @@ def partition(targets: tuple[str, ...], from_: tuple[str, ...], mode: str | None
 
     `rmqemu partition namesrv-0 --from broker-a-0 --oneway`: namesrv-0 can no longer reach
     broker-a-0 (its replies are lost) while broker-a-0 still reaches namesrv-0.
+
+    A real client connected to a remoting port is a target or a --from peer under the name
+    `rmqemu status` shows (client@<pid>): `rmqemu partition client@4242` cuts it off from every
+    namesrv and broker, `--from namesrv-0` from that node only. The nodes enforce it:
+    `client@4242 --from namesrv-0 --oneway` drops its requests at namesrv-0, `namesrv-0 --from
+    client@4242 --oneway` drops namesrv-0's answers to it.
     """
     _start(run, "partition", {"targets": list(targets), "from": list(from_), "mode": mode, "oneway": oneway,
                               "duration": duration})
@@ -156,7 +179,7 @@ def partition(targets: tuple[str, ...], from_: tuple[str, ...], mode: str | None
 
 @click.command()
 @click.argument("targets", nargs=-1, required=True)
-@click.option("--to", multiple=True, help="only links to these nodes (default: every other node)")
+@click.option("--to", multiple=True, help="only links to these nodes or real clients (default: every other node)")
 @click.option("--delay", help="added delay (cluster time: 2s, 500ms)")
 @click.option("--jitter", help="+/- this much on the delay (so frames reorder)")
 @click.option("--loss", help="drop rate: 0.05 or 5%")
@@ -167,7 +190,12 @@ def partition(targets: tuple[str, ...], from_: tuple[str, ...], mode: str | None
 @fault_verb
 def link(targets: tuple[str, ...], to: tuple[str, ...], delay: str | None, jitter: str | None, loss: str | None,
          duplicate: str | None, oneway: bool, duration: str | None, run: Path | None) -> None:
-    """Delay, lose or duplicate frames on the links of TARGETS (both ways unless --oneway)."""
+    """Delay, lose or duplicate frames on the links of TARGETS (both ways unless --oneway).
+
+    A real client (client@<pid>, as `rmqemu status` shows it) may be a target or a --to peer:
+    only what the nodes send it is shaped (`rmqemu link client@4242 --delay 1s` delays every
+    namesrv's and broker's answers to it), never what it sends.
+    """
     _start(run, "link", {"targets": list(targets), "to": list(to), "delay": delay, "jitter": jitter, "loss": loss,
                          "duplicate": duplicate, "oneway": oneway, "duration": duration})
 
