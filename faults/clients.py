@@ -158,16 +158,10 @@ def partition_links(links: Sequence[Link], nodes: Mapping[str, NodeInfo]) -> lis
 
 
 def link_fault_links(links: Sequence[Link], nodes: Mapping[str, NodeInfo]) -> list[Link]:
-    """A link fault's links that can be shaped: without the uncarried ones and without what a
-    real client sends (only a node's send side shapes frames); refuses a fault left with none."""
+    """A link fault's links without the ones no node carries; refuses a fault left with none. What a
+    real client sends is shaped by the node it reaches, on arrival (the client is not rmqemu's)."""
     carried = restrict_links(links, nodes)
     if links and not carried:
         raise SpecError("link: no link left to shape: a real client only talks to namesrv and broker nodes "
                         "(not to other clients, producers or consumers)")
-    kept = [(a, b) for a, b in carried if not is_client(a)]
-    if carried and not kept:
-        sources = sorted({a for a, _ in carried})
-        raise SpecError(f"link: rmqemu cannot delay, lose or duplicate what a real client sends "
-                        f"({', '.join(sources)} -> nodes); shape the way back instead: rmqemu link NODE --to "
-                        f"{sources[0]} --oneway, or rmqemu link {sources[0]} without --oneway")
-    return kept
+    return carried

@@ -18,17 +18,17 @@ frame and stalls is closed by the idle rule like any channel.
 from __future__ import annotations
 
 import errno
+import heapq
 import itertools
 import select
 import socket
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import psutil
-
+from rmqemu.emulator.node.links import Delivery
 from rmqemu.emulator.protocol import BadFrame, ChannelEvent, Frame, remoting
 from rmqemu.emulator.protocol.frame import REMOTING_PREFIX
+from rmqemu.emulator.transport._client_names import ClientNamer
 from rmqemu.emulator.transport._readiness import EpollPoller
 from rmqemu.emulator.transport.base import BadInput, Received, TransportEvent
 
@@ -38,46 +38,6 @@ MAX_PENDING_OUT = 64 * 1024 * 1024  # answers a client has not read: a pull body
 READ_CHUNK = 256 * 1024
 MAX_READ_PER_WAKE = 4 * 1024 * 1024  # then the other connections get their turn
 _IN, _OUT, _ERR = select.EPOLLIN, select.EPOLLOUT, select.EPOLLERR | select.EPOLLHUP
-
-
-class ClientNamer:
-    """``client@<pid>`` for a local process, ``client@<ip>`` when its owner cannot be seen.
-
-    The owner comes from a scan of the host's TCP sockets (psutil, a few ms), made for an accept
-    whose port the last scan does not have, or which is older than :data:`FRESH_S` (a port may be
-    reused by another process since). Scans are rate-limited (a burst of :data:`BURST`, then
-    :data:`PER_S` a second), so a flood of connections cannot keep the node scanning; an accept
-    the limit leaves unscanned is named ``client@<ip>``."""
-
-    FRESH_S, BURST, PER_S = 0.05, 20.0, 10.0
-
-    def __init__(self, server_port: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.server_port = server_port
-        self.clock = clock
-        self.owners: dict[int, int] = {}  # client port -> pid, as of the last scan
-        self.scanned = -float("inf")
-        self.tokens, self.refilled = self.BURST, clock()
-
-    def __call__(self, peer: tuple[str, int]) -> str:
-        ip, port = peer[0], peer[1]
-        if not (ip.startswith("127.") or ip == "::1"):
-            return f"client@{ip}"
-        now = self.clock()
-        self.tokens = min(self.BURST, self.tokens + (now - self.refilled) * self.PER_S)
-        self.refilled = now
-        stale = now - self.scanned > self.FRESH_S
-        if (stale or port not in self.owners) and self.tokens >= 1:
-            self.tokens -= 1
-            self.scanned, self.owners, stale = now, self._scan(), False
-        pid = None if stale else self.owners.pop(port, None)
-        return f"client@{pid}" if pid else f"client@{ip}"
-
-    def _scan(self) -> dict[int, int]:
-        try:
-            return {c.laddr.port: c.pid for c in psutil.net_connections("tcp")
-                    if c.pid and c.laddr and c.raddr and c.raddr.port == self.server_port}
-        except (psutil.Error, OSError):
-            return {}
 
 
 @dataclass
@@ -95,13 +55,15 @@ class RemotingConn:
 class RemotingListener:
     """The listening socket and its connections; the transport drives it from its poll loop.
 
-    ``poller`` is the transport's; ``blocked(peer)`` says whether a link fault drops what ``peer``
-    sends us (the transport's link table)."""
+    ``poller`` is the transport's; ``shape(peer)`` is the link fault on what ``peer`` sends us
+    (block, loss, delay, duplication: a real client is not rmqemu's process, so its side of a link
+    is applied here, on arrival); delayed frames wait in :attr:`delayed` for :meth:`flush`."""
 
-    def __init__(self, host: str, port: int, poller: EpollPoller, blocked: Callable[[str], bool],
+    def __init__(self, host: str, port: int, poller: EpollPoller, shape: Callable[[str], Delivery],
                  counters: dict[str, int], namer: Callable[[tuple[str, int]], str] | None = None) -> None:
         self.poller = poller
-        self.blocked = blocked
+        self.shape = shape
+        self.delayed: list[tuple[float, int, Received]] = []  # (due, seq, frame) heap
         self.counters = counters
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart rebinds at once
@@ -116,6 +78,7 @@ class RemotingListener:
         self.by_channel: dict[str, RemotingConn] = {}
         self.events: list[TransportEvent] = []  # closes decided outside poll, reported by the next one
         self._ids = itertools.count(1)
+        self._seq = itertools.count()
 
     def owns(self, fd: int) -> bool:
         return fd == self.sock.fileno() or fd in self.by_fd
@@ -135,8 +98,7 @@ class RemotingListener:
                 self._flush(conn)
             if mask & (_IN | _ERR) and conn.channel in self.by_channel:
                 self._read(conn, now, out, report_bad)
-        out.extend(self.events)
-        self.events.clear()
+        self.drain_events(out)
 
     def drain_events(self, out: list[TransportEvent]) -> None:
         out.extend(self.events)
@@ -196,16 +158,33 @@ class RemotingListener:
                 return
 
     def _deliver(self, conn: RemotingConn, frames: list[Frame], now: float, out: list[TransportEvent]) -> None:
-        if frames and self.blocked(conn.peer):
-            self.counters["dropped_in"] += len(frames)
-            return
         for frame in frames:
+            decision = self.shape(conn.peer)
+            if decision.dropped:
+                self.counters["dropped_in"] += 1
+                continue
             conn.last_ms = now
             self.counters["received"] += 1
             if frame.code in SHORT_HEADER_CODES and not frame.is_response:
                 frame = Frame(frame.code, frame.opaque, frame.flag, frame.remark,
                               remoting.expand_send_v2(frame.fields), frame.body)
-            out.append(Received(conn.channel, conn.peer, frame, addr=conn.addr))
+            event = Received(conn.channel, conn.peer, frame, addr=conn.addr)
+            for _ in range(decision.copies):
+                if decision.delay_ms > 0:
+                    heapq.heappush(self.delayed, (now + decision.delay_ms, next(self._seq), event))
+                else:
+                    out.append(event)
+            self.counters["delayed"] += decision.delay_ms > 0
+            self.counters["duplicated"] += decision.copies > 1
+
+    def next_due(self) -> float | None:
+        """When the first delayed frame is due."""
+        return self.delayed[0][0] if self.delayed else None
+
+    def flush(self, now: float, out: list[TransportEvent]) -> None:
+        """Hand on the delayed frames that are due."""
+        while self.delayed and self.delayed[0][0] <= now:
+            out.append(heapq.heappop(self.delayed)[2])
 
     # ------------------------------------------------------------------ output
 

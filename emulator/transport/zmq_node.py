@@ -22,7 +22,7 @@ from typing import Any
 import zmq
 
 from rmqemu.emulator.node.clock import mono_ms
-from rmqemu.emulator.node.links import LinkRule, LinkTable
+from rmqemu.emulator.node.links import DELIVER, Delivery, LinkRule, LinkTable
 from rmqemu.emulator.protocol import BadFrame, Frame, decode, is_remoting
 from rmqemu.emulator.transport import base
 from rmqemu.emulator.transport._control_client import ControlClient
@@ -71,7 +71,7 @@ class ZmqTransport:
                 self.poller.register(self.control.parent_fd)
         self.remoting: RemotingListener | None = None
         if remoting is not None:
-            self.remoting = RemotingListener(*remoting, self.poller, self._blocked_from, self.counters)
+            self.remoting = RemotingListener(*remoting, self.poller, self._from_client, self.counters)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
         self.idle_due = 0.0  # no channel can go idle before this (as of the last idle check)
@@ -153,6 +153,8 @@ class ZmqTransport:
                     self.remoting.service(item, mask, now, out, self._report_bad)
         self.outbound.flush(now, out)
         self.shaper.flush(now)
+        if self.remoting is not None:
+            self.remoting.flush(now, out)
         self._check_idle(now)
         if self.remoting is not None:
             self.remoting.drain_events(out)
@@ -167,8 +169,8 @@ class ZmqTransport:
     def _next_due(self, now: float) -> float | None:
         """When the transport's own work (delayed frames, backlogs, idle closes, the control
         plane) next needs the loop awake; None for never. Asked before every wait."""
-        delayed_due = self.shaper.next_due()
-        due = float("inf") if delayed_due is None else delayed_due
+        dues = (self.shaper.next_due(), self.remoting.next_due() if self.remoting is not None else None)
+        due = min((d for d in dues if d is not None), default=float("inf"))
         if self.outbound.backlogged:  # (a backlog whose queue a refusal emptied has no due: [])
             due = min([due, *self.outbound.next_due_ms(now)])
         if len(self.inbound) or (self.remoting is not None and len(self.remoting)):
@@ -204,6 +206,10 @@ class ZmqTransport:
         """The event of a bad frame, unless the rate limit holds it back."""
         suppressed = self.bad_input_gate.admit(peer)
         return None if suppressed is None else BadInput(peer, reason[:500], channel, suppressed)
+
+    def _from_client(self, peer: str) -> Delivery:
+        """The link fault on what a real client sends us: its sender side is applied on arrival."""
+        return self.links.on_send(peer, self.name) if self.links.rules else DELIVER
 
     def _blocked_from(self, peer: str) -> bool:
         """A link fault drops what ``peer`` sends us."""

@@ -15,7 +15,7 @@ import pytest
 
 from rmqemu.emulator.node.links import LinkRule
 from rmqemu.emulator.protocol import ChannelEvent, Flag, Frame, remoting
-from rmqemu.emulator.transport import _remoting
+from rmqemu.emulator.transport import _client_names, _remoting
 from rmqemu.emulator.transport.base import BadInput, Received, TransportEvent
 from rmqemu.emulator.transport.zmq_node import ZmqTransport
 
@@ -184,7 +184,7 @@ def test_client_name_of_a_local_socket_is_its_process() -> None:
     c = socket.create_connection(srv.getsockname())
     conn, peer = srv.accept()
     try:
-        namer = _remoting.ClientNamer(srv.getsockname()[1])
+        namer = _client_names.ClientNamer(srv.getsockname()[1])
         assert namer(peer) == ME
         assert namer(("10.1.2.3", 5555)) == "client@10.1.2.3"
     finally:
@@ -194,7 +194,7 @@ def test_client_name_of_a_local_socket_is_its_process() -> None:
 
 def test_owner_scans_are_rate_limited_and_never_reused_later() -> None:
     now = [0.0]
-    namer = _remoting.ClientNamer(10911, clock=lambda: now[0])
+    namer = _client_names.ClientNamer(10911, clock=lambda: now[0])
     scans: list[float] = []
 
     def scan() -> dict[int, int]:
@@ -206,7 +206,19 @@ def test_owner_scans_are_rate_limited_and_never_reused_later() -> None:
     assert namer(("127.0.0.1", 5005)) == "client@43" and len(scans) == 2  # a port the scan lacks: scan again
     for i in range(40):  # a flood of unknown ports: scans stop after the burst
         namer(("127.0.0.1", 9000 + i))
-    assert len(scans) == _remoting.ClientNamer.BURST
+    assert len(scans) == _client_names.ClientNamer.BURST
     assert namer(("127.0.0.1", 9999)) == "client@127.0.0.1"
     now[0] += 1.0  # the tokens come back, and a port is never named from a scan older than FRESH_S
     assert namer(("127.0.0.1", 5001)) == "client@41" and scans[-1] == 1.0
+
+
+def test_a_link_fault_on_what_the_client_sends_is_applied_on_arrival(node) -> None:
+    c = Client(node.remoting_address)
+    node.set_links({(ME, "broker-a-0"): LinkRule(delay_ms=300, duplicate=1.0)}, {})
+    sent = time.monotonic()
+    c.send(Frame(105, opaque=5))
+    seen: list[TransportEvent] = []
+    wait_for(node, seen, lambda e: len([x for x in seen if isinstance(x, Received)]) == 2, "two copies")
+    assert time.monotonic() - sent >= 0.3  # held for the delay, then handed on twice
+    assert node.stats()["delayed"] == 1 and node.stats()["duplicated"] == 1
+    c.close()

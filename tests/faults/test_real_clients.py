@@ -150,18 +150,18 @@ def test_partition_links_leave_out_what_no_node_carries():
 
 
 
-def test_a_link_fault_on_a_client_shapes_what_the_nodes_send_it():
+def test_a_link_fault_on_a_client_shapes_both_ways_at_the_nodes():
     step = plan_of(link_spec([C], delay="1s"))
     assert step.targets == (C,) and step.params["delay_ms"] == 10.0
-    assert links(step) == sorted((s, C) for s in SERVERS)
+    assert links(step) == sorted([(s, C) for s in SERVERS] + [(C, s) for s in SERVERS])
     step = plan_of(link_spec(["namesrv-0"], to=[C], delay="1s", oneway=True))
     assert links(step) == [("namesrv-0", C)]
-    assert links(plan_of(link_spec(["namesrv-0"], to=[C], loss="5%"))) == [("namesrv-0", C)]
+    assert links(plan_of(link_spec(["namesrv-0"], to=[C], loss="5%"))) == [(C, "namesrv-0"), ("namesrv-0", C)]
 
 
-def test_a_link_fault_only_on_what_a_client_sends_is_refused():
-    with pytest.raises(PlanError, match="rmqemu cannot delay, lose or duplicate what a real client sends"):
-        plan_of(link_spec([C], to=["namesrv-0"], delay="1s", oneway=True))
+def test_a_link_fault_on_what_a_client_sends_is_shaped_on_arrival():
+    """The node it reaches applies it (the transport shapes a real client's frames as they arrive)."""
+    assert links(plan_of(link_spec([C], to=["namesrv-0"], delay="1s", oneway=True))) == [(C, "namesrv-0")]
     with pytest.raises(SpecError, match="no link left to shape"):
         link_fault_links([(C, "pg-1-0")], NODES)
 
@@ -275,7 +275,7 @@ def test_cli_partition_of_a_client_and_the_faults_listing(cli, ops):
     res = invoke("faults")
     assert res.output.startswith(f"i1: partition namesrv-0,{C} (groups;")
     res = invoke("link", C, "--delay", "1s")
-    assert res.exit_code == 0 and f"i2: link {C} (delay_ms=10 on 5 link(s))" in res.output
+    assert res.exit_code == 0 and f"i2: link {C} (delay_ms=10 on 10 link(s))" in res.output  # both ways, 5 nodes
     assert invoke("heal").output == "healed: i2, i1\n" and ops.links == {}
 
 
