@@ -15,19 +15,10 @@ from typing import Any
 from rmqemu import wire_json
 from rmqemu.emulator.protocol import Frame, remoting
 from tests.integration.hostile_lib import fuzz_frames
+from tests.integration.test_hostile_wire import TOPO as HOSTILE_TOPO
 from tests.integration.test_hostile_wire import assert_all_alive_and_routing, now_ms
 
-TOPO: dict[str, Any] = {
-    "name": "hostile-remoting",
-    "timing": {"scale": 0.01},
-    "namesrvs": 1,
-    "brokers": [{"name": "broker-a", "slaves": 1}, {"name": "broker-b"}],
-    "topics": [{"name": "OrderTopic", "brokers": ["broker-a", "broker-b"], "queues": 2}],
-    "producers": [{"group": "pg-1", "topics": ["OrderTopic"], "rate": 5, "size": 64, "mode": "sync"}],
-    "consumers": [{"group": "cg-1", "instances": 1, "subscribe": ["OrderTopic"]}],
-    "remoting": True,
-    "duration": "600s",
-}
+TOPO: dict[str, Any] = {**HOSTILE_TOPO, "name": "hostile-remoting", "remoting": True}
 GARBAGE = [
     (1 << 31 - 1).to_bytes(4, "big"),  # 2 GiB announced
     b"\xff\xff\xff\xff",  # a negative length
