@@ -112,7 +112,7 @@ class Runtime:
         self._expire_requests()
         if self.stopping_since is None:
             self._fire_timers()
-        elif not self.pending or self.mono() - self.stopping_since > self.stop_grace_ms:
+        elif not self.pending.waited_for() or self.mono() - self.stopping_since > self.stop_grace_ms:
             self.exit_code = self.stop_code
 
     def _next_due(self) -> float | None:
@@ -122,7 +122,8 @@ class Runtime:
         return min((d for d in dues if d is not None), default=None)
 
     def begin_stop(self) -> None:
-        """Graceful stop: the role's ``stop`` actions, then wait for their requests to finish."""
+        """Graceful stop: the role's ``stop`` actions, then wait for the requests in flight to finish
+        (not for a held long poll: a pull, an HA transfer)."""
         if self.stopping_since is not None:
             return
         self.stopping_since = self.mono()

@@ -115,6 +115,10 @@ class PendingRequests:
     def pop(self, opaque: int) -> Pending | None:
         return self.by_opaque.pop(opaque, None)
 
+    def waited_for(self) -> bool:
+        """Whether a request a graceful stop waits for is pending (a held long poll is not one)."""
+        return any(not p.request.held for p in self.by_opaque.values())
+
     def pop_expired(self, now_ms: float) -> Pending | None:
         """One request whose deadline has passed (None when there is none left)."""
         while self._deadlines and self._deadlines[0][0] <= now_ms:

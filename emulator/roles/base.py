@@ -101,6 +101,7 @@ class Request:
     timeout_ms: float
     on_reply: ReplyHandler
     min_timeout_wall_ms: float = 0.0
+    held: bool = False  # a long poll the server holds (a pull, an HA transfer): a graceful stop does not wait for it
 
 
 @dataclass(frozen=True)

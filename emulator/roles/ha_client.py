@@ -80,7 +80,7 @@ class HAClient:
         fields = {"offset": b.store.max_phy_offset(), "brokerName": b.cfg.brokerName, "brokerId": b.broker_id}
         frame = request(EmulatorCode.HA_TRANSFER, fields)
         timeout = b.store_cfg.haHousekeepingInterval
-        return [Request(self.master, frame, timeout, lambda resp, n: self._on_reply(gen, resp, n))]
+        return [Request(self.master, frame, timeout, lambda resp, n: self._on_reply(gen, resp, n), held=True)]
 
     def _on_reply(self, gen: int, resp: Frame | None, now: Now) -> list[Action]:
         if gen != self.gen:

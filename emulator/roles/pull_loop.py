@@ -114,7 +114,7 @@ class Puller:
         }
         frame = request(RequestCode.PULL_MESSAGE, fields)
         return [Request(addr, frame, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
-                        lambda resp, n: self._on_pull(pq, addr, slave, resp, n))]
+                        lambda resp, n: self._on_pull(pq, addr, slave, resp, n), held=True)]
 
     def _on_pull(self, pq: ProcessQueue, addr: str, slave: bool, resp, now: Now) -> list[Action]:
         c, mq = self.consumer, pq.mq

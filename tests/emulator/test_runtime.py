@@ -237,6 +237,22 @@ def test_shutdown_runs_stop_and_waits_for_its_requests(rig) -> None:
     assert len(role.timer_times("tick")) == ticks  # no timer runs once stopping
 
 
+def test_a_graceful_stop_does_not_wait_for_a_held_long_poll(rig) -> None:
+    """A pull or HA transfer the server holds would keep a node up for the stop grace (12 s at
+    scale 1) for nothing: the stop waits for the other requests only."""
+    rt, role, t, clock, _e = rig
+    role.on_start = [Request(PEER, request(11), 30_000, role.reply_handler, held=True)]
+    role.on_stop = [Request(PEER, request(104), 30_000, role.reply_handler)]
+    rt.start()
+    t.command("shutdown")
+    rt.step(0)
+    assert rt.exit_code is None  # the unregister is still out
+    t.respond(t.requests(104)[0])
+    rt.step(0)
+    rt.step(0)
+    assert rt.exit_code == 0 and len(rt.pending) == 1  # the held pull was not waited for
+
+
 def test_exit_action_stops_after_its_requests_time_out(rig) -> None:
     rt, role, t, clock, _e = rig
     role.on_stop = [Request(PEER, request(104), 30, role.reply_handler)]
