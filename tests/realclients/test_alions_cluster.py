@@ -102,3 +102,32 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
     assert {row["producer"] for row in metrics["availability"]["windows"]} == {f"client@{producer.pid}"}
     assert metrics["sends"]["ok"] >= len(sent) and metrics["consumption"]["lost"] == 0
     assert [g["lost"] for g in metrics["consumption"]["groups"] if g["group"] == "CG_REAL"] == [0]
+
+
+def test_a_failed_consumption_is_sent_back_and_redelivered(tmp_path: Path, node_procs: NodeProcs) -> None:
+    """ali-ons sends a message its listener failed back (CONSUMER_SEND_MSG_BACK, found by the
+    commit-log offset in the msgId it computed from the pulled message's store host): it comes back
+    through %RETRY%<group> (the client gives it its RETRY_TOPIC again) with reconsumeTimes 1 and
+    the same body."""
+    topology = {**TOPOLOGY, "name": "alions-retry", "brokers": [TOPOLOGY["brokers"][0]],
+                "topics": [{"name": "RealTopic", "brokers": ["broker-a"], "queues": 2}]}
+    with emulator.Cluster(topology, run_dir=tmp_path / "run") as c:
+        consumer = node_procs.consumer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "consumerGroup": "CG_RETRY",
+                                        "fail_times": 1, **FAST})
+        wait_for_line(consumer, lambda line: len(line.get("assigned") or []) == 2, 60, "both queues assigned")
+        producer = node_procs.producer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "producerGroup": "PG_RETRY",
+                                        "count": 5, "bodies": [base64.b64encode(BODIES[2]).decode()], **FAST})
+        assert wait_exit(producer, 60) == 0, producer.describe()
+        sent = acked(producer)
+        assert len(sent) == 5
+
+        def redelivered() -> list[dict[str, Any]]:
+            again = [line for line in consumer.lines() if line.get("action") == "consumed"
+                     and line.get("reconsumeTimes") == 1 and line.get("originMsgId") in sent]
+            return again if {line["originMsgId"] for line in again} == set(sent) else []
+        again = wait_for(redelivered, 90, "every message redelivered once after its failure",
+                         describe=consumer.describe)
+        failed = {line["msgId"] for line in consumer.lines() if line.get("action") == "failed"}
+        assert failed == set(sent)  # each failed once, on its first delivery
+        assert all(line["properties"]["RETRY_TOPIC"] == line["topic"] == "RealTopic"  # the client restores it
+                   and base64.b64decode(line["body_b64"]) == BODIES[2] for line in again)
