@@ -82,8 +82,7 @@ NODES = Section("Nodes", (
         Field("role", STR, "namesrv/broker/producer/consumer", required=True),
         Field("pid", LONG, required=True),
         Field("addr", STR, "its data-plane address", required=True, ext=True),
-        Field("remoting_addr", STR, "namesrvs and brokers with the remoting port on: where real clients connect",
-              ext=True),
+        Field("remoting_addr", STR, "namesrvs and brokers with remoting on: where real clients connect", ext=True),
         Field("broker", STR, "brokers"), Field("broker_id", INT, "brokers: 0 master, 1.. slaves"),
         Field("group", STR, "clients", ext=True),
     )),
@@ -178,7 +177,7 @@ BROKER = Section("Broker", (
     ), ext=True),
 ))
 
-CLIENTS = Section("Clients", (
+CLIENTS = Section("Clients (a real client's lines are written by the namesrv or broker that answered it)", (
     Kind("client.route", "producer, consumer; the namesrv for a real client", "the client applied a route it "
          "fetched for a topic (a real client: the route it was answered)", (
         Field("topic", STR, required=True),
@@ -192,14 +191,17 @@ CLIENTS = Section("Clients", (
         Field("subscribe_queues", QUEUES, "consumers: the subscribe view (readable queues, slaves included)",
               ext=True),
     )),
+    Kind("client.heartbeat", "the broker, for a real client", "the broker answered a real client's heartbeat", (
+        Field("client_id", STR, "the clientID it sent", required=True), Field("producer_groups", STRS, required=True),
+        Field("consumer_groups", STRS, required=True), Field("code", INT, "the answer's code", required=True),
+    ), ext=True),
 ))
 
 PRODUCER = Section("Producer", (
     Kind("send", "producer; the broker for a real client", "one line per attempt (a real client: per send that "
          "reached the broker)", (
         Field("msg_id", STR, "the UNIQ_KEY (of the first message of a batch)", required=True),
-        Field("topic", STR, required=True),
-        Field("broker", STR, "null: no route", required=True, nullable=True),
+        Field("topic", STR, required=True), Field("broker", STR, "null: no route", required=True, nullable=True),
         Field("queue_id", INT, required=True, nullable=True),
         Field("attempt", INT, "1-based", required=True),
         Field("outcome", STR, "`ok`/`timeout`/`error`/`no_route`", required=True),
@@ -230,8 +232,7 @@ CONSUMER = Section("Consumer", (
         Field("strategy", STR, "the allocation strategy, or `BROADCASTING`", required=True),
         Field("allocated", QUEUES, required=True),
     )),
-    Kind("pull", "consumer; the broker for a real client",
-         "one pull answered, timed out or not sent (no broker address)", (
+    Kind("pull", "consumer; the broker for a real client", "one pull answered, timed out or not sent (no address)", (
         Field("group", STR, required=True), Field("topic", STR, required=True),
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
         Field("code", INT, "e.g. 24 SUBSCRIPTION_NOT_EXIST, null without an answer", required=True, nullable=True),
@@ -296,12 +297,4 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
          ext=True),
 ))
 
-REAL_CLIENTS = Section("Real clients (written by the namesrv or broker that answered, under the client's name)", (
-    Kind("client.heartbeat", "broker, for a real client", "the broker answered a real client's heartbeat", (
-        Field("client_id", STR, "the clientID it sent", required=True),
-        Field("producer_groups", STRS, required=True), Field("consumer_groups", STRS, required=True),
-        Field("code", INT, "the answer's code", required=True),
-    ), ext=True),
-))
-
-SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, REAL_CLIENTS, FAULTS)
+SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, FAULTS)

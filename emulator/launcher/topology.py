@@ -1,10 +1,9 @@
 """Topology files (docs/design.md §5): the schema, as pydantic models.
 
 The models are the single source of truth for what a topology may say; ``rmqemu schema`` exports
-them as JSON Schema for editors. Loading, error formatting and node naming live in
-``emulator/launcher/topology_load.py``. Broker and client entries accept any RocketMQ key by its own name
-(``pollNameServerInterval``, ``sendLatencyFaultEnable``, ...); those are checked against the
-config dataclasses of the roles, so a typo is an error, not a silently ignored key.
+them as JSON Schema for editors. Loading, error formatting and node naming live in ``topology_load``.
+Broker and client entries accept any RocketMQ key by its own name (``pollNameServerInterval``,
+...); those are checked against the config dataclasses of the roles, so a typo is an error.
 """
 
 from __future__ import annotations
