@@ -198,12 +198,18 @@ def test_sigterm_to_the_up_supervisor_stops_its_cluster_gracefully(tmp_path: Pat
 
 def test_signals_during_the_shutdown_are_reported_honestly(tmp_path: Path) -> None:
     """Three Ctrl-C in a row: the second is only acknowledged, the third cuts the shutdown short.
-    Whatever was cut, every node has a node.exit and the message names the nodes that were killed."""
-    with launched(tmp_path) as (proc, run_dir, procs):
+    Whatever was cut, every node has a node.exit and the message names the nodes that were killed.
+    The namesrv is frozen first (SIGSTOP, by its pid), so the brokers' graceful stop waits for their
+    UNREGISTER_BROKER (6 s at scale 1): the shutdown is still going when the signals land, however
+    fast it would otherwise be."""
+    with launched(tmp_path, TOPO.replace("scale: 0.01", "scale: 1.0")) as (proc, run_dir, procs):
         wait_until(lambda: (run_dir / "faults.jsonl").exists()
                    and "run.start" in (run_dir / "faults.jsonl").read_text(),
                    90, "the cluster to start")
         procs[:] = run_processes(run_dir)
+        namesrv = json.loads((run_dir / "manifest.json").read_text())["nodes"]["namesrv-0"]
+        assert (namesrv["pid"], namesrv["create_time"]) in procs
+        os.kill(namesrv["pid"], signal.SIGSTOP)
         for _ in range(3):
             proc.send_signal(signal.SIGINT)
             time.sleep(0.1)  # spacing, not a timing assertion: three separate signals
