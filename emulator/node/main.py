@@ -6,7 +6,7 @@ no file, see :mod:`emulator.transport._auth`), binds its transport, builds its r
 the control plane and runs the :class:`~emulator.node.runtime.Runtime` loop. SIGTERM and
 SIGINT ask for a graceful stop (a broker unregisters from every namesrv, as ``shutdown()`` does);
 the launcher's ``shutdown`` command does the same. Exit codes: 0 after a graceful stop, 2 for a
-bad spec, 3 when the launcher is gone, 4 when the role could not start.
+bad spec or a port it cannot bind, 3 when the launcher is gone, 4 when the role could not start.
 """
 
 from __future__ import annotations
@@ -85,7 +85,11 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"{name}: cannot read its spec or control key: {exc}", file=sys.stderr)
         return 2
-    runtime = build(spec, key)
+    try:
+        runtime = build(spec, key)
+    except OSError as exc:  # a fixed port taken, a store dir it cannot write: one line, no traceback
+        print(f"{name}: cannot start: {exc}", file=sys.stderr)
+        return 2
     # The modules and the role's tables built so far live as long as the process: move them out
     # of the cyclic collector's sight, and collect young objects less often (a node allocates a
     # few dicts per message, almost none of them in cycles).

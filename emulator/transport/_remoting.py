@@ -67,7 +67,12 @@ class RemotingListener:
         self.counters = counters
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart rebinds at once
-        self.sock.bind((host, port))
+        try:
+            self.sock.bind((host, port))
+        except OSError as exc:
+            self.sock.close()
+            raise OSError(exc.errno, f"cannot listen for real clients on {host}:{port}: {exc.strerror} (a port "
+                                     "fixed by remoting.ports, or the one the node had before a restart)") from None
         self.sock.listen(128)
         self.sock.setblocking(False)
         bound = self.sock.getsockname()

@@ -71,7 +71,11 @@ class ZmqTransport:
                 self.poller.register(self.control.parent_fd)
         self.remoting: RemotingListener | None = None
         if remoting is not None:
-            self.remoting = RemotingListener(*remoting, self.poller, self._from_client, self.counters)
+            try:
+                self.remoting = RemotingListener(*remoting, self.poller, self._from_client, self.counters)
+            except OSError:  # its port is taken: release the sockets made so far
+                self.close()
+                raise
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
         self.idle_due = 0.0  # no channel can go idle before this (as of the last idle check)

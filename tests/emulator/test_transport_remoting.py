@@ -179,6 +179,13 @@ def test_a_restarted_node_binds_the_same_remoting_port() -> None:
         again.close()
 
 
+def test_a_taken_port_is_one_clear_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=f"real clients on 127.0.0.1:{port}: Address already in use"):
+            ZmqTransport("broker-b-0", remoting=("127.0.0.1", port))
+
+
 def test_client_name_of_a_local_socket_is_its_process() -> None:
     srv = socket.create_server(("127.0.0.1", 0))
     c = socket.create_connection(srv.getsockname())
