@@ -201,10 +201,11 @@ def _fault_plan(topo: Any, nemesis: str | None, interval: str, replay: Path | No
 def up(file: Path, root: Path) -> None:
     """Start a cluster and leave it running (stop it with `rmqemu down`)."""
     from rmqemu.emulator.cli.supervisor import start_detached
-    from rmqemu.emulator.launcher.addresses import manifest_namesrv_addr
+    from rmqemu.emulator.launcher.addresses import check_free_ports, manifest_namesrv_addr
 
     topo = check_topology_faults(load_topology(file), str(file))
     warn(topo)
+    check_free_ports(str(file), topo.remoting)  # bad input (exit 2) before the supervisor starts
     run = new_run_dir(topo.name, root).resolve()
     start_detached(file.resolve(), run)
     click.echo(f"{topo.name} is up: {run}")

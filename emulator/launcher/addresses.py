@@ -8,11 +8,12 @@ is the Java client's format: every namesrv's remoting address, ``;``-separated.
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING, Any, Mapping
 
-from rmqemu.emulator.launcher.topology_remoting import ROLES
+from rmqemu.emulator.launcher.topology_remoting import ROLES, Remoting
 from rmqemu.emulator.roles.node_spec import remoting_host_port
-from rmqemu.errors import ControlError
+from rmqemu.errors import ControlError, TopologyError
 
 if TYPE_CHECKING:
     from rmqemu.emulator.launcher.launcher import Launcher
@@ -26,6 +27,23 @@ def note_ready(cluster: "Launcher", name: str, info: Mapping[str, Any]) -> None:
     cluster.ports[name] = int(info["addr"].rsplit(":", 1)[1])
     if info.get("remoting_addr"):
         cluster.remoting_addrs[name] = str(info["remoting_addr"])
+
+
+def check_free_ports(name: str, remoting: Remoting | None) -> None:
+    """:class:`TopologyError` with one ``remoting.ports.<node>: ...`` line per fixed port that
+    cannot be bound now: checked before any node starts, so that it is bad input (exit 2), not a
+    node that dies at start (a port taken in between still is)."""
+    problems = []
+    for node, port in (remoting.ports.items() if remoting is not None else ()):
+        family = socket.AF_INET6 if ":" in remoting.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the node binds it
+            try:
+                probe.bind((remoting.host, port))
+            except OSError as exc:
+                problems.append(f"remoting.ports.{node}: {remoting.host}:{port} cannot be listened on: {exc.strerror}")
+    if problems:
+        raise TopologyError(name, problems)
 
 
 def spec_remoting(cluster: "Launcher", name: str) -> str | None:

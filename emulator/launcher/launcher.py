@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rmqemu.emulator.launcher import manifest as _manifest
-from rmqemu.emulator.launcher.addresses import namesrv_addr, note_ready
+from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
 from rmqemu.emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
@@ -76,6 +76,7 @@ class Launcher:
         self.stop(drain=self.drain_at_stop and exc_type is None)
 
     def start(self) -> None:
+        check_free_ports(self.topo.name, self.topo.remoting)
         self.started_ms = host_ms()
         _manifest.write(self)
         order = [("namesrv",), ("broker",), ("producer", "consumer")]

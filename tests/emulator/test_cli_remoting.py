@@ -4,6 +4,7 @@ clients), with the supervisor stood in for: no process is started."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,16 @@ def test_cluster_namesrv_addr_is_none_when_off_and_the_joined_line_when_on(tmp_p
     finally:
         off.finish(drain=False)
         on.finish(drain=False)
+
+
+def test_up_refuses_a_fixed_port_that_is_taken_before_anything_starts(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    started = fake_up(monkeypatch, remoting=True)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        (tmp_path / "t.yaml").write_text(TOPO % (1.0, f"remoting: {{ports: {{broker-a-0: {port}}}}}\n"))
+        result = CliRunner().invoke(main, ["up", str(tmp_path / "t.yaml"), "--root", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and not started, result.output
+    assert (f"remoting.ports.broker-a-0: 127.0.0.1:{port} cannot be listened on: Address already in use"
+            in result.stderr)
+    assert not (tmp_path / "runs").exists()
