@@ -190,7 +190,7 @@ class Cluster:
              loss: str | None = None, duplicate: str | None = None, oneway: bool = False,
              duration: str | float | None = None) -> FaultHandle:
         """Shape the links from ``targets`` (to ``to``, default every node): delay, jitter, loss, duplicates.
-        A real client (``client@<pid>``) may be named: only what the nodes send it is shaped."""
+        A real client (``client@<pid>``) may be named: the nodes shape both its directions."""
         return self._start("link", targets=_targets(targets), to=_targets(to) if to else None, delay=delay,
                            jitter=jitter, loss=loss, duplicate=duplicate, oneway=oneway or None,
                            duration=_duration(duration))

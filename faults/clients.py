@@ -5,11 +5,9 @@ its process, ``client@<pid>`` (``client@<ip>`` from another host), as ``rmqemu s
 It is not a process rmqemu runs, so only ``partition`` and ``link`` take it, and every rule
 about it is enforced on the node side of its connections:
 
-- a blocked ``(client, node)`` makes the node drop what the client sends it (receive side), a
-  blocked ``(node, client)`` makes the node drop what it sends the client (send side); a
-  partition cuts both unless ``oneway`` (then only "first group -> second group");
-- delay, jitter, loss and duplication apply to ``(node, client)`` only (the node's send side):
-  what the client sends cannot be shaped, so its ``(client, node)`` links leave a link fault;
+- a rule on ``(client, node)`` is applied by the node to what the client sends it, as it
+  arrives; a rule on ``(node, client)`` by the node to what it sends the client, as it leaves;
+  a partition cuts both unless ``oneway`` (then only "first group -> second group");
 - a client only talks to namesrv and broker nodes: links between a client and any other node,
   or between two clients, are left out of a fault's links (the fault must keep at least one).
 

@@ -56,6 +56,11 @@ class ClusterOps(Protocol):
         dead node: the injector defers it until the node is back)."""
         ...
 
+    def real_clients(self) -> dict[str, list[str] | None] | None:
+        """Node -> the real clients (``client@<pid>``) on its remoting port now (None for a node
+        that did not answer); None when the run has no remoting port."""
+        ...
+
     def record(self, event: dict[str, Any]) -> None:
         """Append one event to ``faults.jsonl``, adding ``ts`` (host ms) if absent; flush it."""
         ...

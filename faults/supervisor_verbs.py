@@ -42,15 +42,9 @@ class _Due:
 
 
 def connected_clients(ops: ClusterOps) -> ConnectedClients:
-    """The real clients connected to the run's remoting ports now: ``ops.real_clients()`` if it
-    has one (tests' fakes), else a launcher's nodes asked over the control plane."""
-    own = getattr(ops, "real_clients", None)
-    if callable(own):
-        return own()
-    if not getattr(ops, "remoting_addrs", None):
-        return ConnectedClients({}, remoting=False)
-    from rmqemu.emulator.launcher.addresses import remoting_clients
-    return ConnectedClients(remoting_clients(ops), remoting=True)  # type: ignore[arg-type]
+    """The real clients connected to the run's remoting ports now."""
+    found = ops.real_clients()
+    return ConnectedClients(found or {}, remoting=found is not None)
 
 
 def fault_summary(fault: Fault) -> dict[str, Any]:

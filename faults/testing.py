@@ -15,7 +15,6 @@ from rmqemu.emulator.node.clock import ClockSetting, FakeClock
 from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, ProcessGone, UnsafeSignal
 from rmqemu.events import check_line
-from rmqemu.faults.clients import ConnectedClients
 
 Link = tuple[str, str]
 
@@ -56,10 +55,10 @@ class FakeOps:
     def host_ms(self) -> float:
         return self.clock()
 
-    def real_clients(self) -> ConnectedClients:
+    def real_clients(self) -> dict[str, list[str] | None] | None:
         """The real clients on the nodes' remoting ports (``clients=``; remoting off if None)."""
         self.calls.append(("real_clients",))
-        return ConnectedClients(dict(self.clients or {}), remoting=self.clients is not None)
+        return None if self.clients is None else dict(self.clients)
 
     def signal(self, node: str, sig: int) -> None:
         self.calls.append(("signal", node, int(sig)))

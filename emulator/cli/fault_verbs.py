@@ -193,8 +193,8 @@ def link(targets: tuple[str, ...], to: tuple[str, ...], delay: str | None, jitte
     """Delay, lose or duplicate frames on the links of TARGETS (both ways unless --oneway).
 
     A real client (client@<pid>, as `rmqemu status` shows it) may be a target or a --to peer:
-    only what the nodes send it is shaped (`rmqemu link client@4242 --delay 1s` delays every
-    namesrv's and broker's answers to it), never what it sends.
+    `rmqemu link client@4242 --delay 1s` delays what it sends every namesrv and broker and their
+    answers to it (the nodes apply both directions).
     """
     _start(run, "link", {"targets": list(targets), "to": list(to), "delay": delay, "jitter": jitter, "loss": loss,
                          "duplicate": duplicate, "oneway": oneway, "duration": duration})

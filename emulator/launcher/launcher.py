@@ -1,14 +1,10 @@
 """The launcher of a run: it spawns the node processes of a topology, supervises them and
-shuts them down.
-
-:class:`Launcher` is what ``rmqemu launch``, ``rmqemu up`` and :class:`emulator.Cluster` (the
-user's handle) run a cluster with (``with Launcher(topo) as launcher: ...``). It owns the control
-plane's server side; the fault injector drives it through the methods of
-``faults.ops.ClusterOps`` (``signal``, ``restart``, ``set_links``, ``set_clock``, ``record``,
-``node_exited``). Start order follows RocketMQ practice: namesrvs (brokers need their
-addresses), brokers, admin-created topics, then clients; the shutdown
-(:mod:`emulator.launcher.shutdown`) runs backwards, with the consumers' drain between the
-producers and the consumers (docs/design.md §6).
+shuts them down. :class:`Launcher` is what ``rmqemu launch``, ``rmqemu up`` and
+:class:`emulator.Cluster` (the user's handle) run a cluster with. It owns the control plane's
+server side; the fault injector drives it through ``faults.ops.ClusterOps``. Start order follows
+RocketMQ practice: namesrvs (brokers need their addresses), brokers, admin-created topics, then
+clients; the shutdown (:mod:`emulator.launcher.shutdown`) runs backwards, with the consumers'
+drain between the producers and the consumers (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rmqemu.emulator.launcher import manifest as _manifest
-from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready
+from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready, remoting_clients
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
 from rmqemu.emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
@@ -193,6 +189,10 @@ class Launcher:
 
     def state(self, name: str, timeout_ms: float = 5000) -> dict[str, Any]:
         return self.control.call(name, "state", {}, timeout_ms)
+
+    def real_clients(self) -> dict[str, list[str] | None] | None:
+        """ClusterOps: node -> the real clients on its remoting port; None without remoting."""
+        return remoting_clients(self) if self.remoting_addrs else None
 
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
