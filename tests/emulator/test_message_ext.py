@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import struct
 import zlib
+from typing import Callable
 
 import pytest
 
@@ -171,15 +172,20 @@ def test_records_rocketmq_could_not_hold_are_value_errors() -> None:
         encode_messages([record(queueId=2**31)], STORE)
 
 
-def test_truncated_message_ext_at_every_length_is_bad_frame() -> None:
-    one = encode_messages([record()], STORE)
-    data = one + encode_messages([record(queueOffset=6, body=b"x" * 50)], STORE)
+@pytest.mark.parametrize(("first", "second", "decode"), [
+    (encode_messages([record()], STORE), encode_messages([record(queueOffset=6, body=b"x" * 50)], STORE),
+     decode_messages),
+    (encode_batch([(0, b"body", {"a": "b"})]), encode_batch([(1, b"second", {})]), decode_batch),
+], ids=["message_ext", "batch"])
+def test_truncated_input_at_every_length_is_bad_frame(first: bytes, second: bytes, decode: Callable) -> None:
+    """Two messages cut anywhere: the first alone where the cut falls between them, else BadFrame."""
+    data = first + second
     for cut in range(1, len(data)):
-        if cut == len(one):
-            assert len(decode_messages(data[:cut])) == 1
+        if cut == len(first):
+            assert len(decode(data[:cut])) == 1
             continue
         with pytest.raises(BadFrame):
-            decode_messages(data[:cut])
+            decode(data[:cut])
 
 
 @pytest.mark.parametrize(("pos", "value", "fmt"), [
@@ -229,17 +235,6 @@ def test_golden_batch() -> None:
 def test_batch_round_trip_with_binary_and_compressed_bodies() -> None:
     msgs = [(0, zlib.compress(b"z" * 5000), {"UNIQ_KEY": "U1"}), (1, bytes(range(256)), {"k": "v"})]
     assert decode_batch(encode_batch(msgs)) == msgs
-
-
-def test_truncated_batch_at_every_length_is_bad_frame() -> None:
-    one = encode_batch([(0, b"body", {"a": "b"})])
-    data = one + encode_batch([(1, b"second", {})])
-    for cut in range(1, len(data)):
-        if cut == len(one):
-            assert len(decode_batch(data[:cut])) == 1
-            continue
-        with pytest.raises(BadFrame):
-            decode_batch(data[:cut])
 
 
 @pytest.mark.parametrize(("pos", "value", "fmt"), [
