@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Iterable, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from rmqemu.emulator.launcher.nodes import node_table
+
 if TYPE_CHECKING:
     from rmqemu.emulator.launcher.topology import Topology
 
@@ -68,10 +70,7 @@ RemotingKey = Annotated[Remoting | None, BeforeValidator(_coerce), Field(
 
 def remoting_nodes(namesrv_count: int, brokers: Iterable[tuple[str, int]]) -> list[str]:
     """The names of the nodes that get a remoting port (``(broker name, slaves)`` pairs)."""
-    names = [f"namesrv-{i}" for i in range(namesrv_count)]
-    for broker, slaves in brokers:
-        names += [f"{broker}-{i}" for i in range(slaves + 1)]
-    return names
+    return list(node_table(namesrv_count, dict(brokers)))
 
 
 def port_problems(ports: Mapping[str, Any], nodes: list[str]) -> list[str]:
