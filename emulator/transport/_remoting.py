@@ -28,7 +28,7 @@ from typing import Callable
 from rmqemu.emulator.node.links import Delivery
 from rmqemu.emulator.protocol import BadFrame, ChannelEvent, Frame, remoting
 from rmqemu.emulator.protocol.frame import REMOTING_PREFIX
-from rmqemu.emulator.transport._client_names import ClientNamer
+from rmqemu.emulator.transport._client_names import Address, ClientNamer
 from rmqemu.emulator.transport._readiness import EpollPoller
 from rmqemu.emulator.transport.base import BadInput, Received, TransportEvent
 
@@ -60,7 +60,7 @@ class RemotingListener:
     is applied here, on arrival); delayed frames wait in :attr:`delayed` for :meth:`flush`."""
 
     def __init__(self, host: str, port: int, poller: EpollPoller, shape: Callable[[str], Delivery],
-                 counters: dict[str, int], namer: Callable[[tuple[str, int]], str] | None = None) -> None:
+                 counters: dict[str, int], namer: Callable[[Address, Address], str] | None = None) -> None:
         self.poller = poller
         self.shape = shape
         self.delayed: list[tuple[float, int, Received]] = []  # (due, seq, frame) heap
@@ -77,7 +77,7 @@ class RemotingListener:
         self.sock.setblocking(False)
         bound = self.sock.getsockname()
         self.address = f"{host}:{bound[1]}"
-        self.namer = namer or ClientNamer(bound[1])
+        self.namer = namer or ClientNamer()
         self.poller.register(self.sock.fileno())
         self.by_fd: dict[int, RemotingConn] = {}
         self.by_channel: dict[str, RemotingConn] = {}
@@ -126,7 +126,7 @@ class RemotingListener:
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = RemotingConn(f"{REMOTING_PREFIX}{next(self._ids)}", sock, self.namer(peer),
+            conn = RemotingConn(f"{REMOTING_PREFIX}{next(self._ids)}", sock, self.namer(peer, sock.getsockname()),
                                 f"{peer[0]}:{peer[1]}", now)
             self.by_fd[sock.fileno()] = conn
             self.by_channel[conn.channel] = conn

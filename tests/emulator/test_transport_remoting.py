@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 from typing import Callable, Iterator
 
@@ -191,32 +193,47 @@ def test_client_name_of_a_local_socket_is_its_process() -> None:
     c = socket.create_connection(srv.getsockname())
     conn, peer = srv.accept()
     try:
-        namer = _client_names.ClientNamer(srv.getsockname()[1])
-        assert namer(peer) == ME
-        assert namer(("10.1.2.3", 5555)) == "client@10.1.2.3"
+        namer = _client_names.ClientNamer()
+        assert namer(peer, conn.getsockname()) == ME
+        assert namer(("10.1.2.3", 5555), conn.getsockname()) == "client@10.1.2.3"
     finally:
         for s in (c, conn, srv):
             s.close()
 
 
-def test_owner_scans_are_rate_limited_and_never_reused_later() -> None:
-    now = [0.0]
-    namer = _client_names.ClientNamer(10911, clock=lambda: now[0])
-    scans: list[float] = []
+def test_client_name_is_the_process_at_the_other_end() -> None:
+    srv = socket.create_server(("127.0.0.1", 0))
+    child = subprocess.Popen([sys.executable, "-c", "import socket, sys; s = socket.create_connection("
+                              f"('127.0.0.1', {srv.getsockname()[1]})); sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        conn, peer = srv.accept()
+        with conn:
+            assert _client_names.ClientNamer()(peer, conn.getsockname()) == f"client@{child.pid}"
+            assert _client_names.socket_inode(("127.0.0.1", 1), conn.getsockname()) is None  # no such socket
+    finally:
+        child.communicate(b"")
+        srv.close()
 
-    def scan() -> dict[int, int]:
-        scans.append(now[0])
-        return {5001: 41, 5002: 42, 5003 + len(scans): 43}
-    namer._scan = scan  # type: ignore[method-assign]
-    assert namer(("127.0.0.1", 5001)) == "client@41" and namer(("127.0.0.1", 5002)) == "client@42"
-    assert len(scans) == 1  # one scan named both
-    assert namer(("127.0.0.1", 5005)) == "client@43" and len(scans) == 2  # a port the scan lacks: scan again
-    for i in range(40):  # a flood of unknown ports: scans stop after the burst
-        namer(("127.0.0.1", 9000 + i))
-    assert len(scans) == _client_names.ClientNamer.BURST
-    assert namer(("127.0.0.1", 9999)) == "client@127.0.0.1"
-    now[0] += 1.0  # the tokens come back, and a port is never named from a scan older than FRESH_S
-    assert namer(("127.0.0.1", 5001)) == "client@41" and scans[-1] == 1.0
+
+def test_owner_lookups_are_budgeted_in_time() -> None:
+    now = [0.0]
+    asked: list[tuple[int, list[int]]] = []
+
+    def lookup(peer: tuple[str, int], server: tuple[str, int], first: list[int]) -> int | None:
+        asked.append((peer[1], list(first)))
+        now[0] += 0.03  # each lookup takes 30 ms
+        return 40 + peer[1] % 2 if peer[1] < 9000 else None
+    namer = _client_names.ClientNamer(clock=lambda: now[0], lookup=lookup)
+    server = ("127.0.0.1", 10911)
+    assert namer(("127.0.0.1", 5001), server) == "client@41" and namer(("127.0.0.1", 5002), server) == "client@40"
+    assert asked[-1][1] == [41]  # the owner of the last connection is asked first
+    assert namer(("127.0.0.1", 9001), server) == "client@127.0.0.1"  # nobody found
+    for i in range(40):  # a flood: lookups stop once 100 ms are spent
+        namer(("127.0.0.1", 5003 + i), server)
+    assert len(asked) == 4
+    assert namer(("127.0.0.1", 5001), server) == "client@127.0.0.1"
+    now[0] += 1.0  # 5% of a second (50 ms) comes back: one more lookup
+    assert namer(("127.0.0.1", 5001), server) == "client@41" and len(asked) == 5
 
 
 def test_a_link_fault_on_what_the_client_sends_is_applied_on_arrival(node) -> None:
