@@ -203,6 +203,7 @@ def test_client_name_of_a_local_socket_is_its_process() -> None:
 
 def test_client_name_is_the_process_at_the_other_end() -> None:
     srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(30)  # a child that never connects fails the test instead of hanging it
     child = subprocess.Popen([sys.executable, "-c", "import socket, sys; s = socket.create_connection("
                               f"('127.0.0.1', {srv.getsockname()[1]})); sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
