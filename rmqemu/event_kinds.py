@@ -5,6 +5,7 @@ one here is renaming it in every run log. Order matters only for ``docs/events.m
 
 from __future__ import annotations
 
+from rmqemu import event_order
 from rmqemu.event_types import (
     BOOL,
     FLOAT,
@@ -214,14 +215,14 @@ PRODUCER = Section("Producer", (
               "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
-    )),
+    ) + event_order.SEND_FIELDS),
     Kind("send.fail", "producer", "once per message that was given up", (
         Field("msg_id", STR, required=True), Field("topic", STR, required=True),
         Field("group", STR, required=True), Field("mode", STR, required=True),
         Field("attempts", INT, required=True), Field("code", INT, required=True, nullable=True),
         Field("error", STR, "e.g. `No route info of this topic: T`", required=True),
         Field("msg_ids", STRS, "a batch"),
-    ), ext=True),
+    ) + event_order.SEND_FIELDS, ext=True),
 ))
 
 CONSUMER = Section("Consumer", (

@@ -13,6 +13,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rmqemu.emulator.launcher import limits
+from rmqemu.emulator.launcher import topology_order as order
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_problems
 from rmqemu.emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
@@ -63,9 +64,10 @@ def extra_key_problems(extra: dict[str, Any], check: Callable[[dict[str, Any]], 
     return problems
 
 
-def _check_extra_keys(model: BaseModel, check: Callable[[dict[str, Any]], object]) -> None:
-    """Check a model's extra (RocketMQ) keys; raises one ValueError listing every bad key."""
-    problems = extra_key_problems(dict(model.model_extra or {}), check)
+def _check_extra_keys(model: BaseModel, check: Callable[[dict[str, Any]], object], *more: str | None) -> None:
+    """Check a model's extra (RocketMQ) keys; raises one ValueError listing every bad key and
+    every problem of ``more``."""
+    problems = extra_key_problems(dict(model.model_extra or {}), check) + [p for p in more if p]
     if problems:
         raise ValueError("; ".join(problems))
 
@@ -123,6 +125,7 @@ class ProducerEntry(BaseModel):
     mode: Literal["sync", "async", "oneway"] = "sync"
     batch: int = Field(1, ge=1, le=256)
     keys: bool = True
+    ordered: order.OrderedKey = Field(None, description=order.ORDERED_DESCRIPTION)
 
     @field_validator("group")
     @classmethod
@@ -131,7 +134,8 @@ class ProducerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ProducerEntry":
-        _check_extra_keys(self, lambda d: config_from_dict(ProducerConfig, d))
+        _check_extra_keys(self, lambda d: config_from_dict(ProducerConfig, d),
+                          order.ordered_problem(self.ordered, self.mode, self.batch))
         return self
 
 
@@ -148,6 +152,7 @@ class ConsumerEntry(BaseModel):
     allocate_params: dict[str, Any] = Field(default_factory=dict)
     messageModel: Literal["CLUSTERING", "BROADCASTING"] = "CLUSTERING"
     fail_rate: float = Field(0.0, ge=0, le=1, description="share of messages whose consumption fails")
+    orderly: bool = Field(False, description=order.ORDERLY_DESCRIPTION)
 
     @field_validator("group")
     @classmethod
@@ -156,7 +161,8 @@ class ConsumerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ConsumerEntry":
-        _check_extra_keys(self, lambda d: config_from_dict(ConsumerConfig, d))
+        _check_extra_keys(self, lambda d: config_from_dict(ConsumerConfig, d),
+                          order.orderly_problem(self.orderly, self.messageModel))
         return self
 
 

@@ -15,8 +15,10 @@ from pydantic import BaseModel, ValidationError
 from yaml.nodes import Node
 
 from rmqemu.emulator.launcher import topology as _models
+from rmqemu.emulator.launcher import topology_order as _order_models
 from rmqemu.emulator.launcher import topology_remoting as _remoting_models
 from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
+from rmqemu.emulator.launcher.topology_order import ordered_workload
 from rmqemu.emulator.launcher.topology_yaml import read_yaml, with_lines
 from rmqemu.emulator.roles.broker_config import did_you_mean
 from rmqemu.errors import TopologyError
@@ -46,7 +48,7 @@ _BOUND_WORDS = {
 def _topology_keys() -> list[str]:
     """Every key name (and alias) of the topology models: what a misspelt key is compared with."""
     names: set[str] = set()
-    for model in [*vars(_models).values(), *vars(_remoting_models).values()]:
+    for model in [*vars(_models).values(), *vars(_remoting_models).values(), *vars(_order_models).values()]:
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel:
             for name, info in model.model_fields.items():
                 names.update(n for n in (name, info.alias) if n)
@@ -189,7 +191,7 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
     counters: dict[str, int] = {}
     for p in topo.producers:
         workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,
-                    "batch": p.batch, "keys": p.keys}
+                    "batch": p.batch, "keys": p.keys, **ordered_workload(p.ordered)}
         for _ in range(p.instances):
             i = counters.get(p.group, 0)
             counters[p.group] = i + 1
@@ -198,7 +200,7 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
     for c in topo.consumers:
         workload = {"subscribe": [_subscription(s) for s in c.subscribe], "allocate": c.allocate,
                     "allocate_params": c.allocate_params, "messageModel": c.messageModel,
-                    "fail_rate": c.fail_rate}
+                    "fail_rate": c.fail_rate, **({"orderly": True} if c.orderly else {})}
         for _ in range(c.instances):
             i = counters.get(c.group, 0)
             counters[c.group] = i + 1

@@ -10,7 +10,7 @@ topology's node names, and the warnings a run with real clients deserves live he
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -45,27 +45,32 @@ class Remoting(BaseModel):
                              "(a host name is not resolved)") from None
 
 
-def _coerce(v: Any) -> Any:
-    """``true`` -> the defaults, ``false``/absent -> off; a mapping is the model's to check."""
-    if v is None or v is False:
-        return None
-    if v is True:
-        return {}
-    if isinstance(v, (dict, Remoting)):
-        return v
-    raise ValueError(f"expected true, false or a mapping {{host: IP, ports: {{node: port}}}}, got {str(v)[:40]!r}")
+def switch(model: type[BaseModel], shape: str) -> Callable[[Any], Any]:
+    """The before-validator of a key that is ``true`` (the model's defaults), ``false`` or absent
+    (off: None) or a mapping for ``model`` to check; ``shape`` shows the mapping in the error."""
+
+    def coerce(v: Any) -> Any:
+        if v is None or v is False:
+            return None
+        if v is True:
+            return {}
+        if isinstance(v, (dict, model)):
+            return v
+        raise ValueError(f"expected true, false or a mapping {shape}, got {str(v)[:40]!r}")
+
+    return coerce
 
 
-def _schema(schema: dict[str, Any]) -> None:
-    """JSON Schema: ``true``/``false`` are accepted beside the mapping."""
+def boolean_too(schema: dict[str, Any]) -> None:
+    """JSON Schema of a :func:`switch` key: ``true``/``false`` are accepted beside the mapping."""
     schema["anyOf"] = [{"type": "boolean"}, *schema.get("anyOf", [])]
 
 
 #: The ``remoting:`` field's type: off (None) or a :class:`Remoting`.
-RemotingKey = Annotated[Remoting | None, BeforeValidator(_coerce), Field(
+RemotingKey = Annotated[Remoting | None, BeforeValidator(switch(Remoting, "{host: IP, ports: {node: port}}")), Field(
     description="real RocketMQ clients' TCP port on every namesrv and broker node (docs/real-clients.md): "
                 "true (free loopback ports), false (off, the default) or {host: IP, ports: {node: port}}",
-    json_schema_extra=_schema)]
+    json_schema_extra=boolean_too)]
 
 
 def remoting_nodes(namesrv_count: int, brokers: Iterable[tuple[str, int]]) -> list[str]:

@@ -6,6 +6,9 @@ cleanOfflineBroker first) and ``workload`` (see :mod:`emulator.roles.workload`).
 
 Sync sends are sequential, like one application thread calling ``send()``: a workload tick that
 finds a sync send in flight skips its message and counts it (``skipped_ticks`` in ``state()``).
+Ordered sends (``workload.ordered``, docs/rocketmq-model.md §3.7) are sequential per sharding key,
+like an application with one thread per key: a tick whose key has a send in flight skips its
+message (``skipped_ticks``), while other keys go on.
 """
 
 from __future__ import annotations
@@ -19,8 +22,16 @@ from rmqemu.emulator.roles.client_instance import ClientInstance, client_id_for,
 from rmqemu.emulator.roles.fault_strategy import MQFaultStrategy
 from rmqemu.emulator.roles.node_spec import NodeSpec
 from rmqemu.emulator.roles.route_cache import Route, TopicPublishInfo, to_publish_info
-from rmqemu.emulator.roles.send_flow import SendFlow, SendJob
-from rmqemu.emulator.roles.workload import MIN_TICK_MS, MessageFactory, OutgoingMessage, Pacer, ProducerWorkload
+from rmqemu.emulator.roles.send_flow import SendJob
+from rmqemu.emulator.roles.send_select import SelectSendFlow
+from rmqemu.emulator.roles.workload import (
+    MIN_TICK_MS,
+    KeyPicker,
+    MessageFactory,
+    OutgoingMessage,
+    Pacer,
+    ProducerWorkload,
+)
 
 
 class Producer(Role):
@@ -40,11 +51,14 @@ class Producer(Role):
             api_timeout_ms=cfg.mqClientApiTimeout, rng=self.rng, owner=self)
         self.fault = MQFaultStrategy(cfg.sendLatencyFaultEnable, self.rng)
         self.publish_table: dict[str, TopicPublishInfo] = {}
-        self.flow = SendFlow(self)
+        self.flow = SelectSendFlow(self)
         self.workload = workload
         self.factory = MessageFactory(name, workload, self.rng) if workload else None
+        self.keys = (KeyPicker(name, workload.ordered, random.Random(f"{seed}:{name}:keys"))
+                     if workload and workload.ordered else None)
         self.pacer: Pacer | None = None
         self.sync_in_flight = False
+        self.keys_in_flight: set[str] = set()  # ordered sends: one per key at a time
         self.counts = {"sent": 0, "ok": 0, "failed": 0, "skipped_ticks": 0}
 
     @classmethod
@@ -93,19 +107,26 @@ class Producer(Role):
 
     # ------------------------------------------------------------------ sending
 
-    def send(self, msgs: OutgoingMessage | list[OutgoingMessage], mode: str, now: Now) -> list[Action]:
-        """``send(msg)`` / ``send(msg, callback)`` / ``sendOneway(msg)``; a list is a batch."""
+    def send(self, msgs: OutgoingMessage | list[OutgoingMessage], mode: str, now: Now,
+             sharding_key: str | None = None) -> list[Action]:
+        """``send(msg)`` / ``send(msg, callback)`` / ``sendOneway(msg)``; a list is a batch. With a
+        ``sharding_key``: ``send(msg, new SelectMessageQueueByHash(), key)``, sync, one attempt."""
         batch = msgs if isinstance(msgs, list) else [msgs]
-        total = 1 + self.cfg.retryTimesWhenSendFailed if mode == "sync" else 1
-        job = SendJob(batch, mode, now, self.cfg.sendMsgTimeout, float(self.cfg.minSendTimeoutWallMs), total)
-        if mode == "sync":
+        total = 1 + self.cfg.retryTimesWhenSendFailed if mode == "sync" and sharding_key is None else 1
+        job = SendJob(batch, mode, now, self.cfg.sendMsgTimeout, float(self.cfg.minSendTimeoutWallMs), total,
+                      sharding_key=sharding_key)
+        if sharding_key is not None:
+            self.keys_in_flight.add(sharding_key)
+        elif mode == "sync":
             self.sync_in_flight = True
         job.on_done = lambda ok: self._finished(job, ok)
         self.counts["sent"] += len(batch)
         return self.flow.send(job, now)
 
     def _finished(self, job: SendJob, ok: bool) -> None:
-        if job.mode == "sync":
+        if job.sharding_key is not None:
+            self.keys_in_flight.discard(job.sharding_key)
+        elif job.mode == "sync":
             self.sync_in_flight = False
         self.counts["ok" if ok else "failed"] += len(job.msgs)
 
@@ -115,6 +136,9 @@ class Producer(Role):
         actions: list[Action] = []
         for _ in range(self.pacer.due(now.mono_ms)):
             self.pacer.issued += 1
+            if self.keys is not None:
+                actions += self._ordered_tick(now)
+                continue
             if self.workload.mode == "sync" and self.sync_in_flight:
                 self.counts["skipped_ticks"] += 1
                 continue
@@ -123,6 +147,14 @@ class Producer(Role):
                 msgs = [OutgoingMessage(msgs[0].topic, m.body, m.properties) for m in msgs]
             actions += self.send(msgs if self.workload.batch > 1 else msgs[0], self.workload.mode, now)
         return actions
+
+    def _ordered_tick(self, now: Now) -> list[Action]:
+        assert self.keys is not None and self.factory is not None
+        index, key = self.keys.next_key()
+        if key in self.keys_in_flight:  # the key's previous send has no outcome yet
+            self.counts["skipped_ticks"] += 1
+            return []
+        return self.send(self.factory.next_message((index, key)), "sync", now, sharding_key=key)
 
     # ------------------------------------------------------------------ RouteOwner
 
@@ -147,7 +179,8 @@ class Producer(Role):
     def state(self) -> dict[str, Any]:
         return {
             "group": self.group, "client_id": self.client_id, **self.counts,
-            "sync_in_flight": self.sync_in_flight, "namesrv": self.instance.selector.chosen,
+            "sync_in_flight": self.sync_in_flight, "keys_in_flight": sorted(self.keys_in_flight),
+            "namesrv": self.instance.selector.chosen,
             "polls_skipped": self.instance.polls_skipped,
             "topics": {t: [mq.pair() for mq in i.message_queues] for t, i in self.publish_table.items()},
             "broker_addrs": {b: {str(k): v for k, v in a.items()} for b, a in self.instance.broker_addr_table.items()},

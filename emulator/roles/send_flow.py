@@ -60,6 +60,8 @@ class SendJob:
     stored_code: int | None = None  # a SendResult was obtained (possibly not SEND_OK)
     error: tuple[int | None, str] | None = None
     on_done: Callable[[bool], None] | None = None
+    sharding_key: str | None = None  # an ordered send (send_select.SelectSendFlow)
+    route_queues: int | None = None  # the size of the publish list an ordered send chose from
 
     @property
     def topic(self) -> str:
@@ -256,18 +258,25 @@ class SendFlow:
                   "broker": mq.broker_name if mq else None, "broker_id": 0 if mq else None,
                   "queue_id": mq.queue_id if mq else None, "attempt": attempt, "outcome": outcome,
                   "code": code, "latency_ms": None if latency is None else round(latency, 3), "mode": job.mode}
-        if len(job.msgs) > 1:
-            fields["msg_ids"] = [m.msg_id for m in job.msgs]
         if error is not None:
             fields["error"] = error
-        return Emit("send", fields)
+        return Emit("send", self._extra(job, fields))
+
+    @staticmethod
+    def _extra(job: SendJob, fields: dict) -> dict:
+        """A batch's ids; an ordered send's key and publish-list size (docs/events.md)."""
+        if len(job.msgs) > 1:
+            fields["msg_ids"] = [m.msg_id for m in job.msgs]
+        if job.sharding_key is not None:
+            fields["sharding_key"] = job.sharding_key
+            if job.route_queues is not None:
+                fields["route_queues"] = job.route_queues
+        return fields
 
     def _fail(self, job: SendJob, code: int | None, text: str, attempts: int) -> list[Action]:
         fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.producer.group,
                   "mode": job.mode, "attempts": attempts, "code": code, "error": text}
-        if len(job.msgs) > 1:
-            fields["msg_ids"] = [m.msg_id for m in job.msgs]
-        return [Emit("send.fail", fields)] + self._done(job, False)
+        return [Emit("send.fail", self._extra(job, fields))] + self._done(job, False)
 
     def _done(self, job: SendJob, ok: bool) -> list[Action]:
         if job.on_done is not None:

@@ -18,8 +18,10 @@ def retry_topic(group: str) -> str:
 
 
 def java_string_hash(s: str) -> int:
-    """``String.hashCode`` (the ``codeSet`` entries), as a signed 32-bit int."""
-    data = s.encode("utf-16-be")  # Java hashes UTF-16 code units
+    """``String.hashCode`` (the ``codeSet`` entries, the ordered-send selector's key), as a signed
+    32-bit int: ``31 * h + c`` over the UTF-16 code units with int overflow. A character beyond
+    the BMP is its surrogate pair; a lone surrogate (a Java string may hold one) is its own unit."""
+    data = s.encode("utf-16-be", "surrogatepass")
     h = 0
     for i in range(0, len(data), 2):
         h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF

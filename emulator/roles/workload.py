@@ -13,6 +13,12 @@ the consumer's failures) comes from a ``random.Random`` seeded with the run seed
 Topics are used round-robin in the order given; each message carries a unique ``UNIQ_KEY``
 (``<node>-<incarnation hex>-<counter>``: readable, unique per message even across a restart of
 the node, since the incarnation is the start wall time).
+
+Ordered sends (``ordered:``, docs/rocketmq-model.md §3.7): each instance owns ``keys`` sharding
+keys ``<node>:<i>``, so every key has one producer; key ``i`` always uses topic ``i mod
+len(topics)``; each message's key is drawn by a :class:`KeyPicker` (seeded ``random``, or
+``cycle``) with its own ``random.Random``, so the key sequence of a seed does not depend on
+anything else the producer draws. The key is also the message's ``KEYS`` property.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 MIN_TICK_MS = 2.0  # wall ms: a Python process cannot usefully wake more often than this
 MODES = ("sync", "async", "oneway")
+PICKS = ("random", "cycle")
 
 
 @dataclass
@@ -47,14 +54,21 @@ class ProducerWorkload:
     batch: int = 1
     keys: bool = False
     count: int | None = None  # stop after this many messages (None: until the node stops)
+    ordered: "OrderedWorkload | None" = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "ProducerWorkload":
         d = dict(d or {})
-        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count"}
+        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count", "ordered"}
         if unknown:
             raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
+        ordered = d.pop("ordered", None)
         w = cls(topics=list(d.pop("topics", [])), **d)
+        if ordered is not None:
+            w.ordered = OrderedWorkload.from_dict(ordered)
+            if w.mode != "sync" or w.batch != 1:
+                raise ValueError("workload.ordered: needs mode sync and batch 1 (an ordered send is "
+                                 f"send(msg, selector, key), one sync message), got mode {w.mode}, batch {w.batch}")
         if not w.topics or not all(isinstance(t, str) for t in w.topics):
             raise ValueError("workload.topics: must be a non-empty list of topic names")
         if not isinstance(w.rate, (int, float)) or isinstance(w.rate, bool) or w.rate < 0:
@@ -70,6 +84,48 @@ class ProducerWorkload:
     def period_ms(self) -> float | None:
         """Cluster ms between two messages, None for rate 0."""
         return 1000.0 / self.rate if self.rate > 0 else None
+
+
+@dataclass
+class OrderedWorkload:
+    """``ordered:`` of a producer: ``keys`` sharding keys per instance, drawn by ``pick``."""
+
+    keys: int = 16
+    pick: str = "random"
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "OrderedWorkload":
+        if d is True:
+            return cls()
+        if not isinstance(d, dict):
+            raise ValueError(f"workload.ordered: must be true or a mapping {{keys, pick}}, got {d!r}")
+        unknown = set(d) - {"keys", "pick"}
+        if unknown:
+            raise ValueError(f"workload.ordered: unknown key {sorted(unknown)[0]} (known: keys, pick)")
+        w = cls(**d)
+        if not isinstance(w.keys, int) or isinstance(w.keys, bool) or not 1 <= w.keys <= 100000:
+            raise ValueError(f"workload.ordered.keys: must be an int in [1, 100000], got {w.keys!r}")
+        if w.pick not in PICKS:
+            raise ValueError(f"workload.ordered.pick: must be one of {', '.join(PICKS)}, got {w.pick!r}")
+        return w
+
+
+class KeyPicker:
+    """The sharding key of each ordered message: ``<node>:<i>`` for ``i`` drawn from ``keys``."""
+
+    def __init__(self, node: str, ordered: OrderedWorkload, rng: random.Random) -> None:
+        self.keys = [f"{node}:{i}" for i in range(ordered.keys)]
+        self.pick = ordered.pick
+        self.rng = rng
+        self.next_index = 0
+
+    def next_key(self) -> tuple[int, str]:
+        """(index, key) of the next message."""
+        if self.pick == "cycle":
+            i, self.next_index = self.next_index, (self.next_index + 1) % len(self.keys)
+        else:
+            i = self.rng.randrange(len(self.keys))
+        return i, self.keys[i]
 
 
 class Pacer:
@@ -101,12 +157,17 @@ class MessageFactory:
     def set_incarnation(self, wall_ms: float) -> None:
         self.incarnation = format(int(wall_ms) & 0xFFFFFFFFFF, "x")
 
-    def next_message(self) -> OutgoingMessage:
-        topic = self.workload.topics[self.counter % len(self.workload.topics)]
+    def next_message(self, key: tuple[int, str] | None = None) -> OutgoingMessage:
+        """The next message; with ``key`` (index, sharding key from :class:`KeyPicker`), the key's
+        topic and the key as ``KEYS``."""
+        topics = self.workload.topics
+        topic = topics[(key[0] if key else self.counter) % len(topics)]
         self.counter += 1
         msg_id = f"{self.node}-{self.incarnation}-{self.counter}"
         props = {"UNIQ_KEY": msg_id}
-        if self.workload.keys:
+        if key is not None:
+            props["KEYS"] = key[1]
+        elif self.workload.keys:
             props["KEYS"] = f"key-{self.rng.randrange(10**8):08d}"
         filler = (msg_id + "|").encode() + b"x" * self.workload.size
         return OutgoingMessage(topic, filler[: self.workload.size], props)
@@ -118,12 +179,14 @@ class ConsumerWorkload:
     allocate: str = "AVG"
     allocate_params: dict[str, Any] = field(default_factory=dict)
     messageModel: str | None = None  # overrides config.messageModel when set
-    fail_rate: float = 0.0  # probability that the listener answers RECONSUME_LATER
+    fail_rate: float = 0.0  # probability that the listener fails (RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT)
+    orderly: bool = False  # MessageListenerOrderly (docs/rocketmq-model.md §4.9) instead of concurrently
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "ConsumerWorkload":
         d = dict(d or {})
-        unknown = set(d) - {"subscribe", "allocate", "allocate_params", "messageModel", "fail_rate"}
+        unknown = set(d) - {"subscribe", "allocate", "allocate_params", "messageModel", "fail_rate",
+                             "orderly"}
         if unknown:
             raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
         subs = []
@@ -136,4 +199,9 @@ class ConsumerWorkload:
         w = cls(subscribe=subs, **d)
         if not 0.0 <= float(w.fail_rate) <= 1.0:
             raise ValueError("workload.fail_rate: must be within [0, 1]")
+        if not isinstance(w.orderly, bool):
+            raise ValueError(f"workload.orderly: must be true or false, got {w.orderly!r}")
+        if w.orderly and w.messageModel == "BROADCASTING":
+            raise ValueError("workload.orderly: needs messageModel CLUSTERING (the orderly consumer is modelled "
+                             "with its broker locks, which BROADCASTING does not take)")
         return w
