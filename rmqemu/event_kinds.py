@@ -298,4 +298,4 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
          ext=True),
 ))
 
-SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, FAULTS)
+SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION, FAULTS)

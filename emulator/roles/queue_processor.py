@@ -1,21 +1,24 @@
 """What a client asks a broker about queues, beyond pulling: GET_MIN_OFFSET (31),
 SEARCH_OFFSET_BY_TIMESTAMP (29), and the locks of orderly consumers, LOCK_BATCH_MQ (41) and
-UNLOCK_BATCH_MQ (42) (RebalanceLockManager). rmqemu's own consumers use none of them; real
-clients do (the Java client's orderly push consumer locks every queue it is allocated).
+UNLOCK_BATCH_MQ (42) (``RebalanceLockManager``, docs/rocketmq-model.md §4.9), for rmqemu's
+orderly consumers and real clients alike.
 
 Lock bodies: ``{consumerGroup, clientId, mqSet: [{topic, brokerName, queueId}]}``; a lock
 answers ``{lockOKMQSet: [...]}``, the queues now held by that client. A lock lives
-:data:`LOCK_MAX_LIVE_MS` (``rocketmq.broker.rebalance.lockMaxLiveTime``) on the broker's clock
-unless its holder renews it (the Java client does every 20 s).
+:data:`LOCK_MAX_LIVE_MS` (``rocketmq.broker.rebalance.lockMaxLiveTime``) on the broker's
+(skewable) wall clock unless its holder renews it (every 20 s); the table is in memory only, so
+a restarted broker starts with none. A ``broker.lock`` event marks each change of holder: a
+grant to a new holder (``locked``), a grant over an expired holder (``taken_over``), and an
+unlock (``unlocked``); a renewal writes nothing.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
+from rmqemu.emulator.roles.base import Action, Emit, Inbound, Now, Reply
 from rmqemu.emulator.roles.server_dispatch import HeaderError, h_int, h_str
 
 if TYPE_CHECKING:
@@ -40,30 +43,50 @@ def _mq_json(mq: MQ) -> dict[str, Any]:
     return {"topic": mq[0], "brokerName": mq[1], "queueId": mq[2]}
 
 
+class LockChange(NamedTuple):
+    """A queue whose holder changed: ``locked`` (it was free), ``taken_over`` (``previous`` had
+    not renewed it for ``idle_ms``, past the expiry) or ``unlocked``."""
+
+    mq: MQ
+    change: str
+    previous: str | None = None
+    idle_ms: float | None = None
+
+
 class RebalanceLockManager:
     """group -> queue -> (client id, last renewal in wall ms)."""
 
     def __init__(self) -> None:
         self.table: dict[str, dict[MQ, tuple[str, float]]] = {}
 
-    def try_lock_batch(self, group: str, mqs: list[MQ], client: str, wall_ms: float) -> list[MQ]:
-        """``tryLockBatch``: a queue is locked for ``client`` if it holds it already (renewed), if
-        nobody does, or if its holder's lock expired; the queues it now holds, in request order."""
+    def try_lock_batch(self, group: str, mqs: list[MQ], client: str,
+                       wall_ms: float) -> tuple[list[MQ], list[LockChange]]:
+        """``tryLockBatch``: a queue is locked for ``client`` if it holds it already (renewed, even
+        past its expiry), if nobody does, or if its holder's lock expired. Returns the queues it
+        now holds, in request order, and the changes of holder."""
         locks = self.table.setdefault(group, {})
-        held = []
+        held, changes = [], []
         for mq in dict.fromkeys(mqs):
             owner = locks.get(mq)
-            if owner is None or owner[0] == client or wall_ms - owner[1] > LOCK_MAX_LIVE_MS:
+            idle = None if owner is None else wall_ms - owner[1]
+            if owner is None or owner[0] == client or idle > LOCK_MAX_LIVE_MS:
+                if owner is None:
+                    changes.append(LockChange(mq, "locked"))
+                elif owner[0] != client:
+                    changes.append(LockChange(mq, "taken_over", owner[0], idle))
                 locks[mq] = (client, wall_ms)
                 held.append(mq)
-        return held
+        return held, changes
 
-    def unlock_batch(self, group: str, mqs: list[MQ], client: str) -> None:
+    def unlock_batch(self, group: str, mqs: list[MQ], client: str) -> list[LockChange]:
         """``unlockBatch``: only the holder's own locks go."""
         locks = self.table.get(group, {})
-        for mq in mqs:
+        gone = []
+        for mq in dict.fromkeys(mqs):
             if mq in locks and locks[mq][0] == client:
                 del locks[mq]
+                gone.append(LockChange(mq, "unlocked"))
+        return gone
 
     def snapshot(self) -> dict[str, dict[str, str]]:
         return {g: {f"{t}:{b}:{q}": c for (t, b, q), (c, _) in sorted(locks.items())}
@@ -91,10 +114,22 @@ class QueueProcessor:
 
     def lock_batch_mq(self, msg: Inbound, now: Now) -> list[Action]:
         group, client, mqs = _mq_set(msg.frame.json_body())
-        held = self.locks.try_lock_batch(group, mqs, client, now.wall_ms)
-        return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body={"lockOKMQSet": [_mq_json(m) for m in held]}))]
+        held, changes = self.locks.try_lock_batch(group, mqs, client, now.wall_ms)
+        reply = Reply(msg.channel, msg.frame.response(R.SUCCESS, body={"lockOKMQSet": [_mq_json(m) for m in held]}))
+        return [reply, *self._events(group, client, msg.peer, changes)]
 
     def unlock_batch_mq(self, msg: Inbound, now: Now) -> list[Action]:
         group, client, mqs = _mq_set(msg.frame.json_body())
-        self.locks.unlock_batch(group, mqs, client)
-        return [Reply(msg.channel, msg.frame.response(R.SUCCESS))]
+        changes = self.locks.unlock_batch(group, mqs, client)
+        return [Reply(msg.channel, msg.frame.response(R.SUCCESS)), *self._events(group, client, msg.peer, changes)]
+
+    @staticmethod
+    def _events(group: str, client_id: str, peer: str, changes: list[LockChange]) -> list[Action]:
+        out: list[Action] = []
+        for c in changes:
+            fields: dict[str, Any] = {"group": group, "topic": c.mq[0], "broker": c.mq[1], "queue_id": c.mq[2],
+                                      "client_id": client_id, "peer": peer, "change": c.change}
+            if c.previous is not None:
+                fields.update(previous=c.previous, idle_ms=round(c.idle_ms or 0.0, 3))
+            out.append(Emit("broker.lock", fields))
+        return out
