@@ -249,7 +249,7 @@ CONSUMER = Section("Consumer", (
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
         Field("msg_ids", STRS, "the ones consumed", required=True),
         Field("reconsume_later", STRS, "the ones the listener failed (`fail_rate`)", ext=True),
-    )),
+    ) + event_order.CONSUME_FIELDS),
 ))
 
 _FAULT = (

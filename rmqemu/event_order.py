@@ -10,7 +10,7 @@ its locks: they live in memory only).
 
 from __future__ import annotations
 
-from rmqemu.event_types import FLOAT, INT, STR, Field, Kind, Section
+from rmqemu.event_types import BOOL, FLOAT, INT, LONG, STR, Field, Kind, ListOf, Section
 
 #: Added to ``send`` and ``send.fail`` by an ordered send (``SelectMessageQueueByHash``).
 SEND_FIELDS = (
@@ -18,6 +18,12 @@ SEND_FIELDS = (
           "(`SelectMessageQueueByHash`: index `abs(hashCode(key) % route_queues)`), absent on other sends", ext=True),
     Field("route_queues", INT, "an ordered send: the size of the publish queue list the queue was chosen "
           "from (the producer's route then), absent when no route had a queue", ext=True),
+)
+
+#: Added to ``consume`` (emulated consumers and a real client's lines alike).
+CONSUME_FIELDS = (
+    Field("offsets", ListOf(LONG), "the queue offsets of `msg_ids`, in the same order", ext=True),
+    Field("orderly", BOOL, "`true` from an orderly consumer (one listener call, one line)", ext=True),
 )
 
 _QUEUE = (Field("group", STR, required=True), Field("topic", STR, required=True),
@@ -36,5 +42,16 @@ SECTION = Section("Ordered messages: queue locks", (
              Field("change", STR, "`locked`, `taken_over` or `unlocked`", required=True),
              Field("previous", STR, "`taken_over`: the expired holder's client id"),
              Field("idle_ms", FLOAT, "`taken_over`: broker clock ms since the expired holder's last grant"),
+         ), ext=True),
+    Kind("orderly.lock", "consumer (orderly)",
+         "the local lock of a queue changed: `locked` (granted while not held or expired), `expired` (30 s, "
+         "scaled, after the last grant: consumption stops), `refused` (lockAll was not granted it), "
+         "`dropped` (a rebalance gave the queue up), `unlocked` (shutdown). A renewal writes nothing", _QUEUE + (
+             Field("client_id", STR, "this consumer's client id (as in `broker.lock`)", required=True),
+             Field("change", STR, "`locked`, `expired`, `refused`, `dropped` or `unlocked`", required=True),
+             Field("locked", BOOL, "`dropped`: the local lock was held and not expired"),
+             Field("cached", INT, "`dropped`: messages pulled and not consumed"),
+             Field("unlock_delay_ms", FLOAT, "`dropped`: the broker lock is released after this long (20000 "
+                   "while messages are cached, else 0)"),
          ), ext=True),
 ))

@@ -7,6 +7,8 @@ Start: subscriptions are built (``subVersion`` = the node's wall clock; CLUSTERI
 heartbeatBrokerInterval, after cleanOfflineBroker), ``rebalance`` (20 s after the last run,
 which may be one woken at once by NOTIFY_CONSUMER_IDS_CHANGED), ``persistOffsets`` (10 s,
 persistConsumerOffsetInterval) and the per-queue ``pull|...`` / ``reconsume|...`` / ``offsetMoved|...`` one-shots.
+An orderly consumer (``workload.orderly``) adds ``lockAll`` and its per-queue timers
+(:mod:`emulator.roles.orderly`, docs/rocketmq-model.md §4.9).
 
 ``client.route`` events of a consumer carry what its ``MQClientInstance`` computes from the route
 for both sides (docs/rocketmq-model.md §3.6): ``publish_queues`` is the publish view (writable queue data whose
@@ -28,6 +30,8 @@ from rmqemu.emulator.roles.client_config import ConsumerConfig, config_from_dict
 from rmqemu.emulator.roles.client_instance import ClientInstance, client_id_for, heartbeat_body
 from rmqemu.emulator.roles.node_spec import NodeSpec
 from rmqemu.emulator.roles.offset_store import OffsetStore
+from rmqemu.emulator.roles.orderly import TIMERS as ORDERLY_TIMERS
+from rmqemu.emulator.roles.orderly import OrderlyService
 from rmqemu.emulator.roles.pull_loop import Puller, parse_timer
 from rmqemu.emulator.roles.rebalance import ProcessQueue, Rebalancer
 from rmqemu.emulator.roles.route_cache import MessageQueue, Route, to_publish_info, to_subscribe_info
@@ -72,6 +76,9 @@ class Consumer(Role):
         self.offset_store = OffsetStore(local_file=self.broadcasting)
         if self.broadcasting and read_store is not None:
             self.offset_store.restore_local(read_store)
+        if workload.orderly and self.broadcasting:
+            raise ValueError("workload.orderly: needs messageModel CLUSTERING")
+        self.orderly = OrderlyService(self) if workload.orderly else None
         self.rebalancer = Rebalancer(self)
         self.puller = Puller(self)
         self.stopping = False  # shutdown began: late pull answers are not processed
@@ -101,16 +108,18 @@ class Consumer(Role):
             Every("heartbeat", 1000, self.cfg.heartbeatBrokerInterval),
             After("rebalance", REBALANCE_WAIT_INTERVAL_MS),  # RebalanceService.run: waitForRunning first
             Every("persistOffsets", PERSIST_OFFSET_INITIAL_MS, self.cfg.persistConsumerOffsetInterval),
-        ]
+        ] + (self.orderly.start() if self.orderly else [])
         # updateTopicSubscribeInfoWhenSubscriptionChanged, heartbeat, rebalanceImmediately
         return actions + self.instance.poll_all(now, lambda n: self.send_heartbeat() + self.rebalance(n))
 
     def stop(self, now: Now) -> list[Action]:
-        """``DefaultMQPushConsumerImpl.shutdown``: persist offsets, UNREGISTER_CLIENT, then
+        """``DefaultMQPushConsumerImpl.shutdown``: an orderly consumer unlocks every queue first
+        (``unlockAll(false)``); persist offsets, UNREGISTER_CLIENT, then
         ``rebalanceImpl.destroy()`` drops every process queue. A long-polled pull still held by a
         broker is answered after the unregister (the group is gone: SUBSCRIPTION_NOT_EXIST); in
         RocketMQ the closed remoting client never sees that answer, so nothing is logged here."""
-        actions = self.puller.persist_all(now) + self.instance.unregister(None, self.group)
+        actions = self.orderly.unlock_all(now) if self.orderly else []
+        actions += self.puller.persist_all(now) + self.instance.unregister(None, self.group)
         self.stopping = True
         for pq in self.process_table.values():
             pq.dropped = True
@@ -135,10 +144,14 @@ class Consumer(Role):
             return self.rebalance(now)
         if name == "persistOffsets":
             return self.puller.persist_all(now)
+        if name == "lockAll" and self.orderly:
+            return self.orderly.lock_all(now)
         parsed = parse_timer(name)
         if parsed is None:
             return []
         kind, mq = parsed
+        if kind in ORDERLY_TIMERS and self.orderly:
+            return self.orderly.on_timer(kind, mq, now)
         if kind == "pull":
             return self.puller.pull(mq, now)
         if kind == "reconsume":
@@ -196,6 +209,8 @@ class Consumer(Role):
             "group": self.group, "client_id": self.client_id, "messageModel": self.cfg.messageModel,
             "namesrv": self.instance.selector.chosen, "rebalances": self.rebalancer.runs,
             "allocated": sorted([mq.topic, mq.broker_name, mq.queue_id] for mq in self.process_table),
+            "locked": sorted([mq.topic, mq.broker_name, mq.queue_id] for mq, pq in self.process_table.items()
+                             if pq.locked),
             "offsets": sorted([mq.topic, mq.broker_name, mq.queue_id, o] for mq, o in self.offset_store.table.items()),
             "subVersions": {t: s["subVersion"] for t, s in self.subscriptions.items()},
         }

@@ -10,7 +10,8 @@ refresh to any address (the remaining slave), as 4.9.4's ``updateConsumeOffsetTo
 Consumption is immediate: the listener succeeds
 unless the workload's ``fail_rate`` says RECONSUME_LATER; failed messages of a CLUSTERING group
 go back with CONSUMER_SEND_MSG_BACK (the broker then picks %RETRY% or %DLQ%), and are consumed
-again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``.
+again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``. An orderly
+consumer pulls only locked queues and consumes one queue at a time (``emulator/roles/orderly.py``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class Puller:
         pq = c.process_table.get(mq)
         if pq is None or pq.dropped or not pq.ready:
             return []
+        if c.orderly is not None:  # only while locked (docs/rocketmq-model.md §4.9)
+            gate = c.orderly.pull_gate(pq, now, lambda n: self.pull(mq, n))
+            if gate is not None:
+                return gate
         first = self._pull_if_found(pq, mq)
         if first is not None:
             return first
@@ -157,18 +162,22 @@ class Puller:
         pq = self.consumer.process_table.get(mq)
         if pq is not None and pq.dropped:
             del self.consumer.process_table[mq]  # re-added by the next rebalance
+            if self.consumer.orderly is not None:  # removeProcessQueue: removeUnnecessaryMessageQueue
+                actions += self.consumer.orderly.give_up(pq, now)
         return actions
 
     # ------------------------------------------------------------------ consuming
 
     def consume(self, pq: ProcessQueue, msgs: list[dict[str, Any]], now: Now) -> list[Action]:
         c, mq = self.consumer, pq.mq
+        if c.orderly is not None:
+            return c.orderly.dispatch(pq, now)
         failed = [m for m in msgs if c.fail_rate > 0 and c.rng.random() < c.fail_rate]
         ok = [m for m in msgs if m not in failed]
         fields = {"group": c.group, "topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id,
-                  "msg_ids": [self._uniq(m) for m in ok]}
+                  "msg_ids": [self.uniq(m) for m in ok], "offsets": [int(m["queueOffset"]) for m in ok]}
         if failed:
-            fields["reconsume_later"] = [self._uniq(m) for m in failed]
+            fields["reconsume_later"] = [self.uniq(m) for m in failed]
         actions: list[Action] = [Emit("consume", fields)]
         done = ok + (failed if c.broadcasting else [])  # BROADCASTING drops failures
         if not c.broadcasting:
@@ -183,7 +192,7 @@ class Puller:
         return []
 
     @staticmethod
-    def _uniq(m: dict[str, Any]) -> str:
+    def uniq(m: dict[str, Any]) -> str:
         return (m.get("properties") or {}).get("UNIQ_KEY") or m.get("msgId")
 
     def _send_back(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:

@@ -4,7 +4,8 @@ A real client (on the remoting port) writes no log of its own, so the nodes it t
 its lines, under its name (``client@<pid>``), from the wire: a route answered to it is its
 ``client.route`` (its view is the last route it was answered), a send answered is a ``send``
 with the answer's outcome, a pull answered a ``pull`` and the messages it delivered a ``consume``
-(the listener is out of sight: delivered counts as consumed), a heartbeat a ``client.heartbeat``. What
+(the listener is out of sight: delivered counts as consumed; with the queue offsets, so that an
+orderly client is judged per queue), a heartbeat a ``client.heartbeat``. What
 never reached a node (a send lost in a partition, a timeout on the client's side) is not seen;
 docs/real-clients.md says so.
 
@@ -86,17 +87,19 @@ class WireLog:
         f = req.fields
         where = {"group": str(f.get("consumerGroup", "")), "topic": str(f.get("topic", "")),
                  "broker": self.broker or "", "queue_id": _int(f.get("queueId"))}
-        ids: list[str] = []
+        msgs: list[dict[str, Any]] = []
         if resp.code == 0:
             try:
-                ids = [m["properties"].get("UNIQ_KEY") or m["msgId"] for m in message_ext.decode_messages(resp.body)]
+                msgs = message_ext.decode_messages(resp.body)
             except BadFrame:  # our own encoding: cannot happen, but a report line is not worth a failed pull
-                ids = []
+                msgs = []
+        ids = [m["properties"].get("UNIQ_KEY") or m["msgId"] for m in msgs]
         out: list[Action] = [Emit("pull", {**where, "code": resp.code, "count": len(ids),
                                            "offset": _int(f.get("queueOffset")), "broker_id": self.broker_id},
                                   node=client)]
         if ids:
-            out.append(Emit("consume", {**where, "msg_ids": ids}, node=client))
+            out.append(Emit("consume", {**where, "msg_ids": ids, "offsets": [int(m["queueOffset"]) for m in msgs]},
+                            node=client))
         return out
 
     def _route(self, client: str, req: Frame, resp: Frame) -> list[Action]:

@@ -5,13 +5,15 @@ group's consumer ids, sorts queues and ids and runs the allocation strategy; BRO
 every readable queue. The process-queue table then drops queues no longer owned (persisting and
 forgetting their offsets) and adds new ones, whose first offset comes from
 ``computePullFromWhere`` (QUERY_CONSUMER_OFFSET, else the consumeFromWhere policy). A change of
-the allocation bumps the topic's ``subVersion`` and heartbeats at once (ROCKETMQ-175).
+the allocation bumps the topic's ``subVersion`` and heartbeats at once (ROCKETMQ-175). An
+orderly consumer locks a new queue on its master first and unlocks a queue it gives up
+(docs/rocketmq-model.md §4.9, ``emulator/roles/orderly.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.protocol import RequestCode, ResponseCode, request
 from rmqemu.emulator.roles.allocate import AllocateError
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from rmqemu.emulator.roles.consumer import Consumer
 
 GET_MAX_OFFSET = RequestCode.GET_MAX_OFFSET  # response header ``offset``
+OffsetThen = Callable[[int | None, Now], list[Action]]  # a first offset, None where RocketMQ has none
 # consumeFromWhere values that behave like CONSUME_FROM_LAST_OFFSET in 4.x
 LAST_OFFSET_POLICIES = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
                         "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET")
@@ -53,6 +56,11 @@ class ProcessQueue:
     msgs: dict[int, dict[str, Any]] = field(default_factory=dict)
     queue_offset_max: int = -1
     batch: "_Added | None" = None  # the rebalance that added this queue, until its offset is known
+    # orderly mode (docs/rocketmq-model.md §4.9, emulator/roles/orderly.py)
+    locked: bool = False
+    last_lock_ms: float = 0.0  # wall ms of the last grant (lastLockTimestamp)
+    previously_locked: bool = False  # the pull request's flag: the first locked pull recomputes the offset
+    consuming: bool = False  # a consume request is running or scheduled (ProcessQueue.consuming)
 
     def put(self, msgs: list[dict[str, Any]]) -> None:
         for m in msgs:
@@ -154,6 +162,8 @@ class Rebalancer:
                 actions += c.puller.persist_offset(mq, now)
                 c.offset_store.remove(mq)
                 del c.process_table[mq]
+                if c.orderly is not None:
+                    actions += c.orderly.give_up(pq, now)
                 changed = True
         new = [mq for mq in sorted(mq_set)  # truncateMessageQueueNotMyTopic drops foreign queues (CONFIG)
                if mq not in c.process_table and mq.topic in c.subscriptions]
@@ -164,67 +174,82 @@ class Rebalancer:
         for mq in new:
             c.offset_store.remove(mq)  # removeDirtyOffset
             pq = ProcessQueue(mq, batch=batch)
-            c.process_table[mq] = pq  # in the table while its offset is looked up (not pulled)
+            c.process_table[mq] = pq  # in the table while its lock and offset are looked up (not pulled)
             pqs.append(pq)
         for pq in pqs:
-            actions += self._compute_pull_from_where(pq, now)
+            if c.orderly is not None:  # lock(mq) first; refused: "add a new mq failed ... because lock failed"
+                actions += c.orderly.lock(pq.mq, now, lambda ok, n, pq=pq: (
+                    self.compute_pull_from_where(pq, n, self._joined(pq)) if ok else self._give_up(pq, n)))
+            else:
+                actions += self.compute_pull_from_where(pq, now, self._joined(pq))
         return actions
 
     # ------------------------------------------------------------------ first offset
 
-    def _compute_pull_from_where(self, pq: ProcessQueue, now: Now) -> list[Action]:
+    def compute_pull_from_where(self, pq: ProcessQueue, now: Now, then: OffsetThen) -> list[Action]:
+        """``computePullFromWhereWithException``: the broker's (or local) offset, else the
+        consumeFromWhere policy; ``then(offset, now)``, with None where RocketMQ has no offset
+        (-1 from a failed lookup, or an exception)."""
         c, mq = self.consumer, pq.mq
         if c.broadcasting:
             local = c.offset_store.read_memory(mq)
-            return self._start(pq, local, now) if local >= 0 else self._policy(pq, now)
+            return then(local, now) if local >= 0 else self._policy(pq, now, then)
         frame = request(RequestCode.QUERY_CONSUMER_OFFSET,
                         {"consumerGroup": c.group, "topic": mq.topic, "queueId": mq.queue_id})
 
         def on_reply(resp, rnow: Now) -> list[Action]:
             if resp is None:
-                return self._give_up(pq, rnow)
+                return then(None, rnow)
             if resp.code == ResponseCode.SUCCESS:  # readOffset(READ_FROM_STORE) keeps it in memory
                 offset = int(resp.fields.get("offset", 0))
                 c.offset_store.update(mq, offset, False)
-                return self._start(pq, offset, rnow)
-            return self._policy(pq, rnow)  # QUERY_NOT_FOUND or any broker code: readOffset -1
+                return then(offset, rnow)
+            return self._policy(pq, rnow, then)  # QUERY_NOT_FOUND or any broker code: readOffset -1
 
         def query(found: tuple[str, bool] | None, qnow: Now) -> list[Action]:
-            if found is None:  # "The broker[X] not exist" -> readOffset -2: "add new mq failed"
-                return self._give_up(pq, qnow)
-            if pq.dropped or c.process_table.get(mq) is not pq:
-                return self._settled(pq, False, qnow)  # dropped while the route was refreshed
+            if found is None or pq.dropped or c.process_table.get(mq) is not pq:
+                return then(None, qnow)  # "The broker[X] not exist" -> readOffset -2; or dropped meanwhile
             return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
 
         # RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker (4.9.4): the master; else a route
         # refresh and one more look that takes any address (the slave left in the route)
         return c.instance.with_offset_broker(mq.topic, mq.broker_name, now, query)
 
-    def _policy(self, pq: ProcessQueue, now: Now) -> list[Action]:
+    def _policy(self, pq: ProcessQueue, now: Now, then: OffsetThen) -> list[Action]:
         """No stored offset: CONSUME_FROM_FIRST_OFFSET -> 0; LAST_OFFSET -> 0 for a retry topic,
         else the queue's max offset. CONSUME_FROM_TIMESTAMP is simplified to the LAST_OFFSET rule
         for retry topics and to 0 otherwise (no SEARCH_OFFSET_BY_TIMESTAMP in the emulator)."""
         where = self.consumer.cfg.consumeFromWhere
         is_retry = pq.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         if where == "CONSUME_FROM_FIRST_OFFSET" or (where == "CONSUME_FROM_TIMESTAMP" and not is_retry):
-            return self._start(pq, 0, now)
+            return then(0, now)
         if where in LAST_OFFSET_POLICIES and is_retry:
-            return self._start(pq, 0, now)
-        return self._max_offset(pq, now)
+            return then(0, now)
+        return self._max_offset(pq, now, then)
 
-    def _max_offset(self, pq: ProcessQueue, now: Now) -> list[Action]:
+    def _max_offset(self, pq: ProcessQueue, now: Now, then: OffsetThen) -> list[Action]:
         c, mq = self.consumer, pq.mq
         addr = c.instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
-            return self._give_up(pq, now)
+            return then(None, now)
         frame = request(GET_MAX_OFFSET, {"topic": mq.topic, "queueId": mq.queue_id})
 
         def on_reply(resp, rnow: Now) -> list[Action]:
             if resp is None or resp.code != ResponseCode.SUCCESS:
-                return self._give_up(pq, rnow)
-            return self._start(pq, int(resp.fields.get("offset", 0)), rnow)
+                return then(None, rnow)
+            return then(int(resp.fields.get("offset", 0)), rnow)
 
         return [Request(addr, frame, c.api_timeout_ms, on_reply)]
+
+    def _joined(self, pq: ProcessQueue) -> OffsetThen:
+        """What a new queue does with its first offset: join the table and pull, or give up."""
+
+        def then(offset: int | None, now: Now) -> list[Action]:
+            if pq.dropped or self.consumer.process_table.get(pq.mq) is not pq:
+                return self._settled(pq, False, now)
+            return self._give_up(pq, now) if offset is None else self._start(pq, offset, now)
+
+        return then
 
     def _give_up(self, pq: ProcessQueue, now: Now) -> list[Action]:
         """nextOffset < 0: "add new mq failed"; the next rebalance tries again."""
@@ -233,7 +258,5 @@ class Rebalancer:
         return self._settled(pq, False, now)
 
     def _start(self, pq: ProcessQueue, offset: int, now: Now) -> list[Action]:
-        if pq.dropped or self.consumer.process_table.get(pq.mq) is not pq:
-            return self._settled(pq, False, now)
         pq.next_offset, pq.ready = offset, True
         return self._settled(pq, True, now) + self.consumer.puller.pull(pq.mq, now)
