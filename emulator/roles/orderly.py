@@ -199,6 +199,8 @@ class OrderlyService:
                 return []
             if offset is None:  # computePullFromWhereWithException threw
                 return c.puller.pull_later(pq.mq, c.exception_delay_ms)
+            # a failed lookup gives -1, and 4.9.4 pulls from it: the broker answers OFFSET_MOVED
+            # to the queue's min offset, which is consumed again (#1825)
             pq.previously_locked, pq.next_offset = True, offset
             return pull(n)
 

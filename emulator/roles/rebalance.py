@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from rmqemu.emulator.roles.consumer import Consumer
 
 GET_MAX_OFFSET = RequestCode.GET_MAX_OFFSET  # response header ``offset``
-OffsetThen = Callable[[int | None, Now], list[Action]]  # a first offset, None where RocketMQ has none
+# a first offset: -1 where RocketMQ's lookup failed (readOffset -2), None where it threw (maxOffset)
+OffsetThen = Callable[[int | None, Now], list[Action]]
 # consumeFromWhere values that behave like CONSUME_FROM_LAST_OFFSET in 4.x
 LAST_OFFSET_POLICIES = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
                         "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET")
@@ -188,8 +189,9 @@ class Rebalancer:
 
     def compute_pull_from_where(self, pq: ProcessQueue, now: Now, then: OffsetThen) -> list[Action]:
         """``computePullFromWhereWithException``: the broker's (or local) offset, else the
-        consumeFromWhere policy; ``then(offset, now)``, with None where RocketMQ has no offset
-        (-1 from a failed lookup, or an exception)."""
+        consumeFromWhere policy; ``then(offset, now)``: -1 when the offset lookup failed (no
+        broker, no answer: ``readOffset`` -2, which 4.9.4 returns as -1), None when it threw (the
+        max offset could not be had) or the queue was dropped meanwhile."""
         c, mq = self.consumer, pq.mq
         if c.broadcasting:
             local = c.offset_store.read_memory(mq)
@@ -199,7 +201,7 @@ class Rebalancer:
 
         def on_reply(resp, rnow: Now) -> list[Action]:
             if resp is None:
-                return then(None, rnow)
+                return then(-1, rnow)
             if resp.code == ResponseCode.SUCCESS:  # readOffset(READ_FROM_STORE) keeps it in memory
                 offset = int(resp.fields.get("offset", 0))
                 c.offset_store.update(mq, offset, False)
@@ -207,8 +209,10 @@ class Rebalancer:
             return self._policy(pq, rnow, then)  # QUERY_NOT_FOUND or any broker code: readOffset -1
 
         def query(found: tuple[str, bool] | None, qnow: Now) -> list[Action]:
-            if found is None or pq.dropped or c.process_table.get(mq) is not pq:
-                return then(None, qnow)  # "The broker[X] not exist" -> readOffset -2; or dropped meanwhile
+            if pq.dropped or c.process_table.get(mq) is not pq:
+                return then(None, qnow)
+            if found is None:  # "The broker[X] not exist": readOffset -2
+                return then(-1, qnow)
             return [Request(found[0], frame, c.api_timeout_ms, on_reply)]
 
         # RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker (4.9.4): the master; else a route
@@ -247,7 +251,9 @@ class Rebalancer:
         def then(offset: int | None, now: Now) -> list[Action]:
             if pq.dropped or self.consumer.process_table.get(pq.mq) is not pq:
                 return self._settled(pq, False, now)
-            return self._give_up(pq, now) if offset is None else self._start(pq, offset, now)
+            if offset is None or offset < 0:  # "add new mq failed"
+                return self._give_up(pq, now)
+            return self._start(pq, offset, now)
 
         return then
 

@@ -231,3 +231,20 @@ def test_no_master_no_lock_the_slave_does_not_help():
 def test_orderly_and_broadcasting_are_refused():
     with pytest.raises(ValueError, match="needs messageModel CLUSTERING"):
         ConsumerWorkload.from_dict({**ORDERLY, "messageModel": "BROADCASTING"})
+
+
+def test_a_failed_offset_lookup_at_the_first_locked_pull_pulls_from_minus_one():
+    """4.9.4 returns -1 from computePullFromWhere when the broker's offset cannot be fetched, and
+    the first locked pull uses it: the broker then moves the queue to its min offset (#1825)."""
+    d = make(workload=ORDERLY)
+    serve_routes(d, {"T": route("b1", queues=1)})
+    cid_list(d, [ME])
+    grant(d)
+    answer_offsets(d, 40)
+    d.advance(1000)
+    grant(d)
+    d.advance(3000)
+    [query] = d.pending_to(code=QUERY)
+    d.answer(query, None)  # no answer: readOffset -2
+    [pull] = d.pending_to(code=PULL)
+    assert pull.frame.fields["queueOffset"] == -1
