@@ -3,9 +3,10 @@
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqemu import wire_json
 from rmqemu.emulator.protocol import RequestCode, ResponseCode
 from rmqemu.emulator.roles.route_cache import MessageQueue
 from rmqemu.emulator.roles.send_flow import ACCESS_BROKER_TIMEOUT, BROKER_NOT_EXIST_EXCEPTION
@@ -234,3 +235,17 @@ def test_one_send_per_key_at_a_time_other_keys_go_on():
     again = [r for r in d.pending_to(code=RequestCode.SEND_MESSAGE_V2)
              if r.frame.fields["properties"]["KEYS"] == "pg-1-0:0"]
     assert len(again) == 1 and again[0] is not first and d.role.counts["skipped_ticks"] == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(st.characters(codec="utf-8")))  # what a JSON line can carry: any text but a lone surrogate
+def test_any_key_goes_to_its_hash_queue_and_reaches_the_event_line_intact(key):
+    d = make()
+    ordered(d, key)
+    answer_route(d, route("b1", "b2"))
+    [req] = d.pending_to(code=RequestCode.SEND_MESSAGE_V2)
+    want = [MessageQueue("T", b, q) for b in ("b1", "b2") for q in range(4)][hash_index(key, 8)]
+    assert (req.addr, req.frame.fields["queueId"]) == (f"addr-{want.broker_name}", want.queue_id)
+    d.answer(req, response(0))
+    [ev] = d.events("send")
+    assert wire_json.loads(wire_json.dumps_line(ev))["sharding_key"] == key

@@ -136,6 +136,14 @@ def test_queue_locks_belong_to_one_client_until_unlocked_or_expired():
     assert d.role.state()["locks"] == {"cg": {"T:broker-a:0": "B", "T:broker-a:1": "B", "T:broker-a:2": "B"}}
 
 
+def test_a_real_clients_lock_changes_are_the_brokers_lines_naming_it():
+    d = broker()
+    resp, actions = d.send(RC.LOCK_BATCH_MQ, {}, lock_body("10.0.0.1@7", 0), channel=RM, peer="client@7")
+    [line] = emitted(actions, "broker.lock")
+    assert line.node is None and (line.fields["peer"], line.fields["client_id"], line.fields["change"]) == (
+        "client@7", "10.0.0.1@7", "locked")  # the broker's own line: the lock table is its state
+
+
 def test_a_bad_lock_body_is_a_system_error_not_a_crash():
     d = broker()
     assert d.call(RC.LOCK_BATCH_MQ, {}, [1, 2]).code == ResponseCode.SYSTEM_ERROR
@@ -191,6 +199,7 @@ def test_a_real_clients_sends_pulls_and_heartbeats_are_written_under_its_name():
     [pulled] = emitted(woken, "pull")
     [consumed] = emitted(woken, "consume")  # delivered counts as consumed for a real client
     assert consumed.fields["msg_ids"] == ["U-T-3"] and consumed.node == pulled.node
+    assert consumed.fields["offsets"] == [0]  # judged per queue in offset order: the key is in the client
     assert pulled.node == "cg-0" and (pulled.fields["count"], pulled.fields["queue_id"]) == (1, 3)  # pull()'s peer
 
 
