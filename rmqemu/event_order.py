@@ -49,6 +49,8 @@ SECTION = Section("Ordered messages: queue locks", (
          "`dropped` (a rebalance gave the queue up), `unlocked` (shutdown). A renewal writes nothing", _QUEUE + (
              Field("client_id", STR, "this consumer's client id (as in `broker.lock`)", required=True),
              Field("change", STR, "`locked`, `expired`, `refused`, `dropped` or `unlocked`", required=True),
+             Field("late_ms", FLOAT, "`expired`: cluster ms from the lock running out to this line (a paused "
+                   "consumer writes it on resume): it ran out `late_ms` x scale wall ms before `ts`"),
              Field("locked", BOOL, "`dropped`: the local lock was held and not expired"),
              Field("cached", INT, "`dropped`: messages pulled and not consumed"),
              Field("unlock_delay_ms", FLOAT, "`dropped`: the broker lock is released after this long (20000 "

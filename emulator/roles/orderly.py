@@ -77,7 +77,7 @@ class OrderlyService:
             left = LOCK_MAX_LIVE_MS - (now.wall_ms - pq.last_lock_ms)
             if left >= 0:  # the wall clock went back: not expired yet
                 return [After(timer_name("lockExpiry", mq), left + 1)]
-            return [self._event(mq, "expired")]
+            return [self._event(mq, "expired", late_ms=round(-left, 3))]  # a paused consumer notices on resume
         return []
 
     # ------------------------------------------------------------------ locks

@@ -70,6 +70,8 @@ def test_a_paused_consumer_keeps_its_locks_until_they_expire_on_the_broker():
     c.advance(0)  # resumed: its overdue timers run (lockAll, the local expiry)
     relay(c, b)
     assert sorted(changes(c, m)) == [(0, "expired"), (0, "refused"), (1, "expired"), (1, "refused")]
+    late = {e["late_ms"] for e in c.events("orderly.lock", m) if e["change"] == "expired"}
+    assert late == {LOCK_MAX_LIVE_MS + 1 - 30000}  # it ran out 30 s after the last grant, noticed on resume
 
 
 def test_a_restarted_broker_has_lost_the_locks_the_consumer_still_holds():
