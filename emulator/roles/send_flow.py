@@ -176,12 +176,9 @@ class SendFlow:
         wall_latency = now.host_mono_ms - sent.host_mono_ms  # what the send event reports
         fault = self.producer.fault
         if resp is None:
-            connect = addr in self.producer.instance.down_addrs
-            code = CONNECT_BROKER_EXCEPTION if connect else ACCESS_BROKER_TIMEOUT
-            text = (f"connect to {addr} failed" if connect
-                    else f"wait response on the channel <{addr}> timeout, {int(job.timeout_ms)}(ms)")
+            code, text, outcome = self._no_answer(job, addr)
             job.error = (code, text)
-            ev = self._event(job, mq, attempt, "error" if connect else "timeout", code, wall_latency, text)
+            ev = self._event(job, mq, attempt, outcome, code, wall_latency, text)
             if job.mode == "async":
                 fault.update_fault_item(mq.broker_name, 3000, True, now.wall_ms)
                 return [ev] + self._async_retry(job, info, mq, frame, attempt, now)
@@ -207,6 +204,14 @@ class SendFlow:
         if job.stored_code is not None:
             return [ev] + self._done(job, True)
         return [ev] + self._fail(job, code, text, attempts=attempt)
+
+    def _no_answer(self, job: SendJob, addr: str) -> tuple[int, str, str]:
+        """(code, RocketMQ's text, outcome) of an attempt without an answer: a refused connection
+        (the channel is known down) or a timeout."""
+        if addr in self.producer.instance.down_addrs:
+            return CONNECT_BROKER_EXCEPTION, f"connect to {addr} failed", "error"
+        return ACCESS_BROKER_TIMEOUT, f"wait response on the channel <{addr}> timeout, {int(job.timeout_ms)}(ms)", \
+            "timeout"
 
     def _async_retry(self, job: SendJob, info: TopicPublishInfo, failed: MessageQueue, frame: Frame,
                      attempt: int, now: Now) -> list[Action]:

@@ -16,14 +16,7 @@ from __future__ import annotations
 from rmqemu.emulator.protocol import Frame
 from rmqemu.emulator.roles.base import Action, Now
 from rmqemu.emulator.roles.route_cache import MessageQueue, TopicPublishInfo
-from rmqemu.emulator.roles.send_flow import (
-    ACCESS_BROKER_TIMEOUT,
-    BROKER_NOT_EXIST_EXCEPTION,
-    CONNECT_BROKER_EXCEPTION,
-    STORED_CODES,
-    SendFlow,
-    SendJob,
-)
+from rmqemu.emulator.roles.send_flow import BROKER_NOT_EXIST_EXCEPTION, STORED_CODES, SendFlow, SendJob
 from rmqemu.emulator.roles.subscription import java_string_hash
 from rmqemu.emulator.roles.validators import MQClientError, no_name_server_error
 
@@ -84,11 +77,8 @@ def _on_reply(flow: SendFlow, job: SendJob, mq: MessageQueue, addr: str, sent: N
               resp: Frame | None, now: Now) -> list[Action]:
     wall_latency = now.host_mono_ms - sent.host_mono_ms
     if resp is None:
-        connect = addr in flow.producer.instance.down_addrs
-        code = CONNECT_BROKER_EXCEPTION if connect else ACCESS_BROKER_TIMEOUT
-        text = (f"connect to {addr} failed" if connect
-                else f"wait response on the channel <{addr}> timeout, {int(job.timeout_ms)}(ms)")
-        ev = flow._event(job, mq, 1, "error" if connect else "timeout", code, wall_latency, text)
+        code, text, outcome = flow._no_answer(job, addr)
+        ev = flow._event(job, mq, 1, outcome, code, wall_latency, text)
         return [ev] + flow._fail(job, code, text, attempts=1)
     if resp.code in STORED_CODES:  # a SendResult, whatever its status: the message is stored
         return [flow._event(job, mq, 1, "ok", resp.code, wall_latency)] + flow._done(job, True)
