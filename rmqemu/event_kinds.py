@@ -5,6 +5,7 @@ one here is renaming it in every run log. Order matters only for ``docs/events.m
 
 from __future__ import annotations
 
+from rmqemu.event_kinds_delay import DELAY
 from rmqemu.event_types import (
     BOOL,
     FLOAT,
@@ -214,6 +215,7 @@ PRODUCER = Section("Producer", (
               "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
+        Field("delay_level", INT, "the delay level it asked for (`DELAY` > 0, see `delay.park`)", ext=True),
     )),
     Kind("send.fail", "producer", "once per message that was given up", (
         Field("msg_id", STR, required=True), Field("topic", STR, required=True),
@@ -297,4 +299,4 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
          ext=True),
 ))
 
-SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, FAULTS)
+SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, DELAY, FAULTS)

@@ -130,6 +130,9 @@ class WireLog:
             "broker_id": self.broker_id, "group": str(f.get("producerGroup", "")), "mode": "wire"}
         if resp.code != 0:
             fields["error"] = resp.remark or ""
+        level = _int(props.get("DELAY"))
+        if level is not None and level > 0:
+            fields["delay_level"] = level
         return [Emit("send", fields, node=client)]
 
 
