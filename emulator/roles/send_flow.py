@@ -260,6 +260,8 @@ class SendFlow:
             fields["msg_ids"] = [m.msg_id for m in job.msgs]
         if error is not None:
             fields["error"] = error
+        if "DELAY" in job.msgs[0].properties:
+            fields["delay_level"] = int(job.msgs[0].properties["DELAY"])
         return Emit("send", fields)
 
     def _fail(self, job: SendJob, code: int | None, text: str, attempts: int) -> list[Action]:
