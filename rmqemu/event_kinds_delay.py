@@ -42,6 +42,8 @@ DELAY = Section("Delays, retries and consumer groups", (
                    "is early, which only the clock-jump guard does (a due time more than the level's delay "
                    "ahead of the clock is taken as now)", required=True),
              Field("queue_offset", LONG, "its offset in the real queue", required=True),
+             Field("offset_msg_id", STR, "the new copy's offsetMsgId: a message without UNIQ_KEY (ali-ons sets "
+                   "none) is consumed under this id, while `msg_id` is the parked copy's", required=True),
          )),
     Kind("retry.back", "broker (master)", "a consumer's failed message was taken back: CONSUMER_SEND_MSG_BACK "
          "(`via` `send_back`) or a client's own send to `%RETRY%<group>` (`via` `send`, the client's fallback); "
@@ -60,6 +62,9 @@ DELAY = Section("Delays, retries and consumer groups", (
                    required=True, nullable=True),
              Field("via", STR, "`send_back` or `send`", required=True),
              Field("client", STR, "who sent it: a node, or `client@<pid>`", required=True),
+             Field("offset_msg_id", STR, "the new copy's offsetMsgId (parked or stored): the `msg_id` of its "
+                   "`delay.park` and `delay.deliver` lines when it has no UNIQ_KEY. Null when dropped",
+                   required=True, nullable=True),
          )),
     Kind("broker.consumer", "broker", "a client's channel joined or left a consumer group on this broker "
          "(docs/rocketmq-model.md §4.2): how the report tells a group whose consumers left (a real client "

@@ -222,7 +222,7 @@ class ScheduleService:
             born_host=rec.get("bornHost", ""))
         where = self._where(level, rec)
         event = Emit("delay.deliver", {**where, "lateness_ms": now.wall_ms - where["due_ms"],
-                                       "queue_offset": record["queueOffset"]})
+                                       "queue_offset": record["queueOffset"], "offset_msg_id": record["offsetMsgId"]})
         return [append, event, *b.puller.notify_message_arriving(topic, queue_id, now), *b.ha.notify_new_data(now)]
 
     def snapshot(self) -> dict[str, Any]:

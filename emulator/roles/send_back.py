@@ -53,7 +53,7 @@ class SendBack:
         self.broker = broker
 
     def _event(self, msg: Inbound, group: str, props: dict[str, str], fallback_id: str, reconsume: int,
-               max_times: int, outcome: str, via: str) -> Emit:
+               max_times: int, outcome: str, via: str, new_id: str | None = None) -> Emit:
         level = None
         if outcome != "dropped":
             try:
@@ -64,7 +64,8 @@ class SendBack:
         return Emit("retry.back", {
             "group": group, "topic": props.get("RETRY_TOPIC", ""), "msg_id": props.get("UNIQ_KEY") or fallback_id,
             "origin_msg_id": props.get("ORIGIN_MESSAGE_ID"), "reconsume_times": reconsume,
-            "max_reconsume_times": max_times, "outcome": outcome, "level": level, "via": via, "client": msg.peer})
+            "max_reconsume_times": max_times, "outcome": outcome, "level": level, "via": via, "client": msg.peer,
+            "offset_msg_id": new_id})
 
     # ------------------------------------------------------------------ the %RETRY% send path
 
@@ -105,7 +106,7 @@ class SendBack:
         else:
             dlq = record["topic"].startswith(DLQ_GROUP_TOPIC_PREFIX)
         return [self._event(msg, group, props, record["offsetMsgId"], reconsume, max_times,
-                            "dlq" if dlq else "retry", "send")]
+                            "dlq" if dlq else "retry", "send", record["offsetMsgId"])]
 
     # ------------------------------------------------------------------ CONSUMER_SEND_MSG_BACK
 
@@ -165,7 +166,7 @@ class SendBack:
         actions += [*acts, *b.puller.notify_message_arriving(record["topic"], record["queueId"], now),
                     *b.ha.notify_new_data(now),
                     self._event(msg, group, props, orig["offsetMsgId"], reconsume, max_times,
-                                "dlq" if dlq else "retry", "send_back")]
+                                "dlq" if dlq else "retry", "send_back", record["offsetMsgId"])]
         # 11: PUT_OK -> SUCCESS; a SYNC_MASTER never waits here (WAIT is false), so nothing else occurs
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
 

@@ -51,7 +51,8 @@ def test_a_delayed_send_waits_in_its_level_queue_and_arrives_when_due():
     assert msg["offsetMsgId"] != parked["offsetMsgId"] and msg["storeTimestamp"] == store_ms + 5000
     assert msg["msgId"] == "u1" and body_bytes(msg) == b"hello"
     (deliver,) = d.events("delay.deliver")
-    assert deliver == {**{k: v for k, v in park.items() if k != "delay_ms"}, "lateness_ms": 0.0, "queue_offset": 0}
+    assert deliver == {**{k: v for k, v in park.items() if k != "delay_ms"}, "lateness_ms": 0.0, "queue_offset": 0,
+                       "offset_msg_id": msg["offsetMsgId"]}
     assert d.role.schedule.offsets == {2: 1}
 
 

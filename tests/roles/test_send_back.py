@@ -72,6 +72,8 @@ def test_three_retries_wait_10_s_30_s_1_min_keep_the_first_copys_id_then_the_dlq
     lines = d.events("retry.back")
     assert [(e["outcome"], e["level"], e["reconsume_times"]) for e in lines] == [
         ("retry", 3, 1), ("retry", 4, 2), ("retry", 5, 3), ("dlq", None, 4)]
+    assert [e["offset_msg_id"] for e in lines[:3]] == [
+        r["offsetMsgId"] for r in (latest(d, SCHEDULE, level) for level in (2, 3, 4))]
     assert all(e["msg_id"] == "u1" and e["origin_msg_id"] == first_id and e["topic"] == "A" and e["group"] == "cg"
                and e["via"] == "send_back" and e["client"] == "cg-0" and e["max_reconsume_times"] == 3 for e in lines)
 
