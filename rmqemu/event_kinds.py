@@ -248,7 +248,7 @@ CONSUMER = Section("Consumer", (
          "delivered by a pull, as the broker sees it)", (
         Field("group", STR, required=True), Field("topic", STR, required=True),
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
-        Field("msg_ids", STRS, "the ones consumed", required=True),
+        Field("msg_ids", STRS, "the ones consumed: UNIQ_KEYs, else the ids their sends were acked with", required=True),
         Field("reconsume_later", STRS, "the ones the listener failed (`fail_rate`)", ext=True),
     )),
 ))

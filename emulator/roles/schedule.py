@@ -216,11 +216,11 @@ class ScheduleService:
         topic, queue_id = props.get("REAL_TOPIC"), _int(props.get("REAL_QID"))
         if not topic or queue_id is None or topic == TRANS_HALF_TOPIC:
             return []  # never stored so by this broker; RocketMQ discards a half message the same way
+        where = self._where(level, rec)
         record, append = b.store.put(
             topic, queue_id, body_bytes(rec), props, now.wall_ms, born_timestamp=rec.get("bornTimestamp", 0),
             reconsume_times=rec.get("reconsumeTimes", 0), flag=rec.get("flag", 0), sys_flag=rec.get("sysFlag", 0),
-            born_host=rec.get("bornHost", ""))
-        where = self._where(level, rec)
+            born_host=rec.get("bornHost", ""), parked_msg_id=where["msg_id"])
         event = Emit("delay.deliver", {**where, "lateness_ms": now.wall_ms - where["due_ms"],
                                        "queue_offset": record["queueOffset"], "offset_msg_id": record["offsetMsgId"]})
         return [append, event, *b.puller.notify_message_arriving(topic, queue_id, now), *b.ha.notify_new_data(now)]

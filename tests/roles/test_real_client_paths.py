@@ -235,3 +235,20 @@ def test_a_real_clients_delayed_send_is_written_with_its_level_and_its_leaving_g
     left = emitted(d.channel("closed", RM), "broker.consumer")
     assert [(e.fields["change"], e.fields["reason"], e.fields["real"], e.node) for e in left] == [
         ("left", "closed", True, None)]
+
+
+def test_a_real_clients_delayed_message_is_consumed_under_the_id_its_send_was_acked_with():
+    """ali-ons sets no UNIQ_KEY: the delivered copy has a new offsetMsgId, and the broker writes the
+    client's consumption under the parked copy's, the msgId of the send's answer."""
+    d = broker(config={"autoCreateTopicEnable": True})
+    heartbeat(d, "10.0.0.1@7", "cg", {"T": 0}, channel=RM)
+    d.advance(2000)
+    ok, _ = d.send(RC.SEND_MESSAGE_V2, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                                        "defaultTopicQueueNums": 4, "queueId": 0, "properties": "DELAY\x011"},
+                   b"x", channel=RM, peer="client@7")
+    d.advance(1000)
+    (deliver,) = d.events("delay.deliver")
+    assert deliver["msg_id"] == ok.fields["msgId"] != deliver["offset_msg_id"]
+    _, actions = pull(d, "T", queue_id=0, channel=RM)
+    [consumed] = emitted(actions, "consume")
+    assert consumed.fields["msg_ids"] == [ok.fields["msgId"]]
