@@ -50,7 +50,8 @@ DELAY = Section("Delays, retries and consumer groups", (
          "where it goes next (docs/rocketmq-model.md §4.7)", (
              Field("group", STR, "the consumer group", required=True),
              Field("topic", STR, "the message's original topic (`RETRY_TOPIC`)", required=True),
-             Field("msg_id", STR, "the UNIQ_KEY", required=True),
+             Field("msg_id", STR, "the UNIQ_KEY, else the id its send was answered with (as `consume` names it)",
+                   required=True),
              Field("origin_msg_id", STR, "`ORIGIN_MESSAGE_ID`: the offsetMsgId of the first stored copy",
                    required=True, nullable=True),
              Field("reconsume_times", INT, "the new message's reconsumeTimes", required=True),

@@ -165,8 +165,8 @@ class SendBack:
                                       born_host=orig.get("bornHost", ""))
         actions += [*acts, *b.puller.notify_message_arriving(record["topic"], record["queueId"], now),
                     *b.ha.notify_new_data(now),
-                    self._event(msg, group, props, orig["offsetMsgId"], reconsume, max_times,
-                                "dlq" if dlq else "retry", "send_back", record["offsetMsgId"])]
+                    self._event(msg, group, props, orig.get("parkedMsgId") or orig["offsetMsgId"], reconsume,
+                                max_times, "dlq" if dlq else "retry", "send_back", record["offsetMsgId"])]
         # 11: PUT_OK -> SUCCESS; a SYNC_MASTER never waits here (WAIT is false), so nothing else occurs
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
 

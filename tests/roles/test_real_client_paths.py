@@ -252,3 +252,8 @@ def test_a_real_clients_delayed_message_is_consumed_under_the_id_its_send_was_ac
     _, actions = pull(d, "T", queue_id=0, channel=RM)
     [consumed] = emitted(actions, "consume")
     assert consumed.fields["msg_ids"] == [ok.fields["msgId"]]
+    resp, actions = d.send(RC.CONSUMER_SEND_MSG_BACK, {"offset": d.role.store.queues[("T", 0)][0]["commitLogOffset"],
+                                                        "group": "cg", "delayLevel": 0, "originTopic": "T"}, channel=RM)
+    [back] = emitted(actions, "retry.back")
+    assert resp.code == 0 and back.fields["msg_id"] == ok.fields["msgId"]  # the chain keeps the send's id
+    assert back.fields["origin_msg_id"] == deliver["offset_msg_id"]  # 4.9.4: the consumed copy's offsetMsgId
