@@ -25,6 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from rmqemu.errors import ExpectationError
+from rmqemu.reports.html_delays import delay_tables
 from rmqemu.reports.plots import Figure, fault_colour
 from rmqemu.reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
 from rmqemu.verdicts import Expectations, Verdict, judge
@@ -126,6 +127,7 @@ FAULT_COLUMNS: list[tuple[str, Cell, bool]] = [
     ("RTO", _ms("rto_ms"), True),  # docs/design.md §9: the longest unavailability starting in the attribution window
     ("failed sends", _num("failed_sends"), True),
     ("misrouted sends", _num("misrouted_sends"), True),
+    ("delayed messages late", _num("late_deliveries"), True),  # due in the window, late or never delivered
 ]
 
 
@@ -164,10 +166,13 @@ def _details(m: Metrics) -> list[Table]:
               ([r["topic"], ", ".join(r["created_on"]), ", ".join(r["hosted_on"]), ", ".join(r["auto_masters"]),
                 f"{r['of_auto_masters']} of {len(r['auto_masters'])}"] for r in ac),
               title="Auto-created topics (the TBW102 imbalance)"),
-        table(["topic", "acked", "consumed", "lost", "duplicated", "consumed but never acked"],
-              ([r["topic"], *[fmt_num(r[k]) for k in ("acked", "consumed", "lost", "duplicate_messages",
-                                                       "consumed_unacked")]] for r in m["consumption"]["by_topic"]),
-              [False] + [True] * 5, empty="No acked or consumed messages.", title="Consumption per topic"),
+        table(["topic", "acked", "consumed", "lost", "gone with their consumers", "dead-lettered", "retrying",
+               "duplicated", "consumed but never acked"],
+              ([r["topic"], *[fmt_num(r[k]) for k in ("acked", "consumed", "lost", "gone", "dead_lettered",
+                                                       "retrying", "duplicate_messages", "consumed_unacked")]]
+               for r in m["consumption"]["by_topic"]),
+              [False] + [True] * 8, empty="No acked or consumed messages.", title="Consumption per topic"),
+        *[table(**t) for t in delay_tables(m)],
         table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
               ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),
               empty="No SUBSCRIPTION_NOT_EXIST pulls.", title="Subscriptions"),

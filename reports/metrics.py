@@ -14,6 +14,8 @@ from typing import Any
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.core import health
 from rmqemu.reports.core.sends import REASONS
+from rmqemu.reports.metrics_delays import DELAY_QUERIES, RETRY_QUERIES, delay_section, retry_section
+from rmqemu.reports.metrics_delays import ORDER as DELAY_ORDER
 from rmqemu.reports.results import RunMeta, RunResult, rows
 
 #: The columns of the send-outcome row, in order (all zero when a run made no attempt).
@@ -41,7 +43,7 @@ ORDER: dict[str, list[str] | None] = {
     "m.misrouted": None, "m.consumption": ["topic"], "m.group_loss": ["group", "topic"],
     "m.availability": ["producer", "topic"], "m.outcomes": None, "m.latency": None, "m.no_route": ["topic"],
     "m.autocreate": ["topic"], "m.timing": ["node"], "m.nsq": ["group", "topic"], "m.sne": ["node", "topic"],
-    "m.drain": ["ts"],
+    "m.drain": ["ts"], **DELAY_ORDER,
 }
 _STALENESS_COLUMNS = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
 
@@ -109,8 +111,10 @@ def _consumption(r: dict[str, Any]) -> dict[str, Any]:
         "duplicate_messages": sum(x["duplicate_messages"] for x in consumption),
         "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
         "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
+        **{fate: sum(x[fate] for x in consumption) for fate in ("gone", "dead_lettered", "retrying")},
         "by_topic": consumption,
         "lost_per_group": sum(x["lost"] for x in r["m.group_loss"]),
+        "gone_per_group": sum(x["gone"] for x in r["m.group_loss"]),
         "groups": r["m.group_loss"],
     }
 
@@ -124,6 +128,8 @@ SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], A
     "autocreate": (("m.autocreate",), lambda run, r: r["m.autocreate"]),
     "subscriptions": (("m.sne", "m.nsq"), lambda run, r: _subscriptions(r)),
     "consumption": (("m.consumption", "m.group_loss"), lambda run, r: _consumption(r)),
+    "delays": (DELAY_QUERIES, delay_section),
+    "retries": (RETRY_QUERIES, retry_section),
     "availability": (("m.availability",), lambda run, r: _availability(r["m.availability"])),
     "timing": (("m.timing",), lambda run, r: health.verdict(
         r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()])),

@@ -50,6 +50,12 @@ def _imbalanced_topics(m: Metrics) -> int:
     return sum(1 for r in m.get("autocreate", []) if r.get("of_auto_masters", 0) < len(r.get("auto_masters") or []))
 
 
+def _sum(m: Metrics, *paths: tuple[str, ...]) -> int | None:
+    """The values at ``paths`` summed (None when none is there: an older metrics.json)."""
+    got = [v for p in paths if (v := _path(*p)(m)) is not None]
+    return sum(got) if got else None
+
+
 def _latency(scope: str, key: str) -> Callable[[Metrics], Any]:
     return lambda m: ((m.get("sends", {}).get("latency") or {}).get(scope) or {}).get(key)
 
@@ -59,7 +65,7 @@ def _max_rto(m: Metrics) -> float:
     return max([f.get("rto_ms") or 0.0 for f in m.get("staleness", {}).get("faults", [])], default=0.0)
 
 
-_S, _M, _L, _A = "Route staleness", "Sends", "Loss and consumption", "Availability"
+_S, _M, _L, _A, _D = "Route staleness", "Sends", "Loss and consumption", "Availability", "Delays and retries"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -89,11 +95,22 @@ HEADLINES: list[Headline] = [
     Headline(_A, "Longest unavailability starting in a fault's window (RTO)", _max_rto, MS),
     Headline(_L, "Messages acked", _path("sends", "acked")),
     Headline(_L, "Acked but never consumed (lost)", _path("consumption", "lost")),
+    Headline(_L, "... left when every subscribing group's consumers had gone", _path("consumption", "gone")),
+    Headline(_L, "... given up to a DLQ, or still being retried",
+             lambda m: _sum(m, ("consumption", "dead_lettered"), ("consumption", "retrying"))),
     Headline(_L, "... missed by a subscribing group, sum over (group, topic)", _path("consumption", "lost_per_group")),
     Headline(_L, "Messages consumed twice by one group", _path("consumption", "duplicate_messages")),
     Headline(_L, "SUBSCRIPTION_NOT_EXIST pulls", _path("subscriptions", "subscription_not_exist", "total")),
     Headline(_L, "Queues allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
     Headline(_L, "Auto-created topics missing on some auto-create master", _imbalanced_topics),
+    Headline(_D, "Delayed messages parked (delay levels and retries)", _path("delays", "parked")),
+    Headline(_D, "... delivered late", _path("delays", "late")),
+    Headline(_D, "... delivered early", _path("delays", "early")),
+    Headline(_D, "... still pending at the end", _path("delays", "pending")),
+    Headline(_D, "... of them overdue (due before the run stopped)", _path("delays", "overdue")),
+    Headline(_D, "Latest first delivery", _path("delays", "lateness_max_ms"), MS),
+    Headline(_D, "Messages taken back from consumers (retries)", _path("retries", "taken_back")),
+    Headline(_D, "... parked in a DLQ (distinct messages)", _path("retries", "dead_lettered")),
 ]
 
 

@@ -12,45 +12,30 @@ A table or a column of one is documented but cannot be an expectation: an expect
 one value. Every ``..._ms`` duration has a ``..._cluster_s`` twin (wall ms / 1000 / scale),
 added by the report to every such key; the registry lists the ``_ms`` path and derives the twin.
 
-This module imports nothing from the project: the launcher (topology checks) and the report
-both read it. ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
+This module imports nothing from the project but its own parts (:mod:`rmqemu.metric_units`, the
+delays and retries sections in :mod:`rmqemu.metric_paths_delay`): the launcher (topology checks)
+and the report both read it. ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 
-#: The misrouting reasons, first match wins (the report's ``reports.core.sends.REASONS``; a test
-#: keeps the two equal).
-REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_topic", "bad_queue")
-#: The scopes of the send latency: every attempt, and the ok ones only.
-LATENCY_SCOPES: tuple[str, ...] = ("all", "ok")
-
-MS, COUNT, BOOL, TEXT, NUMBER, LIST, TABLE, GROUP = (
-    "wall ms", "count", "true/false", "text", "number", "list of names", "table", "group")
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One path: ``unit`` is one of the constants above; ``what`` one line for a person."""
-
-    path: str
-    unit: str
-    what: str
-    section: str = ""
-
-    @property
-    def twin(self) -> str | None:
-        """The ``_cluster_s`` twin of a wall-ms duration (None for anything else)."""
-        return self.path[:-3] + "_cluster_s" if self.unit == MS and self.path.endswith("_ms") else None
-
-    @property
-    def is_value(self) -> bool:
-        """Whether an expectation may name it: one value, not a group, a table or a table's column."""
-        return self.unit not in (TABLE, GROUP, LIST, TEXT) and "[]" not in self.path
-
+from rmqemu.metric_paths_delay import delay_metrics
+from rmqemu.metric_units import (  # noqa: F401 (the registry's vocabulary, used from here)
+    BOOL,
+    COUNT,
+    GROUP,
+    LATENCY_SCOPES,
+    LIST,
+    MS,
+    NUMBER,
+    REASONS,
+    TABLE,
+    TEXT,
+    Metric,
+)
 
 _STALE_COLUMNS = [
     ("topic", TEXT, "the topic"),
@@ -102,7 +87,10 @@ def _registry() -> list[Metric]:
                                          "from the run's first event (docs/design.md §9)"),
             ("rto_ms", MS, "the longest unavailability window starting in its attribution window"),
             ("failed_sends", COUNT, "non-ok attempts in its attribution window"),
-            ("misrouted_sends", COUNT, "misrouted attempts in its attribution window")):
+            ("misrouted_sends", COUNT, "misrouted attempts in its attribution window"),
+            ("late_deliveries", COUNT, "delayed messages due in its attribution window and delivered late, or "
+                                       "still undelivered at run.stop (docs/design.md §7 \"Delays and retries\")"),
+            ("late_max_ms", MS, "the latest of those delivered (0 if none)")):
         add(s, f"staleness.faults[].{col}", unit, text)
     add(s, "staleness.clients_total", GROUP, "the client rows summed")
     for col, unit, text in (
@@ -176,24 +164,44 @@ def _registry() -> list[Metric]:
         add(s, f"subscriptions.non_subscriber_queues.by_group[].{col}", unit, text)
 
     s = "Consumption"
-    add(s, "consumption", GROUP, "acked messages against consumed ones")
-    for col, text in (("lost", "acked messages never consumed"),
-                      ("duplicate_messages", "messages consumed more than once"),
+    add(s, "consumption", GROUP, "acked messages against consumed ones. An acked message (first acked before "
+        "run.stop) that no group consumed is, first match wins: dead_lettered, retrying, gone, else lost "
+        "(docs/design.md §7 \"Consumption\"). Deliveries from %RETRY% and %DLQ% topics are retries: they make "
+        "their message consumed (by the id it was first acked with) and count nowhere else here")
+    for col, text in (("lost", "acked messages no group had: some group subscribing the topic still had consumers "
+                               "at run.stop, and none consumed, failed or gave up on them"),
+                      ("gone", "acked messages no group consumed, every group subscribing the topic having left: "
+                               "a broker.consumer line said it left, and at run.stop no live broker listed a "
+                               "consumer of it (a real client that stopped early: rmqemu drains only its own)"),
+                      ("dead_lettered", "acked messages no group consumed that a group gave up on: a retry.back to "
+                                        "%DLQ% (maxReconsumeTimes reached) or dropped"),
+                      ("retrying", "acked messages no group consumed that a group failed (consume.reconsume_later, "
+                                   "or a retry.back) and had not consumed by the end"),
+                      ("duplicate_messages", "messages consumed more than once by one group from their own topic"),
                       ("duplicate_deliveries", "deliveries beyond each message's first"),
-                      ("consumed_unacked", "messages consumed but never acked to their producer")):
+                      ("consumed_unacked", "messages consumed from a topic no ok send of theirs went to (a send that "
+                                           "timed out but was stored); retries and delayed copies are not")):
         add(s, f"consumption.{col}", COUNT, text)
-    add(s, "consumption.by_topic[]", TABLE, "one row per topic")
+    add(s, "consumption.by_topic[]", TABLE, "one row per topic (not %RETRY% or %DLQ% topics)")
     add(s, "consumption.by_topic[].topic", TEXT, "the topic")
-    for col in ("acked", "consumed", "lost", "duplicate_messages", "duplicate_deliveries", "consumed_unacked"):
+    for col in ("acked", "consumed", "lost", "gone", "dead_lettered", "retrying", "duplicate_messages",
+                "duplicate_deliveries", "consumed_unacked"):
         add(s, f"consumption.by_topic[].{col}", COUNT, f"{col.replace('_', ' ')} messages of the topic")
     add(s, "consumption.lost_per_group", COUNT,
-        "acked messages a subscribing group never consumed, summed over (group, topic)")
+        "acked messages a subscribing group never had while it still had consumers, summed over (group, topic)")
+    add(s, "consumption.gone_per_group", COUNT,
+        "acked messages a subscribing group never consumed because its consumers had left, summed over (group, topic)")
     add(s, "consumption.groups[]", TABLE, "one row per (group, topic) the group subscribes and some producer sent to")
     for col, unit, text in (("group", TEXT, "the consumer group"), ("topic", TEXT, "the topic"),
                             ("expected", COUNT, "the topic's messages acked before run.stop"),
-                            ("consumed", COUNT, "... of them the group consumed"),
-                            ("lost", COUNT, "... of them the group never consumed")):
+                            ("consumed", COUNT, "... of them the group consumed (under any topic, a retry by the "
+                                                "id first acked)"),
+                            ("dead_lettered", COUNT, "... of the rest the group gave up on (%DLQ%, dropped)"),
+                            ("retrying", COUNT, "... of the rest the group failed and was still retrying"),
+                            ("gone", COUNT, "... of the rest, when the group's consumers had all left by run.stop"),
+                            ("lost", COUNT, "... of the rest, when the group still had consumers at run.stop")):
         add(s, f"consumption.groups[].{col}", unit, text)
+    out += delay_metrics()
 
     s = "Availability"
     add(s, "availability", GROUP, "when producers made attempts and none was ok (docs/design.md §9)")

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from rmqemu.reports.core import availability, consumers, health, plots, staleness
+from rmqemu.reports.core import availability, consumers, delays, health, plots, retries, settle, staleness
 from rmqemu.reports.core import sends as sends_mod
 from rmqemu.reports.core import truth as truth_mod
 from rmqemu.reports.core.frame import RunInfo, events, node_table
@@ -36,17 +36,17 @@ TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault
                                 "client.route", "ns.route", "run.drain")
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
-                               "pull", "consume", "rebalance")
+                               "pull", "consume", "rebalance", *delays.DELAY_KINDS, *retries.RETRY_KINDS)
 #: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
     "fault_id", "fault", "targets", "params", "completed", "waited_ms", "timeout_ms", "lag_total", "lag_left",
     "unreadable", "interrupted")
 #: The columns step 2 reads.
-NODE_COLUMNS: tuple[str, ...] = (
+NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
-    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated")
+    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 
@@ -116,6 +116,10 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         out["lag"] = health.node_lag(ev, truth["pauses"], since=info.up_ms)
     if "pull" in kinds:
         out["sne"] = consumers.subscription_not_exist(ev)
+    if kinds & {"send", *delays.DELAY_KINDS}:
+        out["delay_lines"] = delays.delay_lines(ev)
+    if kinds & set(retries.RETRY_KINDS):
+        out["retry_lines"] = retries.retry_lines(ev)
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
         pulls = mine[mine["kind"] == "pull"].drop_duplicates(["node", "group", "topic"])
@@ -154,17 +158,23 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
     messages = functools.cache(lambda: consumers.Messages(lines, classified, stop))
+    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop, end))
+    entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
+    delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
+    back = functools.cache(lambda: retries.backs(t["retry_lines"]))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
         impact = availability.with_impact(rows, t["faults"], windows, classified, end)
+        impact = delays.fault_lateness(impact, entries(), info.scale, end)
         return pd.DataFrame({
             "fault_id": impact["fault_id"], "fault": impact["fault"], "targets": impact["targets"],
             "start_offset_ms": impact["start"] - t0, "end_offset_ms": impact["end"] - t0,
             "has_end": impact["has_end"], "converged_ms": impact["converged_ms"],
             "stale_views": impact["stale_views"], "impact_end_offset_ms": impact["impact_end"] - t0,
             "rto_ms": impact["rto_ms"], "failed_sends": impact["failed_sends"],
-            "misrouted_sends": impact["misrouted_sends"]})
+            "misrouted_sends": impact["misrouted_sends"], "late_deliveries": impact["late_deliveries"],
+            "late_max_ms": impact["late_max_ms"]})
 
     made: dict[str, Callable[[], pd.DataFrame]] = {
         "m.faults": faults,
@@ -176,8 +186,11 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.no_route": lambda: sends_mod.no_route_errors(classified),
         "m.autocreate": lambda: truth["m.autocreate"], "m.drain": lambda: truth["m.drain"],
         "m.timing": lambda: t["lag"], "m.sne": lambda: t["sne"],
-        "m.consumption": lambda: consumers.consumption(messages()),
-        "m.group_loss": lambda: consumers.group_loss(messages()),
+        "m.consumption": lambda: settle.consumption(consumers.consumption(messages()), fates()),
+        "m.group_loss": lambda: settle.group_loss(consumers.group_loss(messages()), fates()),
+        "m.delays": delayed, "m.delay_totals": lambda: delays.totals(entries(), delayed()),
+        "m.retries": lambda: retries.by_reconsume_times(back()), "m.dlq": lambda: retries.dead_letters(back()),
+        "m.retry_totals": lambda: retries.totals(back(), lines),
         "m.nsq": lambda: consumers.non_subscriber_queues(lines),
     }
     wanted = set(made) if queries is None else set(queries)

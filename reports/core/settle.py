@@ -1,0 +1,138 @@
+"""Loss that only means loss (docs/design.md §7 "Consumption"): what became of each acked message
+a group never consumed, and the consumption tables without the broker's own copies.
+
+An acked message (first acked before ``run.stop``) that a group never consumed is, first match
+wins:
+
+- ``dead_lettered``: the group gave up on it (a ``retry.back`` to ``%DLQ%``, or dropped);
+- ``retrying``: the group had it and failed it (``reconsume_later``, or a ``retry.back``), and no
+  retry was consumed by the end;
+- ``gone``: the group's consumers had all left by the measured end (:func:`gone_groups`): a real
+  client stopping before the end, whose end rmqemu does not drain;
+- ``lost``: the rest: the group was still consuming and never had it.
+
+Per topic the same holds for messages no group consumed (``dead_lettered`` / ``retrying`` by any
+group; ``gone`` when every group subscribing the topic had gone). Deliveries from ``%RETRY%`` and
+``%DLQ%`` topics are retries (:mod:`reports.core.retries`): they count as their message consumed
+(by its first id, :func:`reports.core.retries.root_ids`), never as a topic's own consumption or
+as consumed but never acked; a client's own send to ``%RETRY%`` is a retry, not a message.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rmqemu.reports.core.consumers import subscriptions
+from rmqemu.reports.core.retries import GIVEN_UP, is_broker_made, root_ids
+
+#: What became of a never-consumed message, first match wins (the columns added to consumption).
+FATES: tuple[str, ...] = ("dead_lettered", "retrying", "gone", "lost")
+
+
+def gone_groups(lines: pd.DataFrame, lives: pd.DataFrame, at: float) -> set[str]:
+    """The consumer groups whose consumers had all left at ``at`` (the measured end): some
+    ``broker.consumer`` line said one of them left, and on every broker node alive at ``at``
+    the group's latest line of that life, if any, leaves ``remaining`` 0. A group without
+    ``broker.consumer`` lines (an older run) is never gone."""
+    m = lines.loc[(lines["kind"] == "broker.consumer") & (lines["ts"] <= at)].dropna(subset=["group", "node"])
+    if m.empty:
+        return set()
+    left = set(m.loc[m["change"] == "left", "group"])
+    life = lives.loc[(lives["start"] <= at) & (lives["end"] >= at)].drop_duplicates("node", keep="last")
+    start = m["node"].map(life.set_index("node")["start"])
+    known = m["node"].isin(lives["node"]).to_numpy(dtype=bool)
+    # a broker known to have died or restarted since holds nothing of its earlier life
+    now = ~known | (start.notna() & (m["ts"] >= start)).to_numpy(dtype=bool)
+    last = m.loc[now].sort_values(["ts", "seq"]).drop_duplicates(["node", "group"], keep="last")
+    present = set(last.loc[(last["remaining"] > 0).fillna(False).to_numpy(dtype=bool), "group"])
+    return left - present
+
+
+def _deliveries(con: pd.DataFrame, col: str, back: pd.DataFrame) -> pd.DataFrame:
+    """``group, msg``: one row per message id of list column ``col`` of ``consume`` lines, as
+    its root id."""
+    ex = con[["group", col]].explode(col).dropna()
+    return pd.DataFrame({"group": ex["group"].astype(object).to_numpy(),
+                         "msg": root_ids(ex[col].astype(object), back).to_numpy()}).drop_duplicates()
+
+
+class Fates:
+    """The never-consumed acked messages of a run and what became of them (see the module
+    docstring), per (group, topic) and per topic."""
+
+    def __init__(self, consumer_lines: pd.DataFrame, sends: pd.DataFrame, retry_lines: pd.DataFrame,
+                 lives: pd.DataFrame, until: float | None, at: float) -> None:
+        back = retry_lines.loc[retry_lines["kind"] == "retry.back"]
+        ok = sends.loc[(sends["outcome"] == "ok").fillna(False).to_numpy(dtype=bool) & ~is_broker_made(sends["topic"])]
+        ok = ok.dropna(subset=["topic", "msg_id"]).sort_values(["ts", "seq"]).drop_duplicates(["topic", "msg_id"])
+        if until is not None and not np.isnan(until):
+            ok = ok.loc[ok["ts"] < until]
+        self.acked = pd.DataFrame({"topic": ok["topic"].astype(object).to_numpy(),
+                                   "msg": ok["msg_id"].astype(object).to_numpy()})
+        con = consumer_lines.loc[consumer_lines["kind"] == "consume"]
+        self.consumed = _deliveries(con, "msg_ids", back)
+        failed = _deliveries(con, "reconsume_later", back) if "reconsume_later" in con else self.consumed.iloc[:0]
+        sent_back = pd.DataFrame({"group": back["group"].astype(object).to_numpy(),
+                                  "msg": root_ids(back["msg_id"], back).to_numpy()})
+        self.handled = pd.concat([failed, sent_back], ignore_index=True).dropna().drop_duplicates()
+        given_up = back["outcome"].isin(GIVEN_UP).to_numpy(dtype=bool)
+        self.given_up = sent_back.loc[given_up].dropna().drop_duplicates()
+        self.gone = gone_groups(retry_lines, lives, at)
+        self.subs = subscriptions(consumer_lines)
+        self._sets: dict[tuple[str, str | None], set[object]] = {}
+        self.watched = set(consumer_lines.loc[consumer_lines["kind"].isin(("consume", "rebalance")), "topic"].dropna())
+
+    def _among(self, msgs: pd.Series, name: str, group: str | None = None) -> np.ndarray:
+        """Whether each message is one of table ``name``'s (of ``group``, or of any group)."""
+        key = (name, group)
+        if key not in self._sets:
+            pairs = getattr(self, name)
+            self._sets[key] = set((pairs if group is None else pairs.loc[pairs["group"] == group])["msg"])
+        return msgs.isin(self._sets[key]).to_numpy(dtype=bool)
+
+    def _fates(self, msgs: pd.Series, group: str | None, gone: bool) -> dict[str, int]:
+        """Counts per fate of the never-consumed ``msgs``."""
+        dead = self._among(msgs, "given_up", group)
+        trying = ~dead & self._among(msgs, "handled", group)
+        left = ~dead & ~trying
+        return {"dead_lettered": int(dead.sum()), "retrying": int(trying.sum()),
+                "gone": int(left.sum()) if gone else 0, "lost": 0 if gone else int(left.sum())}
+
+    def per_group(self, group: str, topic: str) -> dict[str, int]:
+        """``consumed`` (of the acked messages of ``topic``, by ``group`` under any topic) and the
+        fates of the rest."""
+        msgs = self.acked.loc[self.acked["topic"] == topic, "msg"]
+        had = self._among(msgs, "consumed", group)
+        return {"consumed": int(had.sum()), **self._fates(msgs[~had], group, group in self.gone)}
+
+    def per_topic(self, topic: str) -> dict[str, int]:
+        """The fates of the acked messages of ``topic`` no group consumed (none unless some group
+        consumed or rebalanced ``topic``)."""
+        msgs = self.acked.loc[self.acked["topic"] == topic, "msg"]
+        if topic not in self.watched:
+            msgs = msgs.iloc[:0]
+        msgs = msgs[~self._among(msgs, "consumed")]
+        groups = set(self.subs.loc[self.subs["topic"] == topic, "group"])
+        return self._fates(msgs, None, bool(groups) and groups <= self.gone)
+
+
+def consumption(table: pd.DataFrame, fates: Fates) -> pd.DataFrame:
+    """The per-topic consumption table without broker-made topics, its ``lost`` split into
+    :data:`FATES`."""
+    out = table.loc[~is_broker_made(table["topic"])].reset_index(drop=True)
+    return _with_fates(out, [fates.per_topic(t) for t in out["topic"]])
+
+
+def group_loss(table: pd.DataFrame, fates: Fates) -> pd.DataFrame:
+    """The per-(group, topic) loss table without broker-made topics, ``consumed`` counted by
+    first id and the rest split into :data:`FATES`."""
+    out = table.loc[~is_broker_made(table["topic"])].reset_index(drop=True)
+    got = [fates.per_group(g, t) for g, t in zip(out["group"], out["topic"], strict=True)]
+    out["consumed"] = np.array([g["consumed"] for g in got], dtype=np.int64)
+    return _with_fates(out, got)
+
+
+def _with_fates(out: pd.DataFrame, got: list[dict[str, int]]) -> pd.DataFrame:
+    for fate in FATES:
+        out[fate] = np.array([g[fate] for g in got], dtype=np.int64)
+    return out
