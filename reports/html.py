@@ -167,11 +167,11 @@ def _details(m: Metrics) -> list[Table]:
                 f"{r['of_auto_masters']} of {len(r['auto_masters'])}"] for r in ac),
               title="Auto-created topics (the TBW102 imbalance)"),
         table(["topic", "acked", "consumed", "lost", "gone with their consumers", "dead-lettered", "retrying",
-               "duplicated", "consumed but never acked"],
-              ([r["topic"], *[fmt_num(r[k]) for k in ("acked", "consumed", "lost", "gone", "dead_lettered",
-                                                       "retrying", "duplicate_messages", "consumed_unacked")]]
+               "still delayed", "duplicated", "consumed but never acked"],
+              ([r["topic"], *[fmt_num(r[k]) for k in ("acked", "consumed", "lost", "gone", "dead_lettered", "retrying",
+                                                       "delayed", "duplicate_messages", "consumed_unacked")]]
                for r in m["consumption"]["by_topic"]),
-              [False] + [True] * 8, empty="No acked or consumed messages.", title="Consumption per topic"),
+              [False] + [True] * 9, empty="No acked or consumed messages.", title="Consumption per topic"),
         *[table(**t) for t in delay_tables(m)],
         table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
               ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),

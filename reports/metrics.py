@@ -14,6 +14,7 @@ from typing import Any
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.core import health
 from rmqemu.reports.core.sends import REASONS
+from rmqemu.reports.core.settle import FATES
 from rmqemu.reports.metrics_delays import DELAY_QUERIES, RETRY_QUERIES, delay_section, retry_section
 from rmqemu.reports.metrics_delays import ORDER as DELAY_ORDER
 from rmqemu.reports.results import RunMeta, RunResult, rows
@@ -111,7 +112,7 @@ def _consumption(r: dict[str, Any]) -> dict[str, Any]:
         "duplicate_messages": sum(x["duplicate_messages"] for x in consumption),
         "duplicate_deliveries": sum(x["duplicate_deliveries"] for x in consumption),
         "consumed_unacked": sum(x["consumed_unacked"] for x in consumption),
-        **{fate: sum(x[fate] for x in consumption) for fate in ("gone", "dead_lettered", "retrying")},
+        **{fate: sum(x[fate] for x in consumption) for fate in FATES if fate != "lost"},
         "by_topic": consumption,
         "lost_per_group": sum(x["lost"] for x in r["m.group_loss"]),
         "gone_per_group": sum(x["gone"] for x in r["m.group_loss"]),

@@ -165,11 +165,11 @@ def _registry() -> list[Metric]:
 
     s = "Consumption"
     add(s, "consumption", GROUP, "acked messages against consumed ones. An acked message (first acked before "
-        "run.stop) that no group consumed is, first match wins: dead_lettered, retrying, gone, else lost "
+        "run.stop) that no group consumed is, first match wins: dead_lettered, retrying, delayed, gone, else lost "
         "(docs/design.md §7 \"Consumption\"). Deliveries from %RETRY% and %DLQ% topics are retries: they make "
         "their message consumed (by the id it was first acked with) and count nowhere else here")
     for col, text in (("lost", "acked messages no group had: some group subscribing the topic still had consumers "
-                               "at run.stop, and none consumed, failed or gave up on them"),
+                               "at run.stop, and none consumed, failed or gave up on them, nor were they delayed"),
                       ("gone", "acked messages no group consumed, every group subscribing the topic having left: "
                                "a broker.consumer line said it left, and at run.stop no live broker listed a "
                                "consumer of it (a real client that stopped early: rmqemu drains only its own)"),
@@ -177,6 +177,8 @@ def _registry() -> list[Metric]:
                                         "%DLQ% (maxReconsumeTimes reached) or dropped"),
                       ("retrying", "acked messages no group consumed that a group failed (consume.reconsume_later, "
                                    "or a retry.back) and had not consumed by the end"),
+                      ("delayed", "acked messages no group consumed that were sent with a delay level and had not "
+                                  "reached their topic by run.stop (the drain does not wait for parked messages)"),
                       ("duplicate_messages", "messages consumed more than once by one group from their own topic"),
                       ("duplicate_deliveries", "deliveries beyond each message's first"),
                       ("consumed_unacked", "messages consumed from a topic no ok send of theirs went to (a send that "
@@ -184,7 +186,7 @@ def _registry() -> list[Metric]:
         add(s, f"consumption.{col}", COUNT, text)
     add(s, "consumption.by_topic[]", TABLE, "one row per topic (not %RETRY% or %DLQ% topics)")
     add(s, "consumption.by_topic[].topic", TEXT, "the topic")
-    for col in ("acked", "consumed", "lost", "gone", "dead_lettered", "retrying", "duplicate_messages",
+    for col in ("acked", "consumed", "lost", "gone", "dead_lettered", "retrying", "delayed", "duplicate_messages",
                 "duplicate_deliveries", "consumed_unacked"):
         add(s, f"consumption.by_topic[].{col}", COUNT, f"{col.replace('_', ' ')} messages of the topic")
     add(s, "consumption.lost_per_group", COUNT,
@@ -198,6 +200,7 @@ def _registry() -> list[Metric]:
                                                 "id first acked)"),
                             ("dead_lettered", COUNT, "... of the rest the group gave up on (%DLQ%, dropped)"),
                             ("retrying", COUNT, "... of the rest the group failed and was still retrying"),
+                            ("delayed", COUNT, "... of the rest not delivered to the topic by run.stop"),
                             ("gone", COUNT, "... of the rest, when the group's consumers had all left by run.stop"),
                             ("lost", COUNT, "... of the rest, when the group still had consumers at run.stop")):
         add(s, f"consumption.groups[].{col}", unit, text)

@@ -158,8 +158,9 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
     messages = functools.cache(lambda: consumers.Messages(lines, classified, stop))
-    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop, end))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
+    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop, end,
+                                                 delays.undelivered(entries(), stop)))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
 

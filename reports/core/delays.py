@@ -47,12 +47,13 @@ def _skew(df: pd.DataFrame) -> pd.Series:
 
 def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     """One row per parked entry: ``broker, level, offset, msg_id, topic, reconsume_times,
-    deliveries, parked`` (a ``delay.park`` line was read), ``lateness_ms`` (true lateness of the
+    deliveries, parked`` (a ``delay.park`` line was read), ``delivered_at`` (the first delivery's
+    ``ts``), ``lateness_ms`` (true lateness of the
     first delivery, WALL ms; NaN while pending), ``due`` (host ms: the first delivery's ``ts``
     less its lateness, else the park's ``ts`` plus the scaled delay, which is at most the park
     line's write lag late), ``status`` (:data:`STATUSES`)."""
     cols = ["broker", "level", "offset", "msg_id", "topic", "reconsume_times", "deliveries", "parked",
-            "lateness_ms", "due", "status"]
+            "lateness_ms", "due", "status", "delivered_at"]
     lines = lines.loc[lines["broker"].notna() & lines["level"].notna() & lines["offset"].notna()]
     parks = lines.loc[lines["kind"] == "delay.park"].sort_values(["ts", "seq"])
     parks = parks.assign(_skew=_skew(parks)).drop_duplicates(_KEY)
@@ -68,6 +69,7 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     for col in ("msg_id", "topic", "reconsume_times"):
         out[col] = out[col].where(out[col].notna(), out[f"{col}_d"])
     out["parked"] = out["ts"].notna()
+    out["delivered_at"] = out["ts_d"]
     out["deliveries"] = out["deliveries"].fillna(0).astype(np.int64)
     shift = (out["_skew_d"] - out["_skew"].fillna(out["_skew_d"])) / scale  # cluster ms the clock moved
     late = ((out["lateness_ms"] - shift) * scale).astype(float)
@@ -77,6 +79,14 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     out["status"] = np.select([out["deliveries"] == 0, late > tol, late < -tol], ["pending", "late", "early"],
                               "on_time")
     return out[cols].sort_values(_KEY).reset_index(drop=True)
+
+
+def undelivered(ent: pd.DataFrame, until: float | None) -> pd.Series:
+    """The ids of the messages producers sent with a delay level (not retries) that had not
+    reached their topic by ``until`` (``run.stop``; None: by the end)."""
+    first = ent.loc[(ent["reconsume_times"] == 0).fillna(False).to_numpy(dtype=bool)]
+    late = first["delivered_at"].isna() if until is None else ~(first["delivered_at"] < until).fillna(False)
+    return first.loc[late.to_numpy(dtype=bool), "msg_id"].dropna().reset_index(drop=True)
 
 
 def _percentiles(v: np.ndarray) -> tuple[float, float, float, float]:

@@ -7,6 +7,8 @@ wins:
 - ``dead_lettered``: the group gave up on it (a ``retry.back`` to ``%DLQ%``, or dropped);
 - ``retrying``: the group had it and failed it (``reconsume_later``, or a ``retry.back``), and no
   retry was consumed by the end;
+- ``delayed``: sent with a delay level, it had not reached its topic by ``run.stop`` (still
+  parked, or delivered during the shutdown: the drain does not wait for parked messages);
 - ``gone``: the group's consumers had all left by the measured end (:func:`gone_groups`): a real
   client stopping before the end, whose end rmqemu does not drain;
 - ``lost``: the rest: the group was still consuming and never had it.
@@ -26,7 +28,7 @@ from rmqemu.reports.core.consumers import subscriptions
 from rmqemu.reports.core.retries import GIVEN_UP, is_broker_made, root_ids
 
 #: What became of a never-consumed message, first match wins (the columns added to consumption).
-FATES: tuple[str, ...] = ("dead_lettered", "retrying", "gone", "lost")
+FATES: tuple[str, ...] = ("dead_lettered", "retrying", "delayed", "gone", "lost")
 
 
 def gone_groups(lines: pd.DataFrame, lives: pd.DataFrame, at: float) -> set[str]:
@@ -61,7 +63,10 @@ class Fates:
     docstring), per (group, topic) and per topic."""
 
     def __init__(self, consumer_lines: pd.DataFrame, sends: pd.DataFrame, retry_lines: pd.DataFrame,
-                 lives: pd.DataFrame, until: float | None, at: float) -> None:
+                 lives: pd.DataFrame, until: float | None, at: float, delayed: pd.Series | None = None) -> None:
+        """``until``: ``run.stop`` (None: none); ``at``: the measured end; ``delayed``: the ids of
+        the messages not delivered from ``SCHEDULE_TOPIC_XXXX`` to their topic by ``run.stop``
+        (:func:`reports.core.delays.undelivered`)."""
         back = retry_lines.loc[retry_lines["kind"] == "retry.back"]
         ok = sends.loc[(sends["outcome"] == "ok").fillna(False).to_numpy(dtype=bool) & ~is_broker_made(sends["topic"])]
         ok = ok.dropna(subset=["topic", "msg_id"]).sort_values(["ts", "seq"]).drop_duplicates(["topic", "msg_id"])
@@ -78,6 +83,8 @@ class Fates:
         given_up = back["outcome"].isin(GIVEN_UP).to_numpy(dtype=bool)
         self.given_up = sent_back.loc[given_up].dropna().drop_duplicates()
         self.gone = gone_groups(retry_lines, lives, at)
+        self.delayed = pd.DataFrame({"group": None, "msg": (pd.Series(dtype=object) if delayed is None
+                                                             else delayed.astype(object)).to_numpy()})
         self.subs = subscriptions(consumer_lines)
         self._sets: dict[tuple[str, str | None], set[object]] = {}
         self.watched = set(consumer_lines.loc[consumer_lines["kind"].isin(("consume", "rebalance")), "topic"].dropna())
@@ -94,8 +101,9 @@ class Fates:
         """Counts per fate of the never-consumed ``msgs``."""
         dead = self._among(msgs, "given_up", group)
         trying = ~dead & self._among(msgs, "handled", group)
-        left = ~dead & ~trying
-        return {"dead_lettered": int(dead.sum()), "retrying": int(trying.sum()),
+        waiting = ~dead & ~trying & self._among(msgs, "delayed")
+        left = ~dead & ~trying & ~waiting
+        return {"dead_lettered": int(dead.sum()), "retrying": int(trying.sum()), "delayed": int(waiting.sum()),
                 "gone": int(left.sum()) if gone else 0, "lost": 0 if gone else int(left.sum())}
 
     def per_group(self, group: str, topic: str) -> dict[str, int]:

@@ -97,9 +97,16 @@ def test_a_fault_counts_the_late_and_the_undelivered_due_in_its_window(entries: 
         ["f1", 2, 30.0], ["f2", 0, 0.0], ["f3", 0, 0.0]]
 
 
+def test_messages_not_delivered_by_run_stop(entries: pd.DataFrame) -> None:
+    assert sorted(delays.undelivered(entries, 2000.0)) == ["m4", "m5"]  # retries (r1, r2) are not sent messages
+    assert sorted(delays.undelivered(entries, 1060.0)) == ["m2", "m4", "m5"]  # m2 came at 1081
+    assert sorted(delays.undelivered(entries, None)) == ["m4", "m5"]
+
+
 def test_a_run_without_delays_has_empty_tables() -> None:
     ev = events([send(1, "m1", level=None)])
     ent = delays.entries(delays.delay_lines(ev), SCALE)
     got = delays.by_topic(ent, delays.delay_lines(ev), SCALE, until=10.0)
     assert ent.empty and got.empty and list(got.columns) == list(delays.TOPIC_COLUMNS)
+    assert delays.undelivered(ent, 10.0).empty
     assert delays.totals(ent, got).iloc[0]["parked"] == 0

@@ -48,10 +48,11 @@ def run() -> pd.DataFrame:
     that left; U by the real client's group only. The emulated group consumed m1, m2 (m2 from its
     retry topic after failing it), gave m3 up to the DLQ, was still retrying m4, never had m5, m6;
     the real client's group had m1, m2 and u1 before its consumer left broker-a (unregister) and
-    broker-b died. m7 was acked after run.stop; a fallback send to %RETRY% is a retry."""
+    broker-b died. m8 was sent with a delay level and had not reached T by run.stop. m7 was acked
+    after run.stop; a fallback send to %RETRY% is a retry."""
     return events([
         *[ev(0, n, "node.start", role="broker") for n in ("broker-a-0", "broker-b-0")],
-        *[send(100 + i, f"m{i}") for i in range(1, 7)], send(107, "u1", U), send(108, "u2", U),
+        *[send(100 + i, f"m{i}") for i in range(1, 7)], send(107, "u1", U), send(108, "u2", U), send(109, "m8"),
         send(3500, "m7"), send(300, "r1", f"%RETRY%{EMU}"),
         ev(150, f"{EMU}-0", "rebalance", group=EMU, topic=T, cid="e@1", cids=["e@1"], strategy="AVG", allocated=[]),
         consume(200, EMU, ["m1"], failed=["m2", "m3", "m4"]), back(210, "m2", "retry"), back(211, "m3", "dlq"),
@@ -67,7 +68,8 @@ def run() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def fates() -> settle.Fates:
     log = run()
-    return settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, STOP)
+    return settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, STOP,
+                        pd.Series(["m8"]))
 
 
 def test_a_group_is_gone_when_it_left_and_no_live_broker_lists_a_consumer_of_it() -> None:
@@ -81,15 +83,19 @@ def test_a_group_is_gone_when_it_left_and_no_live_broker_lists_a_consumer_of_it(
 
 
 def test_per_group_the_fates_of_what_it_never_consumed(fates: settle.Fates) -> None:
-    assert fates.per_group(EMU, T) == {"consumed": 2, "dead_lettered": 1, "retrying": 1, "gone": 0, "lost": 2}
-    assert fates.per_group(REAL, T) == {"consumed": 2, "dead_lettered": 0, "retrying": 0, "gone": 4, "lost": 0}
-    assert fates.per_group(REAL, U) == {"consumed": 1, "dead_lettered": 0, "retrying": 0, "gone": 1, "lost": 0}
+    assert fates.per_group(EMU, T) == {"consumed": 2, "dead_lettered": 1, "retrying": 1, "delayed": 1, "gone": 0,
+                                       "lost": 2}
+    assert fates.per_group(REAL, T) == {"consumed": 2, "dead_lettered": 0, "retrying": 0, "delayed": 1, "gone": 4,
+                                        "lost": 0}
+    assert fates.per_group(REAL, U) == {"consumed": 1, "dead_lettered": 0, "retrying": 0, "delayed": 0, "gone": 1,
+                                        "lost": 0}
 
 
 def test_per_topic_the_fates_of_what_no_group_consumed(fates: settle.Fates) -> None:
-    # m3: dead-lettered by the emulated group, m4 retried by it, m5 and m6 lost: that group still consumes
-    assert fates.per_topic(T) == {"dead_lettered": 1, "retrying": 1, "gone": 0, "lost": 2}
-    assert fates.per_topic(U) == {"dead_lettered": 0, "retrying": 0, "gone": 1, "lost": 0}  # its one group left
+    # m3: dead-lettered by the emulated group, m4 retried by it, m8 delayed, m5 and m6 lost: that group
+    # still consumes
+    assert fates.per_topic(T) == {"dead_lettered": 1, "retrying": 1, "delayed": 1, "gone": 0, "lost": 2}
+    assert fates.per_topic(U) == {"dead_lettered": 0, "retrying": 0, "delayed": 0, "gone": 1, "lost": 0}
 
 
 def test_the_tables_drop_broker_made_topics_and_split_lost(fates: settle.Fates) -> None:
@@ -97,12 +103,12 @@ def test_the_tables_drop_broker_made_topics_and_split_lost(fates: settle.Fates) 
     m = consumers.Messages(log, sends_mod.sends(log), STOP)
     by_topic = settle.consumption(consumers.consumption(m), fates).set_index("topic")
     assert list(by_topic.index) == [T, U]  # no %RETRY% row: neither its consumption nor its fallback send
-    assert by_topic[["consumed", "consumed_unacked", "lost", "gone", "dead_lettered", "retrying"]].values.tolist() == [
-        [2, 0, 2, 0, 1, 1], [1, 0, 0, 1, 0, 0]]
+    cols = ["consumed", "consumed_unacked", "lost", "gone", "dead_lettered", "retrying", "delayed"]
+    assert by_topic[cols].values.tolist() == [[2, 0, 2, 0, 1, 1, 1], [1, 0, 0, 1, 0, 0, 0]]
     groups = settle.group_loss(consumers.group_loss(m), fates)
-    cols = ["group", "topic", "expected", "consumed", "lost", "gone", "dead_lettered", "retrying"]
+    cols = ["group", "topic", "expected", "consumed", "lost", "gone", "dead_lettered", "retrying", "delayed"]
     assert groups[cols].values.tolist() == [
-        [EMU, T, 6, 2, 2, 0, 1, 1], [REAL, T, 6, 2, 0, 4, 0, 0], [REAL, U, 2, 1, 0, 1, 0, 0]]
+        [EMU, T, 7, 2, 2, 0, 1, 1, 1], [REAL, T, 7, 2, 0, 4, 0, 0, 1], [REAL, U, 2, 1, 0, 1, 0, 0, 0]]
 
 
 def test_without_retries_or_membership_lines_lost_is_what_it_always_was() -> None:
@@ -112,4 +118,4 @@ def test_without_retries_or_membership_lines_lost_is_what_it_always_was() -> Non
     fates = settle.Fates(log, sends, retry_lines(log), lives(log, None), None, 2000.0)
     got = settle.consumption(raw, fates)
     assert got["lost"].tolist() == raw["lost"].tolist() == [1, 0]
-    assert (got[["gone", "dead_lettered", "retrying"]] == 0).all().all()
+    assert (got[["gone", "dead_lettered", "retrying", "delayed"]] == 0).all().all()

@@ -38,7 +38,8 @@ def scenario() -> tuple[list[dict], list[dict]]:
     """d0..d2 sent with delay level 2 (due 50 wall ms after their park); broker-a-0 killed at 1020
     and restarted at 1200, so d1 and d2 (due at 1051, 1052) arrive at 1210, 159 and 158 wall ms late.
     cg-1 fails d0 once: back through %RETRY%cg-1 (level 3) on time, then consumed. The real client's
-    group cg-real leaves at 1500; m1 (T) and u1 (U, which only it subscribes) come after."""
+    group cg-real leaves at 1500; m1 (T) and u1 (U, which only it subscribes) come after. d3 is
+    sent with level 2 just before run.stop: still parked at the end."""
     events = [
         start(0, "broker-a-0", "broker"), start(0, "pg-1-0", "producer"), start(0, "cg-1-0", "consumer"),
         topic(0, "broker-a-0", T), topic(0, "broker-a-0", U), member(10, "cg-1", "joined", 1),
@@ -58,6 +59,7 @@ def scenario() -> tuple[list[dict], list[dict]]:
         consume(1212, "cg-1-0", "cg-1", ["d0"], R), member(1500, REAL, "left", 0),
         send(1600, "pg-1-0", T, "broker-a", msg_id="m1"), send(1601, "pg-1-0", U, "broker-a", msg_id="u1"),
         consume(1610, "cg-1-0", "cg-1", ["m1"]), consume(900, "client@9", REAL, [], U),
+        send(2990, "pg-1-0", T, "broker-a", msg_id="d3", delay_level=2), parked(2991, "d3", 3),
         *[exit_(3100, n, code=0) for n in ("broker-a-0", "pg-1-0", "cg-1-0")],
     ]
     faults = [fault(1020, "fault.start", "f1", "kill", ["broker-a-0"]),
@@ -75,10 +77,10 @@ def test_delays_on_time_late_and_the_kill_that_made_them_late(metrics: dict[str,
     d = metrics["delays"]
     assert (d["tolerance_ms"], d["tolerance_cluster_s"]) == (pytest.approx(10.0), 1.0)
     assert [d[k] for k in ("sent", "parked", "delivered", "on_time", "late", "early", "pending", "overdue")] == [
-        3, 4, 4, 2, 2, 0, 0, 0]
+        4, 5, 4, 2, 2, 0, 1, 0]
     assert d["lateness_max_ms"] == pytest.approx(159.0) and d["lateness_max_cluster_s"] == pytest.approx(15.9)
     t, r = by(d["by_topic"], topic=T), by(d["by_topic"], topic=R)
-    assert (t["sent"], t["on_time"], t["late"], r["sent"], r["on_time"]) == (3, 1, 2, 0, 1)
+    assert (t["sent"], t["on_time"], t["late"], t["pending"], r["sent"], r["on_time"]) == (4, 1, 2, 1, 0, 1)
     [f1] = metrics["staleness"]["faults"]
     assert (f1["late_deliveries"], f1["late_max_ms"]) == (2, pytest.approx(159.0))
 
@@ -92,11 +94,12 @@ def test_retries_count_by_reconsume_times_and_are_not_consumed_unacked(metrics: 
     assert [x["topic"] for x in c["by_topic"]] == [T, U] and c["consumed_unacked"] == 0
 
 
-def test_a_group_whose_consumers_left_is_gone_not_lost(metrics: dict[str, Any]) -> None:
+def test_a_group_whose_consumers_left_is_gone_and_a_parked_message_delayed_not_lost(metrics: dict[str, Any]) -> None:
     c = metrics["consumption"]
-    assert (c["lost"], c["gone"], c["lost_per_group"], c["gone_per_group"]) == (0, 1, 0, 2)
-    assert by(c["groups"], group=REAL, topic=T) == {"group": REAL, "topic": T, "expected": 4, "consumed": 3,
-                                                       "lost": 0, "gone": 1, "dead_lettered": 0, "retrying": 0}
+    assert (c["lost"], c["gone"], c["delayed"], c["lost_per_group"], c["gone_per_group"]) == (0, 1, 1, 0, 2)
+    assert by(c["groups"], group=REAL, topic=T) == {"group": REAL, "topic": T, "expected": 5, "consumed": 3,
+                                                    "lost": 0, "gone": 1, "dead_lettered": 0, "retrying": 0,
+                                                    "delayed": 1}
     assert (by(c["groups"], group="cg-1", topic=T)["consumed"], by(c["by_topic"], topic=U)["gone"]) == (4, 1)
 
 

@@ -46,9 +46,9 @@ def added(got: Any, want: Any, path: str = "") -> tuple[Any, dict[str, Any]]:
 #: The delays and retries, and the fates of unconsumed messages: neither run delayed or retried a
 #: message, and no consumer group left before the end.
 NEWER = {
-    "consumption.gone": 0, "consumption.dead_lettered": 0, "consumption.retrying": 0, "consumption.gone_per_group": 0,
+    **{f"consumption.{fate}": 0 for fate in ("gone", "dead_lettered", "retrying", "delayed", "gone_per_group")},
     **{f"consumption.{table}[].{fate}": 0 for table in ("by_topic", "groups")
-       for fate in ("gone", "dead_lettered", "retrying")},
+       for fate in ("gone", "dead_lettered", "retrying", "delayed")},
     "staleness.faults[].late_deliveries": 0, "staleness.faults[].late_max_ms": 0.0,
     "staleness.faults[].late_max_cluster_s": 0.0,
 }
