@@ -11,7 +11,10 @@ clients (docs/rocketmq-model.md §2.9, §4.7), in one cluster of two masters:
 Timing claims come from the events: each stage's due time (the broker's clock, cluster ms, turned
 into host ms with the run's anchor and scale, docs/design.md §3) is never after its arrival's
 ``ts``, and the broker's own lateness is never negative (the levels themselves are checked exactly;
-the upper bound only allows for a loaded host).
+the upper bound only allows for a loaded host). The run's report (the analysis in this process, as
+Spark's tasks run it: tests/realclients runs it in Spark on a run with delays) then counts the same: the
+retries by reconsumeTimes and the DLQ, nothing early, the held messages late in the kill's row, and
+no failed or delayed message as lost or consumed but never acked (docs/design.md §7).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import json
 from typing import Any
 
 from rmqemu.emulator.testing import read_events
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 from tests.eventdoc import contract_problems
 
 SCALE = 0.01
@@ -118,3 +123,23 @@ def test_retries_follow_the_delay_levels_to_the_dlq_and_a_killed_master_delivers
           {lv: [round(g) for g in sorted(gs)] for lv, gs in sorted(after_failure.items())})
     assert not c.died
     assert contract_problems(rd) == [], "lines that break the event registry (rmqemu/event_kinds.py)"
+    report(document(analyse_dirs([str(c.finish())], plots_too=False)[0]), cohort, held)
+
+
+def report(m: dict[str, Any], cohort: set[str], held: set[str]) -> None:
+    """The run's metrics.json counts what the events showed: each of the cohort retried at reconsumeTimes
+    1, 2, 3 and dead-lettered at 4, the held messages late (in the kill's row too), nothing early, and
+    neither a failed message nor one still parked at the end counted lost or consumed but never acked."""
+    times = {r["reconsume_times"]: r for r in m["retries"]["by_reconsume_times"] if r["group"] == "cg-fail"}
+    assert all(times[n]["retried"] >= len(cohort) for n in (1, 2, 3)) and times[4]["dead_lettered"] >= len(cohort)
+    assert m["retries"]["dead_lettered"] >= len(cohort) and m["retries"]["dropped"] == 0
+    d = m["delays"]
+    assert d["early"] == 0 and d["delivered"] >= 4 * len(cohort) + len(held), d
+    assert next(t for t in d["by_topic"] if t["topic"] == "Held")["late"] >= len(held)
+    [kill] = [f for f in m["staleness"]["faults"] if f["fault"] == "kill"]
+    assert kill["late_deliveries"] >= len(held) and kill["late_max_cluster_s"] > 1.0, kill
+    c = m["consumption"]
+    assert {t["topic"] for t in c["by_topic"]} == {"Retried", "Held"}  # no %RETRY% or %DLQ% row
+    assert (c["lost"], c["lost_per_group"], c["consumed_unacked"]) == (0, 0, 0), c
+    retried = next(t for t in c["by_topic"] if t["topic"] == "Retried")
+    assert retried["dead_lettered"] >= len(cohort) and retried["consumed"] == 0, retried

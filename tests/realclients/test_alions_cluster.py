@@ -1,7 +1,9 @@
 """ali-ons, a real RocketMQ 4.x client, against an emulated cluster over the remoting protocol:
 a producer and a push consumer through a master killed and restarted mid-run, every acked
 message consumed byte for byte (delayed ones too, those the dead master held after its restart),
-and the report naming both clients (docs/real-clients.md); delay levels and the retry schedule.
+and the report naming both clients (docs/real-clients.md); delay levels and the retry schedule,
+and what the report says of them: late deliveries in the kill's row, retries that are neither
+consumed-but-unacked nor lost, and a consumer that stopped early gone, not lost.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 import pytest
 
 from rmqemu import emulator
-from tests.realclients.drivers import NodeProcess, NodeProcs, wait_exit, wait_for, wait_for_line
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
+from tests.realclients.drivers import NodeProcess, NodeProcs, stop_process, wait_exit, wait_for, wait_for_line
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -59,6 +63,12 @@ def received(consumer: NodeProcess, alias: dict[str, str] | None = None) -> dict
             msg_id = (alias or {}).get(line["msgId"], line["msgId"])
             out.setdefault(msg_id, set()).add(base64.b64decode(line["body_b64"]))
     return out
+
+
+def local_metrics(c: emulator.Cluster) -> dict[str, Any]:
+    """The finished run's metrics.json, analysed in this process: the core Spark's tasks run (the first
+    test runs it in Spark), without a Spark job's seconds."""
+    return document(analyse_dirs([str(c.finish())], plots_too=False)[0])
 
 
 def as_sent(body: bytes, original: bytes) -> str | None:
@@ -116,11 +126,16 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
         assert min(e["lateness_ms"] for e in c.events("delay.deliver")) >= 0  # and nothing ever early
         clients = {f"client@{producer.pid}", f"client@{consumer.pid}"}
         node_procs.stop_all()
-        metrics = c.metrics(rmqemu_spark, only=["staleness", "sends", "consumption", "availability"])
+        metrics = c.metrics(rmqemu_spark, only=["staleness", "sends", "consumption", "availability", "delays"])
     assert {row["client"] for row in metrics["staleness"]["clients"]} == clients
     assert {row["producer"] for row in metrics["availability"]["windows"]} == {f"client@{producer.pid}"}
     assert metrics["sends"]["ok"] >= len(sent) and metrics["consumption"]["lost"] == 0
     assert [g["lost"] for g in metrics["consumption"]["groups"] if g["group"] == "CG_REAL"] == [0]
+    # what the dead master held came late, due while it was dead: the kill's row counts them
+    delays = metrics["delays"]
+    assert (delays["early"], delays["pending"]) == (0, 0) and delays["late"] >= len(held), delays
+    [killed] = [f for f in metrics["staleness"]["faults"] if f["fault"] == "kill"]
+    assert killed["late_deliveries"] >= len(held) and killed["late_max_cluster_s"] > 1.0, killed
 
 
 def first(lines: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
@@ -170,13 +185,23 @@ def test_delayed_sends_arrive_after_their_level_and_a_failure_comes_back_on_the_
                                                     - s["born"] - DELAY_MS[s["delayTimeLevel"]] for s in sent))
         lateness = [e["lateness_ms"] for e in c.events("delay.deliver")]
         assert len(lateness) == 2 + 4 and min(lateness) >= 0  # 2 delayed sends, 4 retries
+        metrics = local_metrics(c)
+    # the report: 4 retries at reconsumeTimes 1, their copies retries, not consumed but never acked
+    want = {"group": "CG_RETRY", "topic": "RealTopic", "reconsume_times": 1, "retried": 4, "dead_lettered": 0,
+            "dropped": 0}
+    assert metrics["retries"]["by_reconsume_times"] == [want]
+    assert (metrics["retries"]["deliveries"], metrics["consumption"]["consumed_unacked"]) == (4, 0)
+    assert [(t["topic"], t["acked"], t["lost"]) for t in metrics["consumption"]["by_topic"]] == [("RealTopic", 4, 0)]
+    assert {(t["topic"], t["sent"], t["parked"], t["early"]) for t in metrics["delays"]["by_topic"]} == {
+        ("RealTopic", 2, 2, 0), ("%RETRY%CG_RETRY", 0, 4, 0)}
 
 
 def test_at_scale_0_01_delayed_sends_wait_their_scaled_levels(tmp_path: Path, node_procs: NodeProcs) -> None:
     """The same delay levels from ali-ons at timing.scale 0.01: level 2 (5 s) .. 5 (1 min) wait 50 ..
     600 wall ms, judged by the broker's due time turned into host time (docs/design.md §3), never
     early, and the consumer has each of them after that. ali-ons heartbeats every 300 ms here: the
-    broker's scaled 120 s channel expiry is 1.2 wall s."""
+    broker's scaled 120 s channel expiry is 1.2 wall s. The consumer then stops before the run does
+    and 3 more messages are sent: the report has them gone with it, not lost."""
     scale = 0.01
     topology = {**TOPOLOGY, "name": "alions-scaled", "timing": {"scale": scale}, "brokers": [TOPOLOGY["brokers"][0]],
                 "topics": [{"name": "RealTopic", "brokers": ["broker-a"], "queues": 2}]}
@@ -208,3 +233,15 @@ def test_at_scale_0_01_delayed_sends_wait_their_scaled_levels(tmp_path: Path, no
             assert got[m]["properties"]["REAL_TOPIC"] == "RealTopic"  # kept in the delivered copy
             late.append(round(got[m]["ts"] - due_host))
         print("alions-scaled: consumed ms after due:", sorted(late))
+        stop_process(consumer)
+        c.wait_for(lambda: any(e["group"] == "CG_SCALED" and e["remaining"] == 0 for e in c.events("broker.consumer")
+                               if e["change"] == "left"), 30, "the consumer's group left the broker")
+        after = node_procs.producer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "producerGroup": "PG_AFTER",
+                                     "count": 3, **quick})
+        assert wait_exit(after, 60) == 0 and len([s for s in after.lines() if s.get("ok")]) == 3, after.describe()
+        metrics = local_metrics(c)
+    con, delays = metrics["consumption"], metrics["delays"]
+    assert (con["lost"], con["gone"], con["lost_per_group"], con["gone_per_group"]) == (0, 3, 0, 3), con
+    assert [(g["group"], g["expected"], g["consumed"], g["gone"]) for g in con["groups"]] == [("CG_SCALED", 11, 8, 3)]
+    assert [delays[k] for k in ("sent", "parked", "delivered", "early", "pending")] == [8, 8, 8, 0, 0], delays
+    assert delays["on_time"] + delays["late"] == 8, delays
