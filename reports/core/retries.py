@@ -33,9 +33,10 @@ def retry_lines(ev: pd.DataFrame) -> pd.DataFrame:
 
 
 def is_broker_made(topic: pd.Series) -> np.ndarray:
-    """Whether each topic is a ``%RETRY%`` or ``%DLQ%`` topic (null: no)."""
-    t = topic.astype(object)
-    return (t.str.startswith(RETRY_PREFIX, na=False) | t.str.startswith(DLQ_PREFIX, na=False)).to_numpy(dtype=bool)
+    """Whether each topic is a ``%RETRY%`` or ``%DLQ%`` topic (null: no); judged once per name."""
+    codes, names = pd.factorize(topic.astype(object))
+    made = np.array([isinstance(n, str) and n.startswith((RETRY_PREFIX, DLQ_PREFIX)) for n in names] + [False])
+    return made[codes]
 
 
 def backs(lines: pd.DataFrame) -> pd.DataFrame:

@@ -51,11 +51,11 @@ def gone_groups(lines: pd.DataFrame, lives: pd.DataFrame, at: float) -> set[str]
 
 
 def _deliveries(con: pd.DataFrame, col: str, back: pd.DataFrame) -> pd.DataFrame:
-    """``group, msg``: one row per message id of list column ``col`` of ``consume`` lines, as
-    its root id."""
+    """``group, msg``: a row per message id of list column ``col`` of ``consume`` lines (repeats
+    kept: only membership is asked), as its root id."""
     ex = con[["group", col]].explode(col).dropna()
     return pd.DataFrame({"group": ex["group"].astype(object).to_numpy(),
-                         "msg": root_ids(ex[col].astype(object), back).to_numpy()}).drop_duplicates()
+                         "msg": root_ids(ex[col].astype(object), back).to_numpy()})
 
 
 class Fates:
@@ -79,25 +79,41 @@ class Fates:
         failed = _deliveries(con, "reconsume_later", back) if "reconsume_later" in con else self.consumed.iloc[:0]
         sent_back = pd.DataFrame({"group": back["group"].astype(object).to_numpy(),
                                   "msg": root_ids(back["msg_id"], back).to_numpy()})
-        self.handled = pd.concat([failed, sent_back], ignore_index=True).dropna().drop_duplicates()
+        self.handled = pd.concat([failed, sent_back], ignore_index=True).dropna()
         given_up = back["outcome"].isin(GIVEN_UP).to_numpy(dtype=bool)
-        self.given_up = sent_back.loc[given_up].dropna().drop_duplicates()
+        self.given_up = sent_back.loc[given_up].dropna()
         self.gone = gone_groups(retry_lines, lives, at)
         self.delayed = pd.DataFrame({"group": None, "msg": (pd.Series(dtype=object) if delayed is None
                                                              else delayed.astype(object)).to_numpy()})
         self.subs = subscriptions(consumer_lines)
-        self._sets: dict[tuple[str, str | None], set[object]] = {}
         self.watched = set(consumer_lines.loc[consumer_lines["kind"].isin(("consume", "rebalance")), "topic"].dropna())
+        # message ids as integer codes over one dictionary: the lookups below are array indexing
+        tables = [self.acked, self.consumed, self.handled, self.given_up, self.delayed]
+        codes, ids = pd.factorize(pd.concat([t["msg"] for t in tables], ignore_index=True))
+        bounds = np.cumsum([0, *(len(t) for t in tables)])
+        for t, lo, hi in zip(tables, bounds[:-1], bounds[1:], strict=True):
+            t["code"] = codes[lo:hi]
+        self._n = len(ids)
+        self._tables: dict[tuple[str, str | None], np.ndarray] = {}
 
-    def _among(self, msgs: pd.Series, name: str, group: str | None = None) -> np.ndarray:
-        """Whether each message is one of table ``name``'s (of ``group``, or of any group)."""
+    def _among(self, msgs: np.ndarray, name: str, group: str | None = None) -> np.ndarray:
+        """Whether each message code is one of table ``name``'s (of ``group``, or of any group)."""
         key = (name, group)
-        if key not in self._sets:
+        if key not in self._tables:
             pairs = getattr(self, name)
-            self._sets[key] = set((pairs if group is None else pairs.loc[pairs["group"] == group])["msg"])
-        return msgs.isin(self._sets[key]).to_numpy(dtype=bool)
+            if group is not None:
+                pairs = pairs.loc[(pairs["group"] == group).to_numpy(dtype=bool)]
+            table = np.zeros(self._n + 1, dtype=bool)  # index -1: a null id, never a member
+            table[pairs["code"].to_numpy()] = True
+            table[-1] = False
+            self._tables[key] = table
+        return self._tables[key][msgs]
 
-    def _fates(self, msgs: pd.Series, group: str | None, gone: bool) -> dict[str, int]:
+    def _topic(self, topic: str) -> np.ndarray:
+        """The codes of the acked messages of ``topic``."""
+        return self.acked.loc[(self.acked["topic"] == topic).to_numpy(dtype=bool), "code"].to_numpy()
+
+    def _fates(self, msgs: np.ndarray, group: str | None, gone: bool) -> dict[str, int]:
         """Counts per fate of the never-consumed ``msgs``."""
         dead = self._among(msgs, "given_up", group)
         trying = ~dead & self._among(msgs, "handled", group)
@@ -109,16 +125,16 @@ class Fates:
     def per_group(self, group: str, topic: str) -> dict[str, int]:
         """``consumed`` (of the acked messages of ``topic``, by ``group`` under any topic) and the
         fates of the rest."""
-        msgs = self.acked.loc[self.acked["topic"] == topic, "msg"]
+        msgs = self._topic(topic)
         had = self._among(msgs, "consumed", group)
         return {"consumed": int(had.sum()), **self._fates(msgs[~had], group, group in self.gone)}
 
     def per_topic(self, topic: str) -> dict[str, int]:
         """The fates of the acked messages of ``topic`` no group consumed (none unless some group
         consumed or rebalanced ``topic``)."""
-        msgs = self.acked.loc[self.acked["topic"] == topic, "msg"]
+        msgs = self._topic(topic)
         if topic not in self.watched:
-            msgs = msgs.iloc[:0]
+            msgs = msgs[:0]
         msgs = msgs[~self._among(msgs, "consumed")]
         groups = set(self.subs.loc[self.subs["topic"] == topic, "group"])
         return self._fates(msgs, None, bool(groups) and groups <= self.gone)

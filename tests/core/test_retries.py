@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqemu.reports.core import retries
 from rmqemu.reports.core.frame import events
@@ -64,3 +66,16 @@ def test_a_run_without_retries_has_empty_tables() -> None:
     assert retries.by_reconsume_times(back_).empty and retries.dead_letters(back_).empty
     assert retries.totals(back_, ev).iloc[0].to_dict() == {
         "taken_back": 0, "retried": 0, "dead_lettered": 0, "dropped": 0, "messages": 0, "via_send": 0, "deliveries": 0}
+
+
+@settings(max_examples=40, deadline=None)
+@given(chain=st.lists(st.text(min_size=1, max_size=10), min_size=2, max_size=8, unique=True),
+       group=st.text(min_size=1, max_size=10))
+def test_any_ids_follow_back_to_the_first(chain: list[str], group: str) -> None:
+    """ids are user data (any Unicode): each copy of a chain of retries (ali-ons: a new id each) is
+    named by the chain's first id, and the DLQ counts the message once."""
+    hops = [back(i, a, i + 1, "dlq" if i == len(chain) - 2 else "retry", b, group=group)
+            for i, (a, b) in enumerate(zip(chain, chain[1:], strict=False))]
+    back_ = retries.backs(retries.retry_lines(events(hops)))
+    assert retries.root_ids(pd.Series(chain[::-1], dtype=object), back_).tolist() == [chain[0]] * len(chain)
+    assert retries.dead_letters(back_).values.tolist() == [[group, T, 1]]

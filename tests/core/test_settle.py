@@ -6,6 +6,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqemu.reports.core import consumers, settle
 from rmqemu.reports.core import sends as sends_mod
@@ -119,3 +121,36 @@ def test_without_retries_or_membership_lines_lost_is_what_it_always_was() -> Non
     got = settle.consumption(raw, fates)
     assert got["lost"].tolist() == raw["lost"].tolist() == [1, 0]
     assert (got[["gone", "dead_lettered", "retrying", "delayed"]] == 0).all().all()
+
+
+PLANS = ("consumed", "dead_lettered", "retrying", "delayed", "unseen")
+_names = st.text(min_size=1, max_size=12).filter(lambda t: not t.startswith(("%RETRY%", "%DLQ%")))
+
+
+@settings(max_examples=40, deadline=None)
+@given(plans=st.dictionaries(st.text(min_size=1, max_size=12), st.sampled_from(PLANS), min_size=1, max_size=8),
+       group=_names, topic=_names, left=st.booleans())
+def test_any_ids_and_names_get_each_message_exactly_one_fate(plans: dict[str, str], group: str, topic: str,
+                                                            left: bool) -> None:
+    """Message ids, group and topic names are user data (any Unicode): every acked message of the
+    group's topic is consumed or has exactly the fate its lines give it."""
+    lines = [member(1, "broker-a-0", group, "joined", 1)]
+    lines += [member(2, "broker-a-0", group, "left", 0)] if left else []
+    for i, (msg, plan) in enumerate(plans.items()):
+        lines.append(send(10 + i, msg, topic))
+        if plan == "consumed":
+            lines.append(consume(100 + i, group, [msg], topic))
+        elif plan in ("dead_lettered", "retrying"):
+            lines += [consume(100 + i, group, [], topic, failed=[msg]),
+                      {**back(101 + i, msg, "dlq" if plan == "dead_lettered" else "retry"), "group": group,
+                       "topic": topic}]
+    lines.append(ev(5, f"{group}-0", "rebalance", group=group, topic=topic, cid="c", cids=["c"], strategy="AVG",
+                    allocated=[]))
+    log = events(lines)
+    delayed = pd.Series([m for m, p in plans.items() if p == "delayed"], dtype=object)
+    fates = settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, STOP, delayed)
+    count = {p: sum(v == p for v in plans.values()) for p in PLANS}
+    want = {"consumed": count["consumed"], "dead_lettered": count["dead_lettered"], "retrying": count["retrying"],
+            "delayed": count["delayed"], "gone": count["unseen"] if left else 0, "lost": 0 if left else count["unseen"]}
+    assert fates.per_group(group, topic) == want
+    assert fates.per_topic(topic) == {k: v for k, v in want.items() if k != "consumed"}
