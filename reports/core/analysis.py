@@ -159,7 +159,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
     messages = functools.cache(lambda: consumers.Messages(lines, classified, stop))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
-    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop, end,
+    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop,
                                                  delays.undelivered(entries(), stop)))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))

@@ -9,8 +9,9 @@ wins:
   retry was consumed by the end;
 - ``delayed``: sent with a delay level, it had not reached its topic by ``run.stop`` (still
   parked, or delivered during the shutdown: the drain does not wait for parked messages);
-- ``gone``: the group's consumers had all left by the measured end (:func:`gone_groups`): a real
-  client stopping before the end, whose end rmqemu does not drain;
+- ``gone``: the group's consumers had all left by ``run.stop`` (:func:`gone_groups`): a real
+  client stopping before the end, whose end rmqemu does not drain. A run without ``run.stop``
+  has no group gone: its shutdown, where every consumer leaves, cannot be told apart;
 - ``lost``: the rest: the group was still consuming and never had it.
 
 Per topic the same holds for messages no group consumed (``dead_lettered`` / ``retrying`` by any
@@ -32,7 +33,7 @@ FATES: tuple[str, ...] = ("dead_lettered", "retrying", "delayed", "gone", "lost"
 
 
 def gone_groups(lines: pd.DataFrame, lives: pd.DataFrame, at: float) -> set[str]:
-    """The consumer groups whose consumers had all left at ``at`` (the measured end): some
+    """The consumer groups whose consumers had all left at ``at`` (``run.stop``): some
     ``broker.consumer`` line said one of them left, and on every broker node alive at ``at``
     the group's latest line of that life, if any, leaves ``remaining`` 0. A group without
     ``broker.consumer`` lines (an older run) is never gone."""
@@ -63,14 +64,15 @@ class Fates:
     docstring), per (group, topic) and per topic."""
 
     def __init__(self, consumer_lines: pd.DataFrame, sends: pd.DataFrame, retry_lines: pd.DataFrame,
-                 lives: pd.DataFrame, until: float | None, at: float, delayed: pd.Series | None = None) -> None:
-        """``until``: ``run.stop`` (None: none); ``at``: the measured end; ``delayed``: the ids of
+                 lives: pd.DataFrame, until: float | None, delayed: pd.Series | None = None) -> None:
+        """``until``: ``run.stop`` (None: none); ``delayed``: the ids of
         the messages not delivered from ``SCHEDULE_TOPIC_XXXX`` to their topic by ``run.stop``
         (:func:`reports.core.delays.undelivered`)."""
         back = retry_lines.loc[retry_lines["kind"] == "retry.back"]
         ok = sends.loc[(sends["outcome"] == "ok").fillna(False).to_numpy(dtype=bool) & ~is_broker_made(sends["topic"])]
         ok = ok.dropna(subset=["topic", "msg_id"]).sort_values(["ts", "seq"]).drop_duplicates(["topic", "msg_id"])
-        if until is not None and not np.isnan(until):
+        stopped = until is not None and not np.isnan(until)
+        if stopped:
             ok = ok.loc[ok["ts"] < until]
         self.acked = pd.DataFrame({"topic": ok["topic"].astype(object).to_numpy(),
                                    "msg": ok["msg_id"].astype(object).to_numpy()})
@@ -82,7 +84,7 @@ class Fates:
         self.handled = pd.concat([failed, sent_back], ignore_index=True).dropna()
         given_up = back["outcome"].isin(GIVEN_UP).to_numpy(dtype=bool)
         self.given_up = sent_back.loc[given_up].dropna()
-        self.gone = gone_groups(retry_lines, lives, at)
+        self.gone = gone_groups(retry_lines, lives, float(until)) if stopped else set()
         self.delayed = pd.DataFrame({"group": None, "msg": (pd.Series(dtype=object) if delayed is None
                                                              else delayed.astype(object)).to_numpy()})
         self.subs = subscriptions(consumer_lines)

@@ -70,8 +70,7 @@ def run() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def fates() -> settle.Fates:
     log = run()
-    return settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, STOP,
-                        pd.Series(["m8"]))
+    return settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, pd.Series(["m8"]))
 
 
 def test_a_group_is_gone_when_it_left_and_no_live_broker_lists_a_consumer_of_it() -> None:
@@ -82,6 +81,9 @@ def test_a_group_is_gone_when_it_left_and_no_live_broker_lists_a_consumer_of_it(
     # broker-b alive (no exit): its line still lists the real client's consumer
     alive = log.loc[log["kind"] != "node.exit"]
     assert settle.gone_groups(alive, lives(alive, END), STOP) == set()
+    # without run.stop the shutdown, where every consumer leaves, cannot be told apart: none is gone
+    no_stop = settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), None)
+    assert no_stop.gone == set() and no_stop.per_group(REAL, U)["lost"] == 1
 
 
 def test_per_group_the_fates_of_what_it_never_consumed(fates: settle.Fates) -> None:
@@ -117,7 +119,7 @@ def test_without_retries_or_membership_lines_lost_is_what_it_always_was() -> Non
     log = events(consumption_events())
     sends = sends_mod.sends(log)
     raw = consumers.consumption(consumers.Messages(log, sends))
-    fates = settle.Fates(log, sends, retry_lines(log), lives(log, None), None, 2000.0)
+    fates = settle.Fates(log, sends, retry_lines(log), lives(log, None), None)
     got = settle.consumption(raw, fates)
     assert got["lost"].tolist() == raw["lost"].tolist() == [1, 0]
     assert (got[["gone", "dead_lettered", "retrying", "delayed"]] == 0).all().all()
@@ -148,7 +150,7 @@ def test_any_ids_and_names_get_each_message_exactly_one_fate(plans: dict[str, st
                     allocated=[]))
     log = events(lines)
     delayed = pd.Series([m for m, p in plans.items() if p == "delayed"], dtype=object)
-    fates = settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, STOP, delayed)
+    fates = settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP, delayed)
     count = {p: sum(v == p for v in plans.values()) for p in PLANS}
     want = {"consumed": count["consumed"], "dead_lettered": count["dead_lettered"], "retrying": count["retrying"],
             "delayed": count["delayed"], "gone": count["unseen"] if left else 0, "lost": 0 if left else count["unseen"]}
