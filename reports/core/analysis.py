@@ -24,10 +24,12 @@ from typing import Any
 
 import pandas as pd
 
-from rmqemu.reports.core import availability, consumers, health, plots, staleness
+from rmqemu.reports.core import availability, consumers, health, order_routes, plots, staleness
 from rmqemu.reports.core import sends as sends_mod
 from rmqemu.reports.core import truth as truth_mod
 from rmqemu.reports.core.frame import RunInfo, events, node_table
+from rmqemu.reports.core.order_locks import LOCK_KINDS, lock_lines
+from rmqemu.reports.core.order_run import OrderRun
 
 Tables = dict[str, pd.DataFrame]
 
@@ -36,7 +38,7 @@ TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault
                                 "client.route", "ns.route", "run.drain")
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
-                               "pull", "consume", "rebalance")
+                               "pull", "consume", "rebalance", *LOCK_KINDS)
 #: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
@@ -46,7 +48,8 @@ TRUTH_COLUMNS: tuple[str, ...] = (
 NODE_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
-    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated")
+    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", "sharding_key", "route_queues", "offsets", "orderly",
+    "peer", "change", "late_ms")
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 
@@ -57,7 +60,7 @@ TABLES: dict[str, str] = {
     "client_stale_pieces": "client_pieces", "namesrv_stale_pieces": "namesrv_pieces",
     "client_stale_intervals": "client_intervals", "namesrv_stale_intervals": "namesrv_intervals",
     "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
-    "fault_convergence": "convergence", "sends": "classified",
+    "fault_convergence": "convergence", "sends": "classified", "order_violations": "order_violations",
 }
 
 
@@ -81,8 +84,8 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
 
 
 #: The metrics queries that read route views, and those that read the classified sends.
-VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults"})
-CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults"})
+VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed"})
+CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults", "m.order_failed"})
 
 
 def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo,
@@ -112,6 +115,10 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
             sent, truth["nodes"], truth["lives"], truth["pauses"], truth["partitions"], truth["hosts"],
             truth["autocreate"], truth["write_queues"], end) if classify else sent
         out["windows"] = availability.unavailable_windows(sent, until)
+    if "client.route" in kinds:
+        out["route_changes"] = order_routes.route_changes(ev)
+    if kinds & set(LOCK_KINDS):
+        out["lock_lines"] = lock_lines(ev)
     if "node.lag" in kinds:
         out["lag"] = health.node_lag(ev, truth["pauses"], since=info.up_ms)
     if "pull" in kinds:
@@ -154,6 +161,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
     messages = functools.cache(lambda: consumers.Messages(lines, classified, stop))
+    orders = functools.cache(lambda: OrderRun(t, info))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
@@ -179,13 +187,18 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.consumption": lambda: consumers.consumption(messages()),
         "m.group_loss": lambda: consumers.group_loss(messages()),
         "m.nsq": lambda: consumers.non_subscriber_queues(lines),
+        "m.order_groups": lambda: orders().summary(), "m.order_remaps": lambda: orders().remaps(),
+        "m.order_failed": lambda: orders().failed(), "m.order_availability": lambda: orders().availability(),
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:
         t["convergence"] = staleness.fault_convergence(t["faults"], t["client_intervals"])
     m = {name: make() for name, make in made.items() if name in wanted}
+    if queries is None:
+        t["order_violations"] = orders().violations
     if plots_too:
         m.update(plots.plot_tables(t, info))
+        m.update(orders().plot_tables())
     return {**t, **m}
 
 

@@ -30,7 +30,8 @@ REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_t
 
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
-                                 "attempt", "outcome", "code", "latency_ms", "error", "group")
+                                 "attempt", "outcome", "code", "latency_ms", "error", "group", "sharding_key",
+                                 "route_queues")
 
 #: The columns of :func:`send_outcomes`, in order.
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
@@ -39,7 +40,8 @@ OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "tim
 
 def sends(ev: pd.DataFrame) -> pd.DataFrame:
     """Send attempts: ``producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
-    attempt, outcome, code, latency_ms, error, group``."""
+    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues`` (the last two:
+    ordered sends only)."""
     out = ev.loc[ev["kind"] == "send"].rename(columns={"node": "producer"})
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 
