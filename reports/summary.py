@@ -83,7 +83,7 @@ HEADLINES: list[Headline] = [
     Headline(_M, "Send latency p99 (all attempts)", _latency("all", "p99_ms"), MS),
     Headline(_M, "Misrouted sends, total", _path("misrouted", "total")),
     *[Headline(_M, f"... {r}", _path("misrouted", "by_reason", r)) for r in REASONS],
-    Headline(_M, '"No route info of this topic" errors', _path("sends", "no_route_errors", "total")),
+    Headline(_M, '"No route info of/for this topic" errors', _path("sends", "no_route_errors", "total")),
     Headline(_A, "Longest unavailability of a (producer, topic)", _path("availability", "max_unavailable_ms"), MS),
     Headline(_A, "Unavailable time, total over (producer, topic)", _path("availability", "total_unavailable_ms"), MS),
     Headline(_A, "Longest unavailability starting in a fault's window (RTO)", _max_rto, MS),
@@ -186,7 +186,7 @@ def headline_values(m: Metrics) -> list[tuple[str, float | int | None]]:
 #: Counters that each show one of the seed articles' phenomena: named in the one-line
 #: summary whenever they are not zero, so a run that reproduced one says so at once.
 PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
-    ('"No route info of this topic" error(s)', _path("sends", "no_route_errors", "total")),
+    ('"No route info of/for this topic" error(s)', _path("sends", "no_route_errors", "total")),
     ("SUBSCRIPTION_NOT_EXIST pull(s)", _path("subscriptions", "subscription_not_exist", "total")),
     ("queue(s) allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
     ("auto-created topic(s) missing on some auto-create master", _imbalanced_topics),

@@ -12,45 +12,30 @@ A table or a column of one is documented but cannot be an expectation: an expect
 one value. Every ``..._ms`` duration has a ``..._cluster_s`` twin (wall ms / 1000 / scale),
 added by the report to every such key; the registry lists the ``_ms`` path and derives the twin.
 
-This module imports nothing from the project: the launcher (topology checks) and the report
-both read it. ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
+This module imports nothing from the project but its own parts (:mod:`rmqemu.metric_units`, the
+order section in :mod:`rmqemu.metric_order`): the launcher (topology checks) and the report both
+read it. ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 
-#: The misrouting reasons, first match wins (the report's ``reports.core.sends.REASONS``; a test
-#: keeps the two equal).
-REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_topic", "bad_queue")
-#: The scopes of the send latency: every attempt, and the ok ones only.
-LATENCY_SCOPES: tuple[str, ...] = ("all", "ok")
-
-MS, COUNT, BOOL, TEXT, NUMBER, LIST, TABLE, GROUP = (
-    "wall ms", "count", "true/false", "text", "number", "list of names", "table", "group")
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One path: ``unit`` is one of the constants above; ``what`` one line for a person."""
-
-    path: str
-    unit: str
-    what: str
-    section: str = ""
-
-    @property
-    def twin(self) -> str | None:
-        """The ``_cluster_s`` twin of a wall-ms duration (None for anything else)."""
-        return self.path[:-3] + "_cluster_s" if self.unit == MS and self.path.endswith("_ms") else None
-
-    @property
-    def is_value(self) -> bool:
-        """Whether an expectation may name it: one value, not a group, a table or a table's column."""
-        return self.unit not in (TABLE, GROUP, LIST, TEXT) and "[]" not in self.path
-
+from rmqemu.metric_order import order_metrics
+from rmqemu.metric_units import (  # noqa: F401 (the registry's vocabulary, used from here)
+    BOOL,
+    COUNT,
+    GROUP,
+    LATENCY_SCOPES,
+    LIST,
+    MS,
+    NUMBER,
+    REASONS,
+    TABLE,
+    TEXT,
+    Metric,
+)
 
 _STALE_COLUMNS = [
     ("topic", TEXT, "the topic"),
@@ -141,12 +126,12 @@ def _registry() -> list[Metric]:
         add(s, f"sends.latency.{scope}.n", COUNT, f"{who} measured")
         for q in ("p50", "p90", "p99", "max", "mean"):
             add(s, f"sends.latency.{scope}.{q}_ms", MS, f"{q} latency of {who}")
-    add(s, "sends.no_route_errors", GROUP, '"No route info of this topic" errors')
+    add(s, "sends.no_route_errors", GROUP, '"No route info of this topic" errors (sendDefaultImpl) and "No route '
+                                           'info for this topic" ones (sendSelectImpl: ordered sends)')
     add(s, "sends.no_route_errors.total", COUNT, "such errors")
     add(s, "sends.no_route_errors.by_topic[]", TABLE, "one row per topic")
     add(s, "sends.no_route_errors.by_topic[].topic", TEXT, "the topic")
     add(s, "sends.no_route_errors.by_topic[].errors", COUNT, "its errors")
-    add(s, "sends.no_route_errors.by_topic[].timeouts", COUNT, "... of them timeouts")
 
     s = "Auto-created topics"
     add(s, "autocreate[]", TABLE, "one row per auto-created topic (the TBW102 imbalance)")
@@ -205,6 +190,7 @@ def _registry() -> list[Metric]:
                             ("windows", COUNT, "its unavailability windows"),
                             ("total_ms", MS, "their total length"), ("max_ms", MS, "the longest")):
         add(s, f"availability.windows[].{col}", unit, text)
+    out += order_metrics()
 
     s = "Timing health"
     add(s, "timing", GROUP, "whether the host kept the nodes' timers (docs/design.md §9)")

@@ -189,6 +189,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.nsq": lambda: consumers.non_subscriber_queues(lines),
         "m.order_groups": lambda: orders().summary(), "m.order_remaps": lambda: orders().remaps(),
         "m.order_failed": lambda: orders().failed(), "m.order_availability": lambda: orders().availability(),
+        "m.order_moved": lambda: orders().moved(),
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:

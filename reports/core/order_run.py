@@ -58,6 +58,10 @@ class OrderRun:
     def moves(self) -> pd.DataFrame:
         return order_routes.moves(self.attempts, self.t["route_changes"])
 
+    def moved(self) -> pd.DataFrame:
+        """One row: ``keys`` that moved to another queue, and their ``moves``."""
+        return pd.DataFrame({"keys": [self.moves["key"].nunique()], "moves": [len(self.moves)]}, dtype=np.int64)
+
     def summary(self) -> pd.DataFrame:
         return order.summary(self.sequences, self.violations)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERROR
+from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERRORS
 
 #: How far before the run end a send at the run end is looked up (ms; above the float
 #: resolution of epoch-ms timestamps, about 0.0002 ms).
@@ -214,6 +214,9 @@ def latency_over_time(sends: pd.DataFrame, run_start: float, bin_ms: float) -> p
 
 
 def no_route_errors(sends: pd.DataFrame) -> pd.DataFrame:
-    """``topic, errors``: attempts whose error says "No route info of this topic"."""
-    hit = sends["error"].str.contains(NO_ROUTE_ERROR, regex=False, na=False).to_numpy(dtype=bool)
+    """``topic, errors``: attempts whose error says "No route info of this topic" or (an ordered
+    send's) "No route info for this topic"."""
+    err = sends["error"]
+    hit = np.logical_or.reduce([err.str.contains(text, regex=False, na=False).to_numpy(dtype=bool)
+                                for text in NO_ROUTE_ERRORS])
     return _count_by(sends.loc[hit, ["topic"]], ["topic"], "errors")

@@ -10,8 +10,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from rmqemu import metric_order
 from rmqemu.reports.core.analysis import analyse
 from rmqemu.reports.core.frame import RunInfo, events
+from rmqemu.reports.core.order import CAUSES
 from rmqemu.reports.core.order_locks import CLIENT_LOCK_MS, holds, lock_lines
 from rmqemu.reports.results import rows
 
@@ -235,3 +237,7 @@ def test_a_group_that_neither_says_orderly_nor_locks_is_not_checked(orderly: boo
                   consume(3, "cg-0", ["m2"], "broker-a", 0, [1], orderly=orderly),
                   consume(4, "cg-0", ["m1"], "broker-a", 0, [0], orderly=orderly)])
     assert t["m.order_groups"].empty and t["order_violations"].empty
+
+
+def test_the_registry_causes_are_the_checkers() -> None:
+    assert metric_order.CAUSES == CAUSES
