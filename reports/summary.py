@@ -59,7 +59,7 @@ def _max_rto(m: Metrics) -> float:
     return max([f.get("rto_ms") or 0.0 for f in m.get("staleness", {}).get("faults", [])], default=0.0)
 
 
-_S, _M, _L, _A = "Route staleness", "Sends", "Loss and consumption", "Availability"
+_S, _M, _L, _A, _O = "Route staleness", "Sends", "Loss and consumption", "Availability", "Order"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -94,6 +94,16 @@ HEADLINES: list[Headline] = [
     Headline(_L, "SUBSCRIPTION_NOT_EXIST pulls", _path("subscriptions", "subscription_not_exist", "total")),
     Headline(_L, "Queues allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
     Headline(_L, "Auto-created topics missing on some auto-create master", _imbalanced_topics),
+    Headline(_O, "Ordered messages checked by key (per orderly group)", _path("order", "messages")),
+    Headline(_O, "Keys with an out-of-order or duplicate message", _path("order", "keys_violated")),
+    Headline(_O, "Messages consumed before an earlier message of their key", _path("order", "out_of_order")),
+    Headline(_O, "Messages an orderly group consumed twice", _path("order", "duplicates")),
+    *[Headline(_O, f"... violations caused by {c}", _path("order", "by_cause", c))
+      for c in ("remapped", "handover", "redelivery")],
+    Headline(_O, "Keys moved to another queue by a route change", _path("order", "remaps", "keys")),
+    Headline(_O, "Ordered sends failed", _path("order", "failed_sends", "total")),
+    Headline(_O, "... while the producer's route was stale", _path("order", "failed_sends", "stale_route")),
+    Headline(_O, "Longest a key could not be sent", _path("order", "availability", "max_unavailable_ms"), MS),
 ]
 
 
@@ -190,6 +200,8 @@ PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
     ("SUBSCRIPTION_NOT_EXIST pull(s)", _path("subscriptions", "subscription_not_exist", "total")),
     ("queue(s) allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
     ("auto-created topic(s) missing on some auto-create master", _imbalanced_topics),
+    ("ordered message(s) consumed out of order", _path("order", "out_of_order")),
+    ("ordered message(s) consumed twice", _path("order", "duplicates")),
 ]
 
 

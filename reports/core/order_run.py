@@ -4,8 +4,8 @@ and the ordered sends against the routes (:mod:`reports.core.order_routes`), eac
 for the metrics queries and plots that read it. :func:`reports.core.analysis.combine` makes one.
 
 The plot tables keep at most :data:`MAX_KEYS` keys (those with the most violations, then the most
-moves) and cut each key's attempts into the run's time bins: per bin the queue of its last
-attempt and whether one failed, adjacent equal bins merged.
+moves): each key's runs of attempts on one queue, and its failures and violations per time bin, so
+what is drawn stays small however many messages a key sent.
 """
 from __future__ import annotations
 
@@ -75,8 +75,11 @@ class OrderRun:
         return order_routes.key_availability(self.attempts, self.info.measure_end)
 
     def plot_tables(self) -> dict[str, pd.DataFrame]:
-        """``p.order_keys`` (key, queue, failed, start_s, end_s), ``p.order_marks`` (key, t_s,
-        violation, cause) and ``p.order_changes`` (producer, topic, t_s, label)."""
+        """``p.order_keys`` (key, queue, start_s, end_s: a key's runs of attempts on one queue, each
+        until the next run or a bin past the key's last attempt), ``p.order_failed`` (key, t_s:
+        the time bins where one of its attempts failed), ``p.order_marks`` (key, t_s, violation,
+        n: its violations per time bin, at the consumption) and ``p.order_changes`` (producer,
+        topic, t_s, label: the route changes of their producers)."""
         t0, bin_ms = self.info.run_start, self.info.bin_ms
         att, viol = self.attempts, self.violations
         keyed = viol[(viol["by"] == order.BY_KEY).to_numpy(bool)]
@@ -84,33 +87,35 @@ class OrderRun:
         rank = rank.reindex(rank.index.union(pd.Index(att["sharding_key"].dropna().unique()))).fillna(0)
         rank = rank.rename_axis("key").reset_index().sort_values(["v", "m", "key"], ascending=[False, False, True])
         keys = list(rank["key"].head(MAX_KEYS))
-        a = att[att["sharding_key"].isin(keys).to_numpy(bool)]
-        a = a.assign(bin=np.floor((a["sent"].to_numpy(float) - t0) / bin_ms).astype(np.int64),
-                     queue=a["broker"].astype(str) + ":" + a["queue_id"].astype(str),
-                     bad=~(a["outcome"] == "ok").fillna(False).to_numpy(bool))
-        a = a.sort_values(["sharding_key", "bin", "sent"], kind="stable")
-        g = a.groupby(["sharding_key", "bin"], sort=True)
-        bins = pd.DataFrame({"queue": g["queue"].last(), "failed": g["bad"].any()}).reset_index()
-        k, b = bins["sharding_key"].to_numpy(object), bins["bin"].to_numpy()
-        opens = np.r_[True, (k[1:] != k[:-1]) | (b[1:] != b[:-1] + 1)
-                      | (bins["queue"].to_numpy(object)[1:] != bins["queue"].to_numpy(object)[:-1])
-                      | (bins["failed"].to_numpy(bool)[1:] != bins["failed"].to_numpy(bool)[:-1])] if len(bins) \
-            else np.zeros(0, bool)
-        runs = bins.assign(_r=np.cumsum(opens)).groupby("_r").agg(
-            key=("sharding_key", "first"), queue=("queue", "first"), failed=("failed", "first"),
-            lo=("bin", "min"), hi=("bin", "max"))
-        lanes = pd.DataFrame({"key": runs["key"], "queue": runs["queue"], "failed": runs["failed"].astype(bool),
-                              "start_s": runs["lo"] * bin_ms / 1000.0, "end_s": (runs["hi"] + 1) * bin_ms / 1000.0})
+        a = att[att["sharding_key"].isin(keys).to_numpy(bool)].sort_values(["sharding_key", "sent", "seq"],
+                                                                           kind="stable")
+        a = a.assign(t_s=(a["sent"].to_numpy(float) - t0) / 1000.0, bin=np.floor((a["sent"] - t0) / bin_ms))
+        q = a[a["broker"].notna().to_numpy(bool)]
+        q = q.assign(queue=q["broker"].astype(str) + ":" + q["queue_id"].astype(str))
+        k, queue = q["sharding_key"].to_numpy(object), q["queue"].to_numpy(object)
+        opens = np.r_[True, (k[1:] != k[:-1]) | (queue[1:] != queue[:-1])] if len(q) else np.zeros(0, bool)
+        runs = q[opens]
+        last = q.groupby("sharding_key")["t_s"].max() + bin_ms / 1000.0
+        nxt = np.where(np.r_[runs["sharding_key"].to_numpy(object)[1:] == runs["sharding_key"].to_numpy(object)[:-1],
+                             False], np.r_[runs["t_s"].to_numpy(float)[1:], np.nan], np.nan)
+        end = np.where(np.isnan(nxt), runs["sharding_key"].map(last).to_numpy(float), nxt)
+        bad = a[~(a["outcome"] == "ok").fillna(False).to_numpy(bool)].drop_duplicates(["sharding_key", "bin"])
         marks = keyed[keyed["unit"].isin(keys).to_numpy(bool)]
+        marks = marks.assign(bin=np.floor((marks["ts"] - t0) / bin_ms)).groupby(
+            ["unit", "violation", "bin"], sort=True).size().rename("n").reset_index()
         producers = set(a["producer"].dropna())
         ch = self.t["route_changes"]
         ch = ch[ch["client"].isin(producers).to_numpy(bool) & ch["before"].notna().to_numpy(bool)]
         return {
-            "p.order_keys": lanes.reset_index(drop=True).astype({"start_s": float, "end_s": float}),
+            "p.order_keys": pd.DataFrame({"key": runs["sharding_key"].to_numpy(object),
+                                          "queue": runs["queue"].to_numpy(object),
+                                          "start_s": runs["t_s"].to_numpy(float), "end_s": end.astype(float)}),
+            "p.order_failed": pd.DataFrame({"key": bad["sharding_key"].to_numpy(object),
+                                            "t_s": (bad["bin"].to_numpy(float) + 0.5) * bin_ms / 1000.0}),
             "p.order_marks": pd.DataFrame({"key": marks["unit"].to_numpy(object),
-                                           "t_s": (marks["ts"].to_numpy(float) - t0) / 1000.0,
+                                           "t_s": (marks["bin"].to_numpy(float) + 0.5) * bin_ms / 1000.0,
                                            "violation": marks["violation"].to_numpy(object),
-                                           "cause": marks["cause"].to_numpy(object)}),
+                                           "n": marks["n"].to_numpy(np.int64)}),
             "p.order_changes": pd.DataFrame({
                 "producer": ch["client"].to_numpy(object), "topic": ch["topic"].to_numpy(object),
                 "t_s": (ch["ts"].to_numpy(float) - t0) / 1000.0,
