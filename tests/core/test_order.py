@@ -11,7 +11,16 @@ import pandas as pd
 import pytest
 
 from rmqemu import metric_order
-from rmqemu.reports.core.analysis import analyse
+from rmqemu.reports.core.analysis import (
+    NODE_COLUMNS,
+    NODE_KINDS,
+    TRUTH_COLUMNS,
+    analyse,
+    combine,
+    concat,
+    node_part,
+    run_truth,
+)
 from rmqemu.reports.core.frame import RunInfo, events
 from rmqemu.reports.core.order import CAUSES
 from rmqemu.reports.core.order_locks import CLIENT_LOCK_MS, holds, lock_lines
@@ -132,23 +141,27 @@ def test_a_remap_is_the_route_change_that_moved_the_key() -> None:
                                                 "total_ms": 2.0, "max_ms": 2.0}]
 
 
-def test_handover_duplicates_and_the_out_of_order_message_of_overlapping_holders() -> None:
+def handover_run() -> list[dict[str, Any]]:
     """Queue a:0 (key k): cg-0 holds it from 1 and its local lock runs out at 20 - 500 x 0.01 =
     15 (noticed at 20); cg-1 locks it at 10 (a restarted broker forgot cg-0) and consumes from
     offset 0 again: m1 and m2, first consumed by cg-0, are duplicates by handover. Queue a:3
     (key k4): cg-1 holds it from 2 and consumes m7 at 4; cg-0, holding it from 1, consumes the
     earlier m6 at 6: m7 is out of order by handover."""
-    t = analysed([*brokers("broker-a"), route(0.5, [("broker-a", 0)]),
-                  send(1, "m1", "k", "broker-a", 0), send(2, "m2", "k", "broker-a", 0),
-                  send(3, "m3", "k", "broker-a", 0), send(1.5, "m6", "k4", "broker-a", 3),
-                  send(2.5, "m7", "k4", "broker-a", 3),
-                  lock(1, "cg-0", "locked", "broker-a", 0), lock(1, "cg-0", "locked", "broker-a", 3),
-                  lock(2, "cg-1", "locked", "broker-a", 3), lock(10, "cg-1", "locked", "broker-a", 0),
-                  lock(20, "cg-0", "expired", "broker-a", 0, late_ms=500.0),
-                  consume(2, "cg-0", ["m1"], "broker-a", 0, [0]), consume(11, "cg-0", ["m2"], "broker-a", 0, [1]),
-                  consume(12, "cg-1", ["m1"], "broker-a", 0, [0]), consume(13, "cg-1", ["m2"], "broker-a", 0, [1]),
-                  consume(14, "cg-1", ["m3"], "broker-a", 0, [2]), consume(4, "cg-1", ["m7"], "broker-a", 3, [1]),
-                  consume(6, "cg-0", ["m6"], "broker-a", 3, [0])], scale=0.01)
+    return [*brokers("broker-a"), route(0.5, [("broker-a", 0)]),
+            send(1, "m1", "k", "broker-a", 0), send(2, "m2", "k", "broker-a", 0),
+            send(3, "m3", "k", "broker-a", 0), send(1.5, "m6", "k4", "broker-a", 3),
+            send(2.5, "m7", "k4", "broker-a", 3),
+            lock(1, "cg-0", "locked", "broker-a", 0), lock(1, "cg-0", "locked", "broker-a", 3),
+            lock(2, "cg-1", "locked", "broker-a", 3), lock(10, "cg-1", "locked", "broker-a", 0),
+            lock(20, "cg-0", "expired", "broker-a", 0, late_ms=500.0),
+            consume(2, "cg-0", ["m1"], "broker-a", 0, [0]), consume(11, "cg-0", ["m2"], "broker-a", 0, [1]),
+            consume(12, "cg-1", ["m1"], "broker-a", 0, [0]), consume(13, "cg-1", ["m2"], "broker-a", 0, [1]),
+            consume(14, "cg-1", ["m3"], "broker-a", 0, [2]), consume(4, "cg-1", ["m7"], "broker-a", 3, [1]),
+            consume(6, "cg-0", ["m6"], "broker-a", 3, [0])]
+
+
+def test_handover_duplicates_and_the_out_of_order_message_of_overlapping_holders() -> None:
+    t = analysed(handover_run(), scale=0.01)
     assert causes(t) == [("k", "m1", "duplicate", "handover", None), ("k", "m2", "duplicate", "handover", None),
                          ("k4", "m7", "out_of_order", "handover", "m6")]
     assert groups(t) == [{
@@ -178,20 +191,24 @@ def test_redeliveries_the_same_consumer_a_later_holder_and_a_retry() -> None:
                           "out_of_order": 1, "duplicates": 2, "remapped": 0, "handover": 0, "redelivery": 3}]
 
 
-def test_a_real_clients_queue_is_checked_in_offset_order_with_the_brokers_lock_holders() -> None:
+def real_client_run() -> list[dict[str, Any]]:
     """Group rg (no orderly flag: it locks queues): client@1 locks a:0 at 1 and is delivered
     offsets 0-2 at 2; broker-a-0 restarts (exit 5) and client@2 locks a:0 at 7: delivered 1-3
     at 8 while client@1's own lock may last until 5 + 30 s: offsets 1 and 2 are duplicates by
     handover. Then client@2 is delivered 6 at 10 and 5 at 11: offset 6 is out of order, by
     redelivery (one consumer). Six offsets checked, no sharding key known."""
-    t = analysed([*brokers("broker-a"), block(1, "broker-a-0", "client@1", "locked", "broker-a", 0),
-                  consume(2, "client@1", ["x0", "x1", "x2"], "broker-a", 0, [0, 1, 2], group="rg", orderly=None),
-                  {"ts": 5.0, "node": "broker-a-0", "kind": "node.exit"},
-                  start(6.0, "broker-a-0", role="broker", broker="broker-a", broker_id=0),
-                  block(7, "broker-a-0", "client@2", "locked", "broker-a", 0),
-                  consume(8, "client@2", ["x1", "x2", "x3"], "broker-a", 0, [1, 2, 3], group="rg", orderly=None),
-                  consume(10, "client@2", ["x6"], "broker-a", 0, [6], group="rg", orderly=None),
-                  consume(11, "client@2", ["x5"], "broker-a", 0, [5], group="rg", orderly=None)])
+    return [*brokers("broker-a"), block(1, "broker-a-0", "client@1", "locked", "broker-a", 0),
+            consume(2, "client@1", ["x0", "x1", "x2"], "broker-a", 0, [0, 1, 2], group="rg", orderly=None),
+            {"ts": 5.0, "node": "broker-a-0", "kind": "node.exit"},
+            start(6.0, "broker-a-0", role="broker", broker="broker-a", broker_id=0),
+            block(7, "broker-a-0", "client@2", "locked", "broker-a", 0),
+            consume(8, "client@2", ["x1", "x2", "x3"], "broker-a", 0, [1, 2, 3], group="rg", orderly=None),
+            consume(10, "client@2", ["x6"], "broker-a", 0, [6], group="rg", orderly=None),
+            consume(11, "client@2", ["x5"], "broker-a", 0, [5], group="rg", orderly=None)]
+
+
+def test_a_real_clients_queue_is_checked_in_offset_order_with_the_brokers_lock_holders() -> None:
+    t = analysed(real_client_run())
     unit = f"{T}:broker-a:0"
     assert causes(t) == [(unit, "x1", "duplicate", "handover", None), (unit, "x2", "duplicate", "handover", None),
                          (unit, "x6", "out_of_order", "redelivery", "x5")]
@@ -241,3 +258,17 @@ def test_a_group_that_neither_says_orderly_nor_locks_is_not_checked(orderly: boo
 
 def test_the_registry_causes_are_the_checkers() -> None:
     assert metric_order.CAUSES == CAUSES
+
+
+@pytest.mark.parametrize("lines", [remap_run(), handover_run(), real_client_run()], ids=["remap", "handover", "real"])
+def test_parts_of_one_node_each_give_the_order_of_all_nodes_together(lines: list[dict[str, Any]]) -> None:
+    """The Spark engine may cut a run by node: the order tables must not change."""
+    ev = events(lines)
+    info = RunInfo.of(ev, 0.01)
+    truth = run_truth(ev[list(TRUTH_COLUMNS)], info, {})
+    mine = ev.loc[ev["kind"].isin(NODE_KINDS), list(NODE_COLUMNS)]
+    whole = combine(concat([node_part(mine, truth, info)]), truth, info)
+    parts = combine(concat([node_part(g, truth, info) for _, g in mine.groupby("node")]), truth, info)
+    for name in ("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"):
+        assert rows(parts[name]) == rows(whole[name]), name
+    assert rows(whole["m.order_groups"])  # each run has something to check

@@ -4,12 +4,15 @@ and report.html's order tables. Analysed in this process (reports.local: the fun
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from rmqemu.reports import html, plotdata, plots
 from rmqemu.reports.local import analyse_dirs
 from rmqemu.reports.metrics import document
 from rmqemu.verdicts import judge, parse_expect
-from tests.core.test_order import remap_run
+from tests.core.test_order import handover_run, real_client_run, remap_run
 from tests.reports.runlog import write_run
 
 
@@ -44,3 +47,19 @@ def test_the_order_section_its_expectations_plot_and_tables(tmp_path: Path) -> N
     page = html.render(m, figs, tmp_path, [], [])
     assert "Order per orderly consumer group" in page and "Route changes that moved sharding keys" in page
     assert "Failed ordered sends" in page and "Keys moved to another queue by a route change" in page
+
+
+@pytest.mark.spark
+def test_spark_gives_the_order_section_the_local_engine_gives(spark: Any, tmp_path: Path) -> None:
+    """Three hand-made runs in one Spark job (each cut into parts as the engine cuts it): a remap,
+    handover duplicates, a real client's queue."""
+    from rmqemu.reports.job import compute_many
+
+    runs = [str(write_run(tmp_path / name, lines, scale=scale)) for name, lines, scale in (
+        ("remap", remap_run(), 1.0), ("handover", handover_run(), 0.01), ("real", real_client_run(), 1.0))]
+    docs = compute_many(spark, runs, only=["order"])
+    for run in runs:
+        want = document(analyse_dirs([run])[0])["order"]
+        assert docs[run]["order"] == want, run
+    assert docs[runs[1]]["order"]["by_cause"] == {"remapped": 0, "handover": 3, "redelivery": 0}
+    assert docs[runs[2]]["order"]["queues_violated"] == 1
