@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqemu.reports.core.consumers import subscriptions
 from rmqemu.reports.core.order_locks import BROKER_LOCK, QUEUE, handover
@@ -43,16 +44,12 @@ def orderly_groups(consumes: pd.DataFrame, locks: pd.DataFrame) -> list[str]:
     return sorted(set(pd.concat([said, locked]).dropna()))
 
 
-def _lists(col: pd.Series, item: pa.DataType) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(flat values, parent row of each, place in its row)`` of a list column (null: empty)."""
+def _lists(col: pd.Series, item: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
+    """``(flat values, parent row of each)`` of a list column (null: empty), in row order."""
     arr = pa.array(col, type=pa.list_(item), from_pandas=True)
     arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-    offsets = arr.offsets.to_numpy()
-    lengths = np.where(arr.is_valid().to_numpy(zero_copy_only=False), np.diff(offsets), 0)
-    parent = np.repeat(np.arange(len(arr)), lengths)
-    place = np.arange(len(parent)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    values = arr.values.to_numpy(zero_copy_only=False)[offsets[parent] + place] if len(parent) else np.zeros(0)
-    return values, parent, place
+    return (pc.list_flatten(arr).to_numpy(zero_copy_only=False),
+            pc.list_parent_indices(arr).to_numpy(zero_copy_only=False).astype(np.int64))
 
 
 def deliveries(consumes: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
@@ -61,13 +58,15 @@ def deliveries(consumes: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
     delivery order, which ``order`` numbers."""
     c = consumes[(consumes["kind"] == "consume").to_numpy(bool) & consumes["group"].isin(groups).to_numpy(bool)]
     c = c.sort_values(["ts", "seq"], kind="stable").reset_index(drop=True)
-    ids, parent, place = _lists(c["msg_ids"], pa.string())
-    offs, o_parent, o_place = _lists(c["offsets"], pa.int64())
-    per_row = {(int(r), int(p)): v for r, p, v in zip(o_parent, o_place, offs, strict=True)}
+    ids, parent = _lists(c["msg_ids"], pa.string())
+    offs, o_parent = _lists(c["offsets"], pa.int64())
+    # a line's offsets name its messages when it has one per message (both lists in line order)
+    aligned = np.bincount(parent, minlength=len(c)) == np.bincount(o_parent, minlength=len(c))
+    offset = pd.array([None] * len(ids), dtype="Int64")
+    offset[aligned[parent]] = offs[aligned[o_parent]]
     out = c.iloc[parent][["group", "node", "ts", *QUEUE]].reset_index(drop=True)
     out["msg_id"] = pd.Series(ids, dtype=object)
-    out["offset"] = pd.array([per_row.get((int(r), int(p))) for r, p in zip(parent, place, strict=True)],
-                             dtype="Int64")
+    out["offset"] = offset
     out["order"] = np.arange(len(out), dtype=np.int64)
     return out
 

@@ -22,7 +22,7 @@ from rmqemu.reports.core.analysis import (
     run_truth,
 )
 from rmqemu.reports.core.frame import RunInfo, events
-from rmqemu.reports.core.order import CAUSES
+from rmqemu.reports.core.order import CAUSES, deliveries
 from rmqemu.reports.core.order_locks import CLIENT_LOCK_MS, holds, lock_lines
 from rmqemu.reports.results import rows
 
@@ -272,3 +272,13 @@ def test_parts_of_one_node_each_give_the_order_of_all_nodes_together(lines: list
     for name in ("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"):
         assert rows(parts[name]) == rows(whole[name]), name
     assert rows(whole["m.order_groups"])  # each run has something to check
+
+
+def test_deliveries_take_a_lines_offsets_only_when_it_has_one_per_message() -> None:
+    ev = events([consume(1, "cg-0", ["a", "b"], "broker-a", 0, [4, 5]), consume(2, "cg-0", ["c"], "broker-a", 0),
+                 consume(2, "cg-1", ["d", "e"], "broker-a", 1, [7]), consume(3, "cg-0", [], "broker-a", 0, []),
+                 consume(0.5, "cg-1", ["f"], "broker-a", 1, [9], group="other")])
+    dl = deliveries(ev, ["cg"])
+    assert list(zip(dl["node"], dl["msg_id"], dl["offset"].astype(object), dl["order"], strict=True)) == [
+        ("cg-0", "a", 4, 0), ("cg-0", "b", 5, 1), ("cg-0", "c", pd.NA, 2), ("cg-1", "d", pd.NA, 3),
+        ("cg-1", "e", pd.NA, 4)]
