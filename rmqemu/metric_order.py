@@ -37,8 +37,8 @@ def order_metrics() -> list[Metric]:
     add("order.queues", COUNT, "(orderly group, queue) pairs checked in offset order (messages without a known "
                                "key: a real client's)")
     add("order.queues_violated", COUNT, "... with an out-of-order or a duplicate message")
-    add("order.out_of_order", COUNT, "messages first consumed before an earlier message of their key (per queue: "
-                                     "of a smaller offset) was")
+    add("order.out_of_order", COUNT, "messages whose first consumption came before that of an earlier message of "
+                                     "their key (per queue: of a smaller offset)")
     add("order.duplicates", COUNT, "messages an orderly group consumed more than once")
     add("order.violations", COUNT, "out_of_order + duplicates")
     add("order.by_cause", GROUP, "the violations by cause, first match wins")
