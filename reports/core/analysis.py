@@ -6,12 +6,14 @@
 2. :func:`node_part` (one task per share of a run's nodes: a small run's nodes together, a
    large run's one by one): the heavy, per-client work over those nodes' events with the
    run's truth: their route views against truth (pieces, stale intervals, staleness), their
-   sends classified, their unavailability windows, their timer lateness, and the few consumer
-   lines the run-wide metrics need. Every function it calls is keyed by node, so a share of
-   whole nodes gives the rows those nodes give in the whole run.
+   sends classified, their unavailability windows, their timer lateness, their route changes
+   and queue-lock lines (the order checker's), and the few consumer lines the run-wide metrics
+   need. Every function it calls is keyed by node, so a share of whole nodes gives the rows
+   those nodes give in the whole run.
 3. :func:`combine` (one task per run): the node parts of a run together: what spans nodes
-   (fault convergence and impact, send counts and latency percentiles, loss per group), the
-   metrics queries (``m.*``), the plot tables (``p.*``) and the derived tables.
+   (fault convergence and impact, send counts and latency percentiles, loss per group, the
+   order of ordered messages: :mod:`reports.core.order_run`), the metrics queries (``m.*``),
+   the plot tables (``p.*``) and the derived tables.
 
 :func:`analyse` runs the three in one process, all nodes in one share: the tests' engine,
 and the definition of what the Spark engine computes.
