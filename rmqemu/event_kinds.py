@@ -6,6 +6,7 @@ one here is renaming it in every run log. Order matters only for ``docs/events.m
 from __future__ import annotations
 
 from rmqemu import event_order
+from rmqemu.event_kinds_delay import DELAY
 from rmqemu.event_types import (
     BOOL,
     FLOAT,
@@ -215,6 +216,7 @@ PRODUCER = Section("Producer", (
               "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
+        Field("delay_level", INT, "the delay level it asked for (`DELAY` > 0, see `delay.park`)", ext=True),
     ) + event_order.SEND_FIELDS),
     Kind("send.fail", "producer", "once per message that was given up", (
         Field("msg_id", STR, required=True), Field("topic", STR, required=True),
@@ -247,7 +249,7 @@ CONSUMER = Section("Consumer", (
          "delivered by a pull, as the broker sees it)", (
         Field("group", STR, required=True), Field("topic", STR, required=True),
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
-        Field("msg_ids", STRS, "the ones consumed", required=True),
+        Field("msg_ids", STRS, "the ones consumed: UNIQ_KEYs, else the ids their sends were acked with", required=True),
         Field("reconsume_later", STRS, "the ones the listener failed (`fail_rate`)", ext=True),
     ) + event_order.CONSUME_FIELDS),
 ))
@@ -298,4 +300,5 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
          ext=True),
 ))
 
-SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION, FAULTS)
+SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION, DELAY,
+                             FAULTS)

@@ -1,9 +1,10 @@
 """What a topology may ask of one host, and the names it may use (docs/design.md §5, "Limits"):
-the bounds :mod:`emulator.launcher.topology` validates against."""
+the bounds :mod:`emulator.launcher.topology` validates against, and :func:`host_problems` that checks them."""
 
 from __future__ import annotations
 
 import re
+from typing import Any, Sequence
 
 NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ's topic/group character rule (docs/rocketmq-model.md §3.5)
 #: The topology ``name`` becomes a directory name (``runs/<name>-<time>-<hex>``), so it is a slug,
@@ -22,3 +23,29 @@ MAX_ENTRIES = 1024  # entries of any one list (topics, faults, ...)
 #: The end-of-run drain's bound (cluster s): at the default persistConsumerOffsetInterval (5 s) a
 #: caught-up group's committed offsets reach the brokers within a few cluster seconds.
 DEFAULT_DRAIN_TIMEOUT_S = 30.0
+
+
+def host_problems(namesrvs: int, brokers: Sequence[Any], producers: Sequence[Any], consumers: Sequence[Any],
+                  scale: float) -> list[str]:
+    """What a topology's entries ask beyond the limits above, one message each (empty: it fits)."""
+    problems = []
+    nodes = (namesrvs + sum(1 + b.slaves for b in brokers)
+             + sum(p.instances for p in producers) + sum(c.instances for c in consumers))
+    if nodes > MAX_NODES:
+        problems.append(f"nodes: {nodes} node processes, more than the {MAX_NODES} one host runs (limit)")
+    total, total_bytes = 0.0, 0.0
+    for i, p in enumerate(producers):
+        wall = p.rate * p.batch / scale
+        if wall > MAX_PRODUCER_WALL_RATE:
+            problems.append(f"producers[{i}].rate: {p.rate:g} x batch {p.batch} at scale {scale:g} is "
+                            f"{wall:.0f} messages per wall second per instance, more than "
+                            f"{MAX_PRODUCER_WALL_RATE:.0f} (limit)")
+        total += wall * p.instances
+        total_bytes += wall * p.instances * p.size
+    if total > MAX_CLUSTER_WALL_RATE:
+        problems.append(f"producers: {total:.0f} messages per wall second in all, more than "
+                        f"{MAX_CLUSTER_WALL_RATE:.0f} (limit)")
+    if total_bytes > MAX_CLUSTER_WALL_BYTES:
+        problems.append(f"producers: {total_bytes / 2**20:.0f} MiB per wall second in all, more than "
+                        f"{MAX_CLUSTER_WALL_BYTES // 2**20} (limit)")
+    return problems

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from rmqemu.emulator.launcher import limits
 from rmqemu.emulator.launcher import topology_order as order
@@ -19,6 +19,7 @@ from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_pro
 from rmqemu.emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from rmqemu.emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from rmqemu.emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
+from rmqemu.emulator.roles.workload import delay_level_problem
 from rmqemu.verdicts import EXPECT_RULE_SCHEMA, expect_problems
 
 
@@ -126,11 +127,23 @@ class ProducerEntry(BaseModel):
     batch: int = Field(1, ge=1, le=256)
     keys: bool = True
     ordered: order.OrderedKey = Field(None, description=order.ORDERED_DESCRIPTION)
+    delay_level: int | list[int] = Field(0, description=(
+        "DELAY of each message (docs/rocketmq-model.md §2.9): 0 none, 1 (1 s) .. 18 (2 h) with the default "
+        "messageDelayLevel, higher is capped by the broker; a list is used round-robin ([0, 3]: every other "
+        "message waits 10 s). Not with batch > 1"))
 
     @field_validator("group")
     @classmethod
     def _group_chars(cls, v: str) -> str:
         return _valid_group(v)
+
+    @field_validator("delay_level", mode="before")
+    @classmethod
+    def _delay_level(cls, v: Any, info: ValidationInfo) -> Any:
+        problem = delay_level_problem(v, info.data.get("batch", 1))
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ProducerEntry":
@@ -279,28 +292,10 @@ class Topology(Strict):
 
     @model_validator(mode="after")
     def _host_limits(self) -> "Topology":
-        """What this host can run (the MAX_* constants above): a topology beyond them would
-        validate and then stall or exhaust the machine at launch."""
-        problems = []
-        nodes = (self.namesrv_count + sum(1 + b.slaves for b in self.brokers)
-                 + sum(p.instances for p in self.producers) + sum(c.instances for c in self.consumers))
-        if nodes > limits.MAX_NODES:
-            problems.append(f"nodes: {nodes} node processes, more than the {limits.MAX_NODES} one host runs (limit)")
-        scale, total, total_bytes = self.timing.scale, 0.0, 0.0
-        for i, p in enumerate(self.producers):
-            wall = p.rate * p.batch / scale
-            if wall > limits.MAX_PRODUCER_WALL_RATE:
-                problems.append(f"producers[{i}].rate: {p.rate:g} x batch {p.batch} at scale {scale:g} is "
-                                f"{wall:.0f} messages per wall second per instance, more than "
-                                f"{limits.MAX_PRODUCER_WALL_RATE:.0f} (limit)")
-            total += wall * p.instances
-            total_bytes += wall * p.instances * p.size
-        if total > limits.MAX_CLUSTER_WALL_RATE:
-            problems.append(f"producers: {total:.0f} messages per wall second in all, more than "
-                            f"{limits.MAX_CLUSTER_WALL_RATE:.0f} (limit)")
-        if total_bytes > limits.MAX_CLUSTER_WALL_BYTES:
-            problems.append(f"producers: {total_bytes / 2**20:.0f} MiB per wall second in all, more than "
-                            f"{limits.MAX_CLUSTER_WALL_BYTES // 2**20} (limit)")
+        """What this host can run (limits.py): a topology beyond it would validate and then stall
+        or exhaust the machine at launch."""
+        problems = limits.host_problems(self.namesrv_count, self.brokers, self.producers, self.consumers,
+                                        self.timing.scale)
         if problems:
             raise ValueError("; ".join(problems))
         return self

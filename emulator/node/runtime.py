@@ -202,6 +202,8 @@ class Runtime:
             local = self.clock.now_ms()
             self.events.write("node.clock", {"setting": self.clock.setting.to_dict(),
                                              "offset_ms": local - self.events.host()})
+            if self.stopping_since is None:
+                self._perform(self._call(self.role.on_clock))
             return {"local_ms": local}
         if cmd.name == "state":
             return {**self.role.state(), "_runtime": self.runtime_state()}

@@ -28,6 +28,8 @@ from rmqemu.emulator.protocol.codes import (  # noqa: F401 - the package's names
     ResponseCode,
 )
 from rmqemu.emulator.protocol.frame import (  # noqa: F401
+    CURRENT_VERSION,
+    V3_4_9,
     ChannelEvent,
     Flag,
     Frame,

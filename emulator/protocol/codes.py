@@ -26,6 +26,7 @@ class RequestCode(IntEnum):
     LOCK_BATCH_MQ = 41
     UNLOCK_BATCH_MQ = 42
     GET_ALL_CONSUMER_OFFSET = 43  # a slave's SlaveSynchronize asks its master (docs/rocketmq-model.md §2.1)
+    GET_ALL_DELAY_OFFSET = 45  # the same, for the delay offsets (docs/rocketmq-model.md §2.9)
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105

@@ -10,6 +10,9 @@ from rmqemu import wire_json
 from rmqemu.emulator.protocol.codes import ResponseCode
 from rmqemu.emulator.protocol.guard import MAX_BODY_JSON_BYTES, MAX_HEADER_BYTES, BadFrame, loads_checked
 
+CURRENT_VERSION = 401  # MQVersion.Version.V4_9_4.ordinal(): the "version" a 4.9.4 node writes
+V3_4_9 = 121  # MQVersion.Version.V3_4_9.ordinal(): from it on, a request's maxReconsumeTimes is honoured
+
 
 class Flag(IntEnum):
     REQUEST = 0
@@ -19,7 +22,9 @@ class Flag(IntEnum):
 
 @dataclass(frozen=True)
 class Frame:
-    """One remoting command. ``fields`` is RocketMQ's custom header; ``body`` is raw bytes."""
+    """One remoting command. ``fields`` is RocketMQ's custom header; ``body`` is raw bytes.
+    ``version``: the ``MQVersion`` ordinal a real client's header carried (None on the emulator's
+    own wire, whose nodes are 4.9.4: :data:`CURRENT_VERSION`)."""
 
     code: int
     opaque: int = 0
@@ -27,6 +32,12 @@ class Frame:
     remark: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     body: bytes = b""
+    version: int | None = field(default=None, compare=False)  # metadata: equal commands stay equal
+
+    @property
+    def sender_version(self) -> int:
+        """``RemotingCommand.getVersion()`` of a request: what RocketMQ gates header fields on."""
+        return CURRENT_VERSION if self.version is None else self.version
 
     @property
     def is_response(self) -> bool:
@@ -56,7 +67,7 @@ class Frame:
     def with_opaque(self, opaque: int) -> "Frame":
         # the constructor, not dataclasses.replace: this runs for every request sent, and
         # replace() inspects the fields each time (several times slower)
-        return Frame(self.code, opaque, self.flag, self.remark, self.fields, self.body)
+        return Frame(self.code, opaque, self.flag, self.remark, self.fields, self.body, self.version)
 
     def json_body(self) -> Any:
         """The body decoded as JSON (``None`` when empty); raises :class:`BadFrame` if not JSON."""

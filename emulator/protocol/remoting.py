@@ -20,11 +20,11 @@ import struct
 from typing import Any
 
 from rmqemu import wire_json
-from rmqemu.emulator.protocol.frame import Flag, Frame
+from rmqemu.emulator.protocol.frame import CURRENT_VERSION, Flag, Frame
 from rmqemu.emulator.protocol.guard import MAX_HEADER_BYTES, BadFrame, loads_checked
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # NettyDecoder.FRAME_MAX_LENGTH 16777216; Netty counts the length field too
-ROCKETMQ_VERSION = 401  # MQVersion.Version.V4_9_4.ordinal(): the "version" a 4.9.4 node writes
+ROCKETMQ_VERSION = CURRENT_VERSION  # the "version" a 4.9.4 node writes
 SERIALIZE_JSON, SERIALIZE_ROCKETMQ = 0, 1  # SerializeType codes (the header word's high byte)
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _FLAGS = {0: Flag.REQUEST, 1: Flag.RESPONSE, 2: Flag.ONEWAY}  # bit0 response, bit1 oneway
@@ -143,7 +143,10 @@ def _frame(raw: bytes, body: bytes) -> Frame:
         if not isinstance(value, _SCALARS):
             raise BadFrame(f"header extFields value of {key[:50]!r} is not a scalar")
         fields[key] = value
-    return Frame(code=code, opaque=opaque, flag=flag, remark=remark, fields=fields, body=body)
+    version = header.get("version")  # read only for what it gates (a send-back's maxReconsumeTimes)
+    if type(version) is not int or not _INT32_MIN <= version <= _INT32_MAX:
+        version = 0  # fastjson leaves an absent int at 0
+    return Frame(code=code, opaque=opaque, flag=flag, remark=remark, fields=fields, body=body, version=version)
 
 
 def _ext_value(value: Any) -> str:

@@ -8,7 +8,8 @@ TopicConfigSerializeWrapper ``{topicConfigTable, dataVersion}`` (what a slave sy
 GET_MAX_OFFSET header: topic, queueId; answers ``offset``, the queue's max offset
 (``getMaxOffsetInQueue``: 0 for an unknown queue), which a consumer without a stored offset
 asks for under CONSUME_FROM_LAST_OFFSET (docs/rocketmq-model.md §4.7). Writes on a slave are refused
-as in 4.9.4 ``validateSlave`` (docs/rocketmq-model.md §2.5).
+as in 4.9.4 ``validateSlave`` (docs/rocketmq-model.md §2.5). GET_ALL_DELAY_OFFSET (45) answers
+``ScheduleMessageService.encode()``, the table this broker loaded or keeps (docs/rocketmq-model.md §2.9).
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class AdminProcessor:
         topic = h_str(f, "topic", required=True)
         actions: list[Action] = [*b.topics.delete_topic_config(topic, now.wall_ms), *b.store.delete_topic(topic)]
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
+
+    def get_all_delay_offset(self, msg: Inbound, now: Now) -> list[Action]:
+        return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.broker.schedule.encode()))]
 
     def get_all_topic_config(self, msg: Inbound, now: Now) -> list[Action]:
         return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.broker.topics.wrapper()))]

@@ -220,6 +220,12 @@ class Role:
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
         return []
 
+    def on_clock(self, now: Now) -> list[Action]:
+        """The node's wall clock was set (a ``clock`` fault or its heal): ``now.wall_ms`` jumped.
+        Timers run on the monotonic clock, so a role that armed one for a wall-clock instant
+        re-arms it here (the broker's delay levels, emulator/roles/schedule.py)."""
+        return []
+
     def stop(self, now: Now) -> list[Action]:
         return []
 

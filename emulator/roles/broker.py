@@ -16,6 +16,7 @@ Timers (RocketMQ's intervals in cluster ms; the node runtime applies ``timing.sc
   PullRequestHoldService's periodic check, the only wake-up a slave's held pulls get -- RocketMQ's
   reput notifies arrivals only when ``brokerRole != SLAVE``
 - ``ha_hold:<n>``, ``ha_wait:<n>``, ``ha_push`` (ha.py) and ``ha_retry`` (ha_client.py)
+- ``schedule:<level>`` and ``delay_offset_flush`` on a master (schedule.py, docs/rocketmq-model.md §2.9)
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from rmqemu.emulator.roles.node_spec import NodeSpec
 from rmqemu.emulator.roles.pull_processor import PullProcessor
 from rmqemu.emulator.roles.queue_processor import QueueProcessor
 from rmqemu.emulator.roles.real_clients import WireLog
+from rmqemu.emulator.roles.schedule import FLUSH_TIMER, TIMER_PREFIX, ScheduleService
+from rmqemu.emulator.roles.send_back import SendBack
 from rmqemu.emulator.roles.send_processor import SendProcessor
 from rmqemu.emulator.roles.server_dispatch import Handler, dispatch
 from rmqemu.emulator.roles.slave_sync import SlaveSync
@@ -84,14 +87,16 @@ class Broker(Role):
         self.producers = ProducerManager()
         self.sub_groups = SubscriptionGroupManager(self.cfg.autoCreateSubscriptionGroup)
         self.offsets = ConsumerOffsetManager()
+        self.schedule = ScheduleService(self)
 
         self.registrar = NamesrvRegistrar(self)
         self.sender = SendProcessor(self)
+        self.send_back = SendBack(self)
         self.puller = PullProcessor(self)
         self.clients = ClientProcessor(self)
         self.admin = AdminProcessor(self)
         self.queues = QueueProcessor(self)
-        self.wire = WireLog(name, self.cfg.brokerName, self.broker_id)
+        self.wire = WireLog(name, self.cfg.brokerName, self.broker_id, self.store.look_message_by_offset)
         self.slave_sync = SlaveSync(self)
         self.ha = HAService(self)
         self.ha_client = HAClient(self)
@@ -99,7 +104,7 @@ class Broker(Role):
             RC.SEND_MESSAGE: self.sender.send_message,
             RC.SEND_MESSAGE_V2: self.sender.send_message,
             RC.SEND_BATCH_MESSAGE: self.sender.send_message,
-            RC.CONSUMER_SEND_MSG_BACK: self.sender.consumer_send_msg_back,
+            RC.CONSUMER_SEND_MSG_BACK: self.send_back.consumer_send_msg_back,
             RC.PULL_MESSAGE: self.puller.pull_message,
             RC.HEART_BEAT: self.clients.heart_beat,
             RC.UNREGISTER_CLIENT: self.clients.unregister_client,
@@ -107,6 +112,7 @@ class Broker(Role):
             RC.QUERY_CONSUMER_OFFSET: self.clients.query_consumer_offset,
             RC.UPDATE_CONSUMER_OFFSET: self.clients.update_consumer_offset,
             RC.GET_ALL_CONSUMER_OFFSET: self.clients.get_all_consumer_offset,
+            RC.GET_ALL_DELAY_OFFSET: self.admin.get_all_delay_offset,
             RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
@@ -137,15 +143,18 @@ class Broker(Role):
         actions: list[Action] = self.topics.load(self.read_store, now.wall_ms)
         self.sub_groups.load(self.read_store)
         self.offsets.load(self.read_store)
-        self.store.restore(self.read_store, [
-            (t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))
-        ])
+        self.store.restore(self.read_store, list(dict.fromkeys([
+            *((t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))),
+            *self.schedule.queues()])))
+        self.schedule.load(self.read_store)
         period = max(10000, min(self.cfg.registerNameServerPeriod, 60000))
         actions += [
             Every("register", 10000, period),
             Every("client_scan", 10000, 10000),
             Every("offset_flush", 10000, self.cfg.flushConsumerOffsetInterval),
         ]
+        if not self.is_slave:  # handleScheduleMessageService: masters deliver, slaves only keep the file
+            actions += self.schedule.start(now)
         if self.is_slave:
             actions.append(Every("slave_sync", 3000, 10000))
             check = 5000 if self.cfg.longPollingEnable else self.cfg.shortPollingTimeMills
@@ -154,8 +163,8 @@ class Broker(Role):
         return actions
 
     def stop(self, now: Now) -> list[Action]:
-        """``shutdown()``: unregister from every namesrv, flush consumer offsets."""
-        return [*self.registrar.unregister_all(), self.offsets.persist()]
+        """``shutdown()``: unregister from every namesrv, flush consumer and delay offsets."""
+        return [*self.registrar.unregister_all(), self.offsets.persist(), *self.schedule.stop()]
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
         self.wire.request(msg)
@@ -169,9 +178,9 @@ class Broker(Role):
             return self.registrar.register_all(now, oneway_=False, force=self.cfg.forceRegister)
         if name == "client_scan":
             timeout = CHANNEL_EXPIRED_TIMEOUT
-            closed = self.consumers.scan_not_active_channel(now.wall_ms, timeout)
+            closed, lines = self.consumers.scan_not_active_channel(now.wall_ms, timeout)
             closed += self.producers.scan_not_active_channel(now.wall_ms, timeout)
-            return [CloseChannel(ch) for ch in dict.fromkeys(closed)]
+            return [*lines, *(CloseChannel(ch) for ch in dict.fromkeys(closed))]
         if name == "offset_flush":
             return [self.offsets.persist()] if self.offsets.dirty else []
         if name == "slave_sync":
@@ -188,7 +197,12 @@ class Broker(Role):
             return self.ha.push_held(now)
         if name == HA_RETRY:
             return self.ha_client.on_retry(now)
+        if name.startswith(TIMER_PREFIX) or name == FLUSH_TIMER:
+            return self.schedule.on_timer(name, now)
         return []
+
+    def on_clock(self, now: Now) -> list[Action]:
+        return self.wire.observe(self.schedule.on_clock(now))
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
         """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (docs/rocketmq-model.md §4.2); an
@@ -201,7 +215,9 @@ class Broker(Role):
         self.wire.drop_channel(event.channel)
         self.producers.do_channel_close_event(event.channel)
         actions: list[Action] = self.puller.drop_channel(event.channel) + self.ha.drop_channel(event.channel)
-        for cgi in self.consumers.do_channel_close_event(event.channel):
+        groups, lines = self.consumers.do_channel_close_event(event.channel, event.kind)
+        actions += lines
+        for cgi in groups:
             actions += self.clients.notify_change(cgi)
         return actions
 
@@ -222,5 +238,6 @@ class Broker(Role):
             "consumers": self.consumers.snapshot(), "producers": self.producers.snapshot(),
             "offsets": {k: {str(q): o for q, o in v.items()} for k, v in self.offsets.table.items()},
             "held_pulls": self.puller.held_count(), "locks": self.queues.locks.snapshot(),
+            "schedule": self.schedule.snapshot(),
             "ha": {**self.ha.snapshot(), **({"client": self.ha_client.snapshot()} if self.is_slave else {})},
         }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, TypeVar
 
@@ -24,6 +25,8 @@ FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 
 # Keys whose value must be one of a fixed set (RocketMQ enums given by name).
 _CHOICES: dict[str, tuple[str, ...]] = {"brokerRole": BROKER_ROLES, "flushDiskType": FLUSH_DISK_TYPES}
+_UNIT_MS = {"s": 1000, "m": 60 * 1000, "h": 60 * 60 * 1000, "d": 24 * 60 * 60 * 1000}
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
 
 
 class ConfigError(ValueError):
@@ -115,7 +118,24 @@ class MessageStoreConfig:
     accessMessageInMemoryMaxRatio: int = 40
     maxTransferCountOnMessageInMemory: int = 32
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    flushDelayOffsetInterval: int = 1000 * 10  # ScheduleMessageService persists delayOffset.json this often
     fileReservedTime: int = 72
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """``ScheduleMessageService.parseDelayLevel`` (docs/rocketmq-model.md §2.9): the delay of each
+    level in ms, level 1 first. The string is split on single spaces; each item is a
+    ``Long.parseLong`` number followed by one unit, ``s``, ``m``, ``h`` or ``d``. Where RocketMQ's
+    parse fails (and the broker does not start) this raises :class:`ConfigError`."""
+    levels = []
+    for i, item in enumerate(text.split(" ")):
+        num, unit = item[:-1], item[-1:]
+        if unit not in _UNIT_MS or not _JAVA_LONG.fullmatch(num) or abs(int(num) * _UNIT_MS[unit]) >= 2**63:
+            raise ConfigError("messageDelayLevel", f"messageDelayLevel: item {i + 1} ({item!r}) is not a number "
+                              "followed by s, m, h or d (expected items separated by single spaces, like "
+                              "'1s 5s 10s 30s 1m 2h 1d')")
+        levels.append(int(num) * _UNIT_MS[unit])
+    return levels
 
 
 def _expected_type(cls: type, name: str) -> type:
@@ -137,6 +157,8 @@ def _check_value(cls: type, key: str, value: Any) -> Any:
         )
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(key, f"{key}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
+    if key == "messageDelayLevel":
+        parse_delay_levels(value)
     return value
 
 

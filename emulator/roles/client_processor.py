@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from rmqemu.emulator.protocol import Perm, RequestCode, oneway
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
-from rmqemu.emulator.roles.consumer_manager import ClientChannelInfo, ConsumerGroupInfo
+from rmqemu.emulator.roles.consumer_manager import ClientChannelInfo, ConsumerGroupInfo, membership
 from rmqemu.emulator.roles.server_dispatch import h_int, h_str
 from rmqemu.emulator.roles.topic_config import RETRY_GROUP_TOPIC_PREFIX
 
@@ -67,10 +67,13 @@ class ClientProcessor:
                 if created:
                     actions += b.registrar.register_all(now, oneway_=True, force=True)
             subs = [dict(s) for s in cd.get("subscriptionDataSet") or []]
-            changed = b.consumers.register_consumer(
-                group, ClientChannelInfo(msg.channel, client_id, now.wall_ms),
-                str(cd.get("consumeType", "CONSUME_PASSIVELY")), str(cd.get("messageModel", "CLUSTERING")),
-                str(cd.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET")), subs)
+            info = ClientChannelInfo(msg.channel, client_id, now.wall_ms, msg.peer)
+            changed, joined = b.consumers.register_consumer(
+                group, info, str(cd.get("consumeType", "CONSUME_PASSIVELY")),
+                str(cd.get("messageModel", "CLUSTERING")), str(cd.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET")),
+                subs)
+            if joined:
+                actions.append(membership(group, info, "joined", len(b.consumers.table[group].channels)))
             if changed and notify:
                 actions += self.notify_change(b.consumers.table[group])
         for pd in data.get("producerDataSet") or []:
@@ -88,7 +91,8 @@ class ClientProcessor:
         if cg:
             sgc, persists = b.sub_groups.find(cg)
             actions += persists
-            cgi = b.consumers.unregister_consumer(cg, msg.channel)
+            cgi, lines = b.consumers.unregister_consumer(cg, msg.channel)
+            actions += lines
             if cgi is not None and (sgc.notifyConsumerIdsChangedEnable if sgc else True):
                 actions += self.notify_change(cgi)
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]

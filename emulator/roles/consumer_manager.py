@@ -4,6 +4,7 @@ ProducerManager, SubscriptionGroupManager and ConsumerOffsetManager.
 The subtle rule (docs/rocketmq-model.md §4.2, issues #351/#5473): a group has **one** subscription table keyed by
 topic, overwritten by whichever client's heartbeat came last -- topics missing from that heartbeat
 are removed. Liveness stamps use the broker's wall clock (``System.currentTimeMillis()``).
+A channel that joins or leaves a group is a ``broker.consumer`` line (:func:`membership`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from rmqemu.emulator.roles.base import Persist
+from rmqemu.emulator.protocol import is_remoting
+from rmqemu.emulator.roles.base import Emit, Persist
 
 CHANNEL_EXPIRED_TIMEOUT = 1000 * 120  # ConsumerManager / ProducerManager
 SUBSCRIPTION_GROUP_JSON = "config/subscriptionGroup.json"
@@ -24,6 +26,14 @@ class ClientChannelInfo:
     channel: str
     clientId: str
     lastUpdateTimestamp: float
+    peer: str = ""  # the node, or client@<pid> (not RocketMQ's: for broker.consumer lines)
+
+
+def membership(group: str, info: ClientChannelInfo, change: str, remaining: int, reason: str | None = None) -> Emit:
+    """The ``broker.consumer`` line of a channel joining or leaving ``group``."""
+    fields = {"group": group, "client": info.peer, "client_id": info.clientId, "change": change,
+              "remaining": remaining, "real": is_remoting(info.channel)}
+    return Emit("broker.consumer", {**fields, "reason": reason} if reason else fields)
 
 
 @dataclass
@@ -74,45 +84,51 @@ class ConsumerManager:
         self.table: dict[str, ConsumerGroupInfo] = {}
 
     def register_consumer(self, group: str, info: ClientChannelInfo, consume_type: str, model: str,
-                          cfw: str, subs: list[dict[str, Any]]) -> bool:
-        """``r1 || r2``: True when the caller should fire CHANGE (NOTIFY_CONSUMER_IDS_CHANGED)."""
+                          cfw: str, subs: list[dict[str, Any]]) -> tuple[bool, bool]:
+        """``(r1 || r2, r1)``: whether the caller should fire CHANGE (NOTIFY_CONSUMER_IDS_CHANGED),
+        and whether the channel is new to the group."""
         cgi = self.table.setdefault(group, ConsumerGroupInfo(group))
         r1 = cgi.update_channel(info, consume_type, model, cfw)
         r2 = cgi.update_subscription(subs)
-        return r1 or r2
+        return r1 or r2, r1
 
-    def unregister_consumer(self, group: str, channel: str) -> ConsumerGroupInfo | None:
-        """Removes the channel (and an emptied group); returns the group info if the group existed."""
+    def unregister_consumer(self, group: str, channel: str) -> tuple[ConsumerGroupInfo | None, list[Emit]]:
+        """Removes the channel (and an emptied group); the group info if the group existed, and the
+        ``broker.consumer`` line if the channel was in it."""
         cgi = self.table.get(group)
         if cgi is None:
-            return None
-        cgi.channels.pop(channel, None)
+            return None, []
+        info = cgi.channels.pop(channel, None)
         if not cgi.channels:
             del self.table[group]
-        return cgi
+        return cgi, [membership(group, info, "left", len(cgi.channels), "unregister")] if info else []
 
-    def do_channel_close_event(self, channel: str) -> list[ConsumerGroupInfo]:
-        """The groups that lost ``channel`` (each fires CHANGE to its remaining channels)."""
-        changed = []
+    def do_channel_close_event(self, channel: str,
+                               reason: str = "closed") -> tuple[list[ConsumerGroupInfo], list[Emit]]:
+        """The groups that lost ``channel`` (each fires CHANGE to its remaining channels) and their lines."""
+        changed, lines = [], []
         for group, cgi in list(self.table.items()):
-            if cgi.channels.pop(channel, None) is not None:
+            info = cgi.channels.pop(channel, None)
+            if info is not None:
                 if not cgi.channels:
                     del self.table[group]
                 changed.append(cgi)
-        return changed
+                lines.append(membership(group, info, "left", len(cgi.channels), reason))
+        return changed, lines
 
-    def scan_not_active_channel(self, wall_ms: float, timeout_ms: float) -> list[str]:
+    def scan_not_active_channel(self, wall_ms: float, timeout_ms: float) -> tuple[list[str], list[Emit]]:
         """Channels silent for more than the timeout: removed (empty groups dropped) and returned
-        so the broker closes them. No CHANGE is fired here, as in RocketMQ."""
-        closed = []
+        so the broker closes them, with their lines. No CHANGE is fired here, as in RocketMQ."""
+        closed, lines = [], []
         for group, cgi in list(self.table.items()):
             for ch, info in list(cgi.channels.items()):
                 if wall_ms - info.lastUpdateTimestamp > timeout_ms:
                     del cgi.channels[ch]
                     closed.append(ch)
+                    lines.append(membership(group, info, "left", len(cgi.channels), "expired"))
             if not cgi.channels:
                 del self.table[group]
-        return closed
+        return closed, lines
 
     def snapshot(self) -> dict[str, Any]:
         return {

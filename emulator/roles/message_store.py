@@ -126,8 +126,10 @@ class MessageStore:
 
     def put(self, topic: str, queue_id: int, body: bytes | str, properties: dict[str, str], wall_ms: float,
             born_timestamp: int = 0, reconsume_times: int = 0, flag: int = 0, sys_flag: int = 0,
-            born_host: str = "") -> tuple[dict[str, Any], Append]:
-        """Append one message; returns the stored record (with queueOffset, storeTimestamp, msgId)."""
+            born_host: str = "", parked_msg_id: str | None = None) -> tuple[dict[str, Any], Append]:
+        """Append one message; returns the stored record (with queueOffset, storeTimestamp, msgId).
+        ``parked_msg_id``: a delivered delayed message's id as its send was acked (``parkedMsgId``,
+        emulator-only: the id the broker writes its consumption under for a real client without UNIQ_KEY)."""
         q = self.queues.setdefault((topic, queue_id), [])
         record: dict[str, Any] = {
             "topic": topic, "queueId": queue_id, "queueOffset": len(q), **body_fields(body),
@@ -137,6 +139,8 @@ class MessageStore:
         }
         record["offsetMsgId"] = offset_msg_id(self.store_host, self.next_commit_offset)
         record["msgId"] = properties.get("UNIQ_KEY") or record["offsetMsgId"]
+        if parked_msg_id is not None:
+            record["parkedMsgId"] = parked_msg_id
         line = wire_json.dumps(record).decode()
         record["storeSize"] = len(line)
         self._index(record)

@@ -9,9 +9,11 @@ looked up once more (``pullKernelImpl``). Offsets are committed to the master, o
 refresh to any address (the remaining slave), as 4.9.4's ``updateConsumeOffsetToBroker`` does.
 Consumption is immediate: the listener succeeds
 unless the workload's ``fail_rate`` says RECONSUME_LATER; failed messages of a CLUSTERING group
-go back with CONSUMER_SEND_MSG_BACK (the broker then picks %RETRY% or %DLQ%), and are consumed
-again 5 s later if that fails. Timers are named ``pull|<topic>|<broker>|<qid>``. An orderly
-consumer pulls only locked queues and consumes one queue at a time (``emulator/roles/orderly.py``).
+go back with CONSUMER_SEND_MSG_BACK at level 0 (the broker picks %RETRY% through the delay
+levels, or %DLQ%: docs/rocketmq-model.md §4.7), and are consumed again 5 s later with
+reconsumeTimes + 1 if that fails (without the Java client's fallback send to %RETRY%).
+Timers are named ``pull|<topic>|<broker>|<qid>``. An orderly consumer pulls only locked queues
+and consumes one queue at a time (``emulator/roles/orderly.py``).
 """
 
 from __future__ import annotations
@@ -215,7 +217,8 @@ class Puller:
         return [Request(addr, frame, c.api_timeout_ms, on_reply)]
 
     def _consume_later(self, pq: ProcessQueue, m: dict[str, Any]) -> list[Action]:
-        self.reconsume.setdefault(pq.mq, []).append(m)
+        """The send-back failed: ``msg.setReconsumeTimes(+1)`` and ``submitConsumeRequestLater`` (5 s)."""
+        self.reconsume.setdefault(pq.mq, []).append({**m, "reconsumeTimes": int(m.get("reconsumeTimes", 0)) + 1})
         return [After(timer_name("reconsume", pq.mq), RECONSUME_LATER_DELAY_MS)]
 
     def reconsume_due(self, mq: MessageQueue, now: Now) -> list[Action]:

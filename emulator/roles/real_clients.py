@@ -4,8 +4,9 @@ A real client (on the remoting port) writes no log of its own, so the nodes it t
 its lines, under its name (``client@<pid>``), from the wire: a route answered to it is its
 ``client.route`` (its view is the last route it was answered), a send answered is a ``send``
 with the answer's outcome, a pull answered a ``pull`` and the messages it delivered a ``consume``
-(the listener is out of sight: delivered counts as consumed; with the queue offsets, so that an
-orderly client is judged per queue), a heartbeat a ``client.heartbeat``. What
+(the listener is out of sight: delivered counts as consumed; a message is named by its UNIQ_KEY, else
+by the id its send was acked with; with the queue offsets, so that an orderly client is judged per
+queue), a heartbeat a ``client.heartbeat``. What
 never reached a node (a send lost in a partition, a timeout on the client's side) is not seen;
 docs/real-clients.md says so.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 from rmqemu.emulator.protocol import BadFrame, Frame, RequestCode, is_remoting, message_ext
 from rmqemu.emulator.roles import route_cache
@@ -33,12 +34,16 @@ _NO_RNG = random.Random(0)  # to_publish_info's queue index, unused by a view
 
 
 class WireLog:
-    """``node``: the role's own node name (a route's ``source``); ``broker`` / ``broker_id`` for a broker."""
+    """``node``: the role's own node name (a route's ``source``); ``broker`` / ``broker_id`` for a broker,
+    and ``lookup``, its store's look-up by commit-log offset (the id a delivered delayed message was
+    acked with, ``parkedMsgId``)."""
 
-    def __init__(self, node: str, broker: str | None = None, broker_id: int | None = None) -> None:
+    def __init__(self, node: str, broker: str | None = None, broker_id: int | None = None,
+                 lookup: Callable[[int], dict[str, Any] | None] = lambda offset: None) -> None:
         self.node = node
         self.broker = broker
         self.broker_id = broker_id
+        self.lookup = lookup
         self.pending: OrderedDict[tuple[str, int], tuple[str, Frame]] = OrderedDict()
         self.attempts: OrderedDict[str, int] = OrderedDict()
         self.views: dict[tuple[str, str], list[list[Any]]] = {}  # (client, topic) -> last publish view
@@ -93,7 +98,7 @@ class WireLog:
                 msgs = message_ext.decode_messages(resp.body)
             except BadFrame:  # our own encoding: cannot happen, but a report line is not worth a failed pull
                 msgs = []
-        ids = [m["properties"].get("UNIQ_KEY") or m["msgId"] for m in msgs]
+        ids = [m["properties"].get("UNIQ_KEY") or self._acked_id(m) for m in msgs]
         out: list[Action] = [Emit("pull", {**where, "code": resp.code, "count": len(ids),
                                            "offset": _int(f.get("queueOffset")), "broker_id": self.broker_id},
                                   node=client)]
@@ -101,6 +106,12 @@ class WireLog:
             out.append(Emit("consume", {**where, "msg_ids": ids, "offsets": [int(m["queueOffset"]) for m in msgs]},
                             node=client))
         return out
+
+    def _acked_id(self, m: dict[str, Any]) -> str:
+        """A message without UNIQ_KEY (ali-ons sets none) by the id its send was acked with: its
+        offsetMsgId, or for a copy delivered from SCHEDULE_TOPIC_XXXX the parked copy's."""
+        record = self.lookup(int(m["commitLogOffset"]))
+        return str((record or {}).get("parkedMsgId") or m["msgId"])
 
     def _route(self, client: str, req: Frame, resp: Frame) -> list[Action]:
         topic = str(req.fields.get("topic", ""))
@@ -133,6 +144,9 @@ class WireLog:
             "broker_id": self.broker_id, "group": str(f.get("producerGroup", "")), "mode": "wire"}
         if resp.code != 0:
             fields["error"] = resp.remark or ""
+        level = _int(props.get("DELAY"))
+        if level is not None and level > 0:
+            fields["delay_level"] = level
         return [Emit("send", fields, node=client)]
 
 

@@ -269,13 +269,15 @@ class SendFlow:
 
     @staticmethod
     def _extra(job: SendJob, fields: dict) -> dict:
-        """A batch's ids; an ordered send's key and publish-list size (docs/events.md)."""
+        """A batch's ids; an ordered send's key and publish-list size; a delay level (docs/events.md)."""
         if len(job.msgs) > 1:
             fields["msg_ids"] = [m.msg_id for m in job.msgs]
         if job.sharding_key is not None:
             fields["sharding_key"] = job.sharding_key
             if job.route_queues is not None:
                 fields["route_queues"] = job.route_queues
+        if "DELAY" in job.msgs[0].properties:
+            fields["delay_level"] = int(job.msgs[0].properties["DELAY"])
         return fields
 
     def _fail(self, job: SendJob, code: int | None, text: str, attempts: int) -> list[Action]:

@@ -8,9 +8,10 @@ body, bytes kept as sent; for a batch a JSON list of ``{"body": str, "properties
 rmqemu's producers, RocketMQ's packed binary from a real client. Response fields: msgId
 (the broker's offsetMsgId; comma-joined for a batch), queueId, queueOffset (the first for a batch).
 
-CONSUMER_SEND_MSG_BACK simplification: a retry with delay level L is re-put **immediately** into
-``%RETRY%<group>`` (RocketMQ parks it in SCHEDULE_TOPIC_XXXX for level L's delay first); the
-level is kept in the ``DELAY`` property. DLQ routing is RocketMQ's.
+CONSUMER_SEND_MSG_BACK and the ``%RETRY%`` send path's retry/DLQ decision: emulator/roles/send_back.py.
+Every put goes through the delay levels (emulator/roles/schedule.py): a message with ``DELAY`` > 0
+is stored in SCHEDULE_TOPIC_XXXX first (docs/rocketmq-model.md §2.9); a batch carrying one is
+MESSAGE_ILLEGAL, a ``DELAY`` that is no Java int SYSTEM_ERROR (the store's NumberFormatException).
 
 Replication (emulator/roles/ha.py): every put wakes the HA transfers held for slaves. On a
 SYNC_MASTER the answer waits for the slave (``submitReplicaRequest``): SEND_MESSAGE answers
@@ -19,9 +20,10 @@ in ``handlePutMessageResult``: the message is kept); CONSUMER_SEND_MSG_BACK answ
 PUT_OK as SYSTEM_ERROR with the status name as remark.
 
 Properties limit (4.9.4 store): the properties string as stored (header properties plus the broker's
-CLUSTER) may not exceed Short.MAX_VALUE UTF-8 bytes: a single send answers MESSAGE_ILLEGAL (13), a
-batch whose own header properties exceed it SYSTEM_ERROR (the encoder's RuntimeException). Delay and
-half (transaction) messages, whose extra REAL_TOPIC/REAL_QID the store also counts, are not modelled.
+CLUSTER; for a delayed message also REAL_TOPIC and REAL_QID, and WAIT, which the rewrite puts back)
+may not exceed Short.MAX_VALUE UTF-8 bytes: a single send answers MESSAGE_ILLEGAL (13), a batch whose
+own header properties exceed it SYSTEM_ERROR (the encoder's RuntimeException). Half (transaction)
+messages are not modelled.
 """
 
 from __future__ import annotations
@@ -29,14 +31,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm, is_remoting, message_ext
+from rmqemu.emulator.protocol import Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
 from rmqemu.emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
-from rmqemu.emulator.roles.message_store import body_bytes
+from rmqemu.emulator.roles.schedule import DelayLevelError, delay_level_of
 from rmqemu.emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
 from rmqemu.emulator.roles.topic_config import (
-    DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
     TopicConfig,
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker import Broker
 
 RW = Perm.READ | Perm.WRITE
-DLQ_NUMS_PER_GROUP = 1
 DISK_UTIL = "CL:  0.00 CQ:  0.00 INDEX:  0.00"  # diskUtil(): "CL: %5.2f CQ: %5.2f INDEX: %5.2f"
 SERVICE_NOT_AVAILABLE_REMARK = (
     "service not available now. It may be caused by one of the following reasons: "
@@ -167,19 +167,11 @@ class SendProcessor:
         if queue_id < 0:
             queue_id = self.broker.rng.randrange(1 << 31) % max(1, tc.writeQueueNums)
         reconsume = h_int(f, "reconsumeTimes", 0) or 0
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # handleRetryAndDLQ
-            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
-            sgc, persists = b.sub_groups.find(group)
-            actions += persists
-            if sgc is None:
-                return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                 f"subscription group not exist, {group}{FAQ_SUFFIX}", actions)
-            max_times = h_int(f, "maxReconsumeTimes", sgc.retryMaxTimes)
-            if reconsume >= max_times:
-                topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
-                tc, acts, created = b.topics.create_in_send_message_back_method(
-                    topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
-                actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
+        if f.code != 320:  # handleRetryAndDLQ (asyncSendBatchMessage has none)
+            topic, queue_id, acts, ok = b.send_back.handle_retry_and_dlq(msg, topic, queue_id, reconsume, now)
+            actions += acts
+            if not ok:
+                return actions
         if b.is_slave:  # docs/rocketmq-model.md §2.5: checkStoreStatus, after msgCheck
             return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
         batch = batch_messages(msg) if f.code == 320 else [(f.body, parse_properties(f.fields.get("properties")))]
@@ -189,21 +181,33 @@ class SendProcessor:
         # a single send drops WAIT from its propertiesString, a batch keeps it. A batch's messages' own
         # properties are not checked by the broker (the client's MessageDecoder.encodeMessage refuses them).
         stored = {**parse_properties(f.fields.get("properties")), "CLUSTER": b.cfg.brokerClusterName}
-        if f.code == 320:
-            if properties_length(stored) > PROPERTIES_MAX_LENGTH:
-                return self._err(msg, R.SYSTEM_ERROR, BATCH_PROPERTIES_EXCEEDED_REMARK, actions)
-        elif properties_length({k: v for k, v in stored.items() if k != "WAIT"}) > PROPERTIES_MAX_LENGTH:
-            # checkMessage's MESSAGE_ILLEGAL / encode's PROPERTIES_SIZE_EXCEEDED: both answer 13
-            return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
+        sys_flag = h_int(f, "sysFlag", 0) or 0
+        illegal = message_illegal_remark(b.store_cfg.maxMessageSize)
+        try:
+            if f.code == 320:  # CommitLog.asyncPutMessages: a delay level first, then the encoder
+                if delay_level_of(stored) > 0:
+                    return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
+                if properties_length(stored) > PROPERTIES_MAX_LENGTH:
+                    return self._err(msg, R.SYSTEM_ERROR, BATCH_PROPERTIES_EXCEEDED_REMARK, actions)
+            # checkMessage's MESSAGE_ILLEGAL, then (after the delay rewrite) encode's PROPERTIES_SIZE_EXCEEDED
+            elif properties_length({k: v for k, v in stored.items() if k != "WAIT"}) > PROPERTIES_MAX_LENGTH or \
+                    properties_length(b.schedule.stored_properties(topic, queue_id, stored, sys_flag)) \
+                    > PROPERTIES_MAX_LENGTH:
+                return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
+        except DelayLevelError as exc:  # getDelayTimeLevel's Integer.parseInt
+            return self._err(msg, R.SYSTEM_ERROR, exc.remark, actions)
         records = []
         for body, props in batch:
-            record, append = b.store.put(
-                topic, queue_id, body, props, now.wall_ms, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
-                reconsume_times=reconsume, flag=h_int(f, "flag", 0) or 0, sys_flag=h_int(f, "sysFlag", 0) or 0,
+            record, acts = b.schedule.put(
+                topic, queue_id, body, props, now, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
+                reconsume_times=reconsume, flag=h_int(f, "flag", 0) or 0, sys_flag=sys_flag,
                 born_host=msg.addr or msg.peer)
             records.append(record)
-            actions.append(append)
-        actions += b.puller.notify_message_arriving(topic, queue_id, now) + b.ha.notify_new_data(now)
+            actions += acts
+        first = records[0]
+        actions += b.puller.notify_message_arriving(first["topic"], first["queueId"], now) + b.ha.notify_new_data(now)
+        if f.code != 320:
+            actions += b.send_back.sent(msg, first, reconsume)
         fields = {"msgId": ",".join(r["offsetMsgId"] for r in records), "queueId": queue_id,
                   "queueOffset": records[0]["queueOffset"], "transactionId": records[0]["properties"].get("UNIQ_KEY")}
         if b.ha.sync_master and wait_store_msg_ok(records[0]["properties"]):
@@ -211,57 +215,6 @@ class SendProcessor:
                 return [Reply(msg.channel, f.response(PUT_STATUS_CODES[status], fields=fields))]
             return actions + b.ha.await_replica(msg.channel, _end_offset(records[-1]), done, now)
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS, fields=fields))]
-
-    def consumer_send_msg_back(self, msg: Inbound, now: Now) -> list[Action]:
-        """``asyncConsumerSendMsgBack`` (docs/rocketmq-model.md §4.7). Header: offset, group, delayLevel,
-        originMsgId, originTopic, unitMode, maxReconsumeTimes."""
-        b, f = self.broker, msg.frame
-        group = h_str(f, "group", required=True)
-        sgc, actions = b.sub_groups.find(group)
-        if sgc is None:
-            return self._err(msg, R.SUBSCRIPTION_GROUP_NOT_EXIST,
-                             f"subscription group not exist, {group}{FAQ_SUFFIX}", list(actions))
-        actions = list(actions)
-        if not Perm.writable(b.cfg.brokerPermission):
-            return self._err(msg, R.NO_PERMISSION, f"the broker[{b.cfg.brokerIP1}] sending message is forbidden",
-                             actions)
-        if sgc.retryQueueNums <= 0:
-            return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
-        topic = RETRY_GROUP_TOPIC_PREFIX + group
-        queue_id = b.rng.randrange(1 << 31) % sgc.retryQueueNums
-        tc, acts, created = b.topics.create_in_send_message_back_method(topic, sgc.retryQueueNums, RW, 0, now.wall_ms)
-        actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
-        if not Perm.writable(tc.perm):
-            return self._err(msg, R.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden", actions)
-        offset = h_int(f, "offset", required=True)
-        orig = b.store.look_message_by_offset(offset)
-        if orig is None:
-            return self._err(msg, R.SYSTEM_ERROR, f"look message by offset failed, {offset}", actions)
-        props = dict(orig["properties"])
-        props.setdefault("RETRY_TOPIC", orig["topic"])
-        max_times = h_int(f, "maxReconsumeTimes", sgc.retryMaxTimes)
-        delay = h_int(f, "delayLevel", 0) or 0
-        if orig["reconsumeTimes"] >= max_times or delay < 0:
-            topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
-            # DLQ perm: READ|WRITE from 4.9.2 (docs/rocketmq-model.md §4.7)
-            tc, acts, created = b.topics.create_in_send_message_back_method(
-                topic, DLQ_NUMS_PER_GROUP, RW, 0, now.wall_ms)
-            actions += acts + (b.registrar.register_all(now, oneway_=True, force=True) if created else [])
-        else:
-            props["DELAY"] = str(3 + orig["reconsumeTimes"] if delay == 0 else delay)
-        props["ORIGIN_MESSAGE_ID"] = h_str(f, "originMsgId") or orig["msgId"]
-        if b.is_slave:
-            return self._err(msg, R.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE", actions)
-        record, append = b.store.put(topic, queue_id, body_bytes(orig), props, now.wall_ms,
-                                     born_timestamp=orig["bornTimestamp"], reconsume_times=orig["reconsumeTimes"] + 1,
-                                     flag=orig.get("flag", 0), born_host=orig.get("bornHost", ""))
-        actions += [append, *b.puller.notify_message_arriving(topic, queue_id, now), *b.ha.notify_new_data(now)]
-        if b.ha.sync_master and wait_store_msg_ok(record["properties"]):
-            def done(status: str, n: Now) -> list[Action]:
-                code, remark = (R.SUCCESS, None) if status == PUT_OK else (R.SYSTEM_ERROR, status)
-                return [Reply(msg.channel, f.response(code, remark))]
-            return actions + b.ha.await_replica(msg.channel, _end_offset(record), done, now)
-        return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
 
 
 def _end_offset(record: dict[str, Any]) -> int:

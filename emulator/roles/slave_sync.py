@@ -13,17 +13,22 @@
   answer, and a slave that becomes the address clients use
   answers QUERY_CONSUMER_OFFSET with offsets at most one sync period old.
 
+- GET_ALL_DELAY_OFFSET (45): the master's delay offsets (docs/rocketmq-model.md §2.9), written to
+  ``config/delayOffset.json`` as they came; the slave's own table is left alone (only a node that
+  starts as a master reads that file, and an emulated slave never becomes one).
+
 Each request fails on its own (timeout or error: only logged in RocketMQ), and the next still
-goes. Not emulated: delay offsets and subscription-group sync. Messages reach a slave through HA
-commit-log replication (ha.py, ha_client.py), not through this sync.
+goes. Not emulated: subscription-group sync. Messages reach a slave through HA commit-log
+replication (ha.py, ha_client.py), not through this sync.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from rmqemu.emulator.protocol import Frame, RequestCode, ResponseCode, request
-from rmqemu.emulator.roles.base import Action, Now, Request
+from rmqemu.emulator.roles.base import Action, Now, Persist, Request
+from rmqemu.emulator.roles.schedule import DELAY_OFFSET_JSON
 from rmqemu.emulator.roles.topic_config import parse_wrapper
 
 if TYPE_CHECKING:
@@ -68,13 +73,18 @@ class SlaveSync:
         return actions + self._sync_consumer_offset()
 
     def _sync_consumer_offset(self) -> list[Action]:
-        master = self._master()  # re-read: masterAddr may have changed while topics were asked
+        return self._next(RequestCode.GET_ALL_CONSUMER_OFFSET, self._on_offsets)
+
+    def _next(self, code: int, on_reply: Callable[[Frame | None, Now], list[Action]]) -> list[Action]:
+        master = self._master()  # re-read: masterAddr may have changed while the last one was asked
         if master is None:
             return []
-        frame = request(RequestCode.GET_ALL_CONSUMER_OFFSET)
-        return [Request(master, frame, SYNC_TIMEOUT_MS, self._on_offsets)]
+        return [Request(master, request(code), SYNC_TIMEOUT_MS, on_reply)]
 
     def _on_offsets(self, resp: Frame | None, now: Now) -> list[Action]:
+        return self._adopt_offsets(resp) + self._next(RequestCode.GET_ALL_DELAY_OFFSET, self._on_delay_offsets)
+
+    def _adopt_offsets(self, resp: Frame | None) -> list[Action]:
         if resp is None or resp.code != ResponseCode.SUCCESS:
             return []  # "SyncConsumerOffset Exception": only logged
         try:
@@ -84,3 +94,9 @@ class SlaveSync:
         offsets = self.broker.offsets
         offsets.table.update(table)  # offsetTable.putAll: per topic@group key, not a replacement
         return [offsets.persist()]
+
+    def _on_delay_offsets(self, resp: Frame | None, now: Now) -> list[Action]:
+        """``syncDelayOffset``: ``MixAll.string2File(body, delayOffset.json)``, nothing else."""
+        if resp is None or resp.code != ResponseCode.SUCCESS or not resp.body:
+            return []
+        return [Persist(DELAY_OFFSET_JSON, resp.body.decode("utf-8", errors="replace"))]

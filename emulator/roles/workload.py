@@ -12,7 +12,9 @@ the consumer's failures) comes from a ``random.Random`` seeded with the run seed
 
 Topics are used round-robin in the order given; each message carries a unique ``UNIQ_KEY``
 (``<node>-<incarnation hex>-<counter>``: readable, unique per message even across a restart of
-the node, since the incarnation is the start wall time).
+the node, since the incarnation is the start wall time). ``delay_level`` puts a ``DELAY`` on each
+message (docs/rocketmq-model.md §2.9): one level for all, or a list used round-robin like the
+topics (``[0, 0, 3]``: every third message waits 10 s); 0 is none.
 
 Ordered sends (``ordered:``, docs/rocketmq-model.md §3.7): each instance owns ``keys`` sharding
 keys ``<node>:<i>``, so every key has one producer; key ``i`` always uses topic ``i mod
@@ -55,11 +57,16 @@ class ProducerWorkload:
     keys: bool = False
     count: int | None = None  # stop after this many messages (None: until the node stops)
     ordered: "OrderedWorkload | None" = None
+    delay_level: int | list[int] = 0
+
+    @property
+    def delay_levels(self) -> list[int]:
+        return list(self.delay_level) if isinstance(self.delay_level, list) else [self.delay_level]
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "ProducerWorkload":
         d = dict(d or {})
-        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count", "ordered"}
+        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count", "ordered", "delay_level"}
         if unknown:
             raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
         ordered = d.pop("ordered", None)
@@ -79,6 +86,9 @@ class ProducerWorkload:
             raise ValueError("workload.batch: must be an int >= 1")
         if not isinstance(w.size, int) or w.size < 0:
             raise ValueError("workload.size: must be an int >= 0")
+        problem = delay_level_problem(w.delay_level, w.batch)
+        if problem:
+            raise ValueError(f"workload.delay_level: {problem}")
         return w
 
     def period_ms(self) -> float | None:
@@ -126,6 +136,14 @@ class KeyPicker:
         else:
             i = self.rng.randrange(len(self.keys))
         return i, self.keys[i]
+def delay_level_problem(value: Any, batch: int) -> str | None:
+    """Why ``value`` is no ``delay_level`` for a producer sending batches of ``batch``, or None."""
+    levels = value if isinstance(value, list) else [value]
+    if not levels or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 for v in levels):
+        return f"expected a level (an int from 0, none, to 2147483647) or a non-empty list of them, got {value!r:.80}"
+    if batch > 1 and max(levels) > 0:
+        return "a batch cannot carry a delay level (RocketMQ's client refuses it, the broker answers MESSAGE_ILLEGAL)"
+    return None
 
 
 class Pacer:
@@ -165,6 +183,10 @@ class MessageFactory:
         self.counter += 1
         msg_id = f"{self.node}-{self.incarnation}-{self.counter}"
         props = {"UNIQ_KEY": msg_id}
+        levels = self.workload.delay_levels
+        level = levels[(self.counter - 1) % len(levels)]
+        if level > 0:
+            props["DELAY"] = str(level)
         if key is not None:
             props["KEYS"] = key[1]
         elif self.workload.keys:

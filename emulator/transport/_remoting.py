@@ -172,7 +172,7 @@ class RemotingListener:
             self.counters["received"] += 1
             if frame.code in SHORT_HEADER_CODES and not frame.is_response:
                 frame = Frame(frame.code, frame.opaque, frame.flag, frame.remark,
-                              remoting.expand_send_v2(frame.fields), frame.body)
+                              remoting.expand_send_v2(frame.fields), frame.body, frame.version)
             event = Received(conn.channel, conn.peer, frame, addr=conn.addr)
             for _ in range(decision.copies):
                 if decision.delay_ms > 0:

@@ -91,6 +91,15 @@ def test_optional_header_parts() -> None:
     assert frame == Frame(code=10)
 
 
+def test_the_senders_version_is_kept_for_what_it_gates() -> None:
+    """ali-ons writes MQVersion ordinal 121 (V3_4_9), a 4.9.4 Java client 401; absent or not an
+    int32 it is fastjson's 0. The emulator's own frames carry none and count as 4.9.4."""
+    versions = [decode_all(raw({"code": 36, **extra}))[0].sender_version
+                for extra in ({"version": 121}, {"version": 401}, {}, {"version": "7"}, {"version": 2**40})]
+    assert versions == [121, 401, 0, 0, 0]
+    assert Frame(code=36).sender_version == 401
+
+
 def test_a_frame_cut_at_every_byte_decodes_the_same() -> None:
     data = b"".join(encode(f) for f in FRAMES)
     for cut in range(len(data) + 1):

@@ -68,6 +68,10 @@ class Probe(Role):
         self.seen.append(("channel", event, now))
         return []
 
+    def on_clock(self, now: Now) -> list[Action]:
+        self.seen.append(("clock", None, now))
+        return []
+
     def reply_handler(self, resp: Frame | None, now: Now) -> list[Action]:
         self.replies.append(resp)
         return [Emit("pull", {"code": None if resp is None else resp.code})]  # any registered kind
@@ -216,6 +220,7 @@ def test_control_commands_set_clock_links_and_state(rig) -> None:
     assert acks["c1"][0] and acks["c1"][1]["local_ms"] == clock.current_ms + 130_000
     assert rt.now().wall_ms == clock.current_ms + 130_000 and rt.now().mono_ms == clock.current_ms
     assert events("node.clock")[0]["offset_ms"] == 130_000
+    assert [now.wall_ms for kind, _, now in role.seen if kind == "clock"] == [clock.current_ms + 130_000]
     assert acks["c2"] == (True, {"rules": 1}) and t.peers == {"namesrv-0": PEER}
     assert acks["c3"][1]["answer"] == 42 and acks["c3"][1]["_runtime"]["clock"]["offset_ms"] == 130_000
     assert acks["c4"][0] is False and "unknown control command" in acks["c4"][1]["error"]

@@ -164,3 +164,19 @@ def test_every_problem_of_the_faults_list_is_reported_at_load() -> None:
     assert got[0].startswith("faults[0] (kill broker-z-0 at 1s): unknown target 'broker-z-0'")
     assert got[1] == "faults[3] (kill broker-b-0 at 500s): starts after the end of the run (100s)"
     assert got[2].startswith("faults[2]: start f3 (kill broker-a-0)") and "held by f2 (pause" in got[2]
+
+
+def test_a_producers_delay_level_is_one_level_or_a_round_robin_list() -> None:
+    """docs/rocketmq-model.md §2.9: a level for every message, or a list used in turn; each bad shape named."""
+    producer = {"group": "pg", "topics": ["T"]}
+    topo = parse_topology({**BASE, "producers": [{**producer, "delay_level": [0, 3]}]}, "t.yaml")
+    assert [n.workload["delay_level"] for n in plan_nodes(topo) if n.role == "producer"] == [[0, 3]]
+    for bad in (-1, "3", True, [], [1, -2], 2.0, 2**31):
+        (got,) = problems({**BASE, "producers": [{**producer, "delay_level": bad}]})
+        assert got.startswith("producers[0].delay_level: expected a level (an int from 0, none, to 2147483647)")
+    assert problems({**BASE, "producers": [{**producer, "batch": 4, "delay_level": [0, 2]}]}) == [
+        "producers[0].delay_level: a batch cannot carry a delay level (RocketMQ's client refuses it, the broker "
+        "answers MESSAGE_ILLEGAL)"]
+    schema = json.loads(CliRunner().invoke(main, ["schema"]).output)
+    text = json.dumps(schema)
+    assert "used round-robin" in text and "docs/rocketmq-model.md \\u00a72.9" in text

@@ -1,12 +1,14 @@
 """ali-ons, a real RocketMQ 4.x client, against an emulated cluster over the remoting protocol:
 a producer and a push consumer through a master killed and restarted mid-run, every acked
-message consumed byte for byte, and the report naming both clients (docs/real-clients.md).
+message consumed byte for byte (delayed ones too, those the dead master held after its restart),
+and the report naming both clients (docs/real-clients.md); delay levels and the retry schedule.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import zlib
 from pathlib import Path
@@ -32,6 +34,10 @@ FAST = {"pollNameServerInteval": 1000, "heartbeatBrokerInterval": 2000, "rebalan
 # a text body, a binary one over 4 KiB (ali-ons deflates it: sysFlag bit 0) and a small binary one
 BODIES = [b"hello from ali-ons", os.urandom(5000), bytes(range(256))]
 SENDS = 90
+DELAY_MS = {0: 0, 1: 1000}  # 4.9's level 1
+DEFAULT_LEVELS_MS = {2: 5000, 3: 10000, 4: 30000, 5: 60000}
+RETRY_MS = 1000  # level 3 with the test's messageDelayLevel "1s 5s 1s"
+TOLERANCE_MS = 1000  # a send's round trip, the broker's timer and the consumer's held pull: ms each at scale 1.0
 
 
 def sha(data: bytes) -> str:
@@ -43,12 +49,15 @@ def acked(producer: NodeProcess) -> dict[str, str]:
     return {line["msgId"]: line["sha256"] for line in producer.lines() if line.get("ok")}
 
 
-def received(consumer: NodeProcess) -> dict[str, set[bytes]]:
-    """msgId -> the body of each delivery of it."""
+def received(consumer: NodeProcess, alias: dict[str, str] | None = None) -> dict[str, set[bytes]]:
+    """msgId -> the body of each delivery of it. ``alias``: a delivered copy's msgId -> the msgId its
+    send was acked with (a delayed message reaches its topic as a new copy, and ali-ons sets no
+    UNIQ_KEY: ``delay.deliver``'s offset_msg_id -> msg_id)."""
     out: dict[str, set[bytes]] = {}
     for line in consumer.lines():
         if "msgId" in line and line.get("action") == "consumed":
-            out.setdefault(line["msgId"], set()).add(base64.b64decode(line["body_b64"]))
+            msg_id = (alias or {}).get(line["msgId"], line["msgId"])
+            out.setdefault(msg_id, set()).add(base64.b64decode(line["body_b64"]))
     return out
 
 
@@ -75,7 +84,8 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
         wait_for_line(consumer, lambda line: len(line.get("assigned") or []) == 8, 60, "all 8 queues assigned")
         producer = node_procs.producer({
             "nameSrv": c.namesrv_addr, "topic": "RealTopic", "producerGroup": "PG_REAL", "count": SENDS,
-            "interval_ms": 50, "bodies": [base64.b64encode(b).decode() for b in BODIES], **FAST})
+            "interval_ms": 50, "bodies": [base64.b64encode(b).decode() for b in BODIES], "delay_levels": [0, 0, 1],
+            **FAST})
         wait_for(lambda: len(acked(producer)) >= 20, 60, "20 acked sends", describe=producer.describe)
         kill = c.kill("broker-a-0", restart_after="3s")
         c.wait_for(lambda: not kill.active, 60, "broker-a-0 restarted")
@@ -84,16 +94,26 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
         assert len(sent) >= SENDS // 2, producer.describe()  # most go to broker-b while broker-a is down
         assert {sha(b) for b in BODIES} >= set(sent.values())
 
+        def aliases() -> dict[str, str]:
+            return {e["offset_msg_id"]: e["msg_id"] for e in c.events("delay.deliver")}
+
         def all_delivered() -> bool:
-            return set(sent) <= set(received(consumer))
+            return set(sent) <= set(received(consumer, aliases()))
         wait_for(all_delivered, 120, "every acked message consumed", describe=consumer.describe)
-        got, by_digest = received(consumer), {sha(b): b for b in BODIES}
+        got, by_digest = received(consumer, aliases()), {sha(b): b for b in BODIES}
         how = {m: {as_sent(body, by_digest[digest]) for body in got[m]} for m, digest in sent.items()}
         assert all(None not in kinds for kinds in how.values()), f"bodies changed on the way: {how}"
         assert all(len(by_digest[sent[m]]) > 4096 for m, kinds in how.items() if "deflated once more" in kinds)
         assert any(kinds == {"same"} for m, kinds in how.items() if len(by_digest[sent[m]]) > 4096)  # deflated once
         on_a = [line["msgId"] for line in producer.lines() if line.get("ok") and line["queue"]["broker"] == "broker-a"]
         assert on_a, "no acked message was stored on the master that was killed"
+        killed_at = c.events("node.exit", node="broker-a-0")[-1]["ts"]
+        restarted_at = c.events("node.start", node="broker-a-0")[-1]["ts"]
+        held = {e["msg_id"] for e in c.events("delay.park", node="broker-a-0") if e["ts"] < killed_at} - {
+            e["msg_id"] for e in c.events("delay.deliver", node="broker-a-0") if e["ts"] < killed_at}
+        after = {e["msg_id"] for e in c.events("delay.deliver", node="broker-a-0") if e["ts"] > restarted_at}
+        assert held and held <= after, (held, after)  # what the dead master held, delivered after its restart
+        assert min(e["lateness_ms"] for e in c.events("delay.deliver")) >= 0  # and nothing ever early
         clients = {f"client@{producer.pid}", f"client@{consumer.pid}"}
         node_procs.stop_all()
         metrics = c.metrics(rmqemu_spark, only=["staleness", "sends", "consumption", "availability"])
@@ -103,30 +123,88 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
     assert [g["lost"] for g in metrics["consumption"]["groups"] if g["group"] == "CG_REAL"] == [0]
 
 
-def test_a_failed_consumption_is_sent_back_and_redelivered(tmp_path: Path, node_procs: NodeProcs) -> None:
-    """ali-ons sends a message its listener failed back (CONSUMER_SEND_MSG_BACK, found by the
-    commit-log offset in the msgId it computed from the pulled message's store host): it comes back
-    through %RETRY%<group> (the client gives it its RETRY_TOPIC again) with reconsumeTimes 1 and
-    the same body."""
-    topology = {**TOPOLOGY, "name": "alions-retry", "brokers": [TOPOLOGY["brokers"][0]],
+def first(lines: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
+    return next(line for line in lines if all(line.get(k) == v for k, v in match.items()))
+
+
+def test_delayed_sends_arrive_after_their_level_and_a_failure_comes_back_on_the_retry_schedule(
+        tmp_path: Path, node_procs: NodeProcs) -> None:
+    """ali-ons sends with delay levels 0 and 1 (1 s) at scale 1.0: each arrives no sooner
+    than its level's delay after it was sent, and within TOLERANCE_MS of it (docs/rocketmq-model.md
+    §2.9). Its listener fails each message once: ali-ons sends it back (CONSUMER_SEND_MSG_BACK, found
+    by the commit-log offset in the msgId it computed from the pulled message's store host), and it
+    comes back through %RETRY%<group> with reconsumeTimes 1, the same body, RETRY_TOPIC, and as
+    ORIGIN_MESSAGE_ID the msgId of the copy that failed, after level 3 (shortened to 1 s here by the
+    broker's messageDelayLevel, to keep the test short)."""
+    topology = {**TOPOLOGY, "name": "alions-retry",
+                "brokers": [{**TOPOLOGY["brokers"][0], "messageDelayLevel": "1s 5s 1s"}],
                 "topics": [{"name": "RealTopic", "brokers": ["broker-a"], "queues": 2}]}
     with emulator.Cluster(topology, run_dir=tmp_path / "run") as c:
         consumer = node_procs.consumer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "consumerGroup": "CG_RETRY",
                                         "fail_times": 1, **FAST})
         wait_for_line(consumer, lambda line: len(line.get("assigned") or []) == 2, 60, "both queues assigned")
         producer = node_procs.producer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "producerGroup": "PG_RETRY",
-                                        "count": 5, "bodies": [base64.b64encode(BODIES[2]).decode()], **FAST})
+                                        "count": 4, "delay_levels": [0, 1], **FAST})
         assert wait_exit(producer, 60) == 0, producer.describe()
-        sent = acked(producer)
-        assert len(sent) == 5
+        sent = [line for line in producer.lines() if line.get("ok")]
+        assert len(sent) == 4
 
-        def redelivered() -> list[dict[str, Any]]:
-            again = [line for line in consumer.lines() if line.get("action") == "consumed"
-                     and line.get("reconsumeTimes") == 1 and line.get("originMsgId") in sent]
-            return again if {line["originMsgId"] for line in again} == set(sent) else []
-        again = wait_for(redelivered, 90, "every message redelivered once after its failure",
-                         describe=consumer.describe)
-        failed = {line["msgId"] for line in consumer.lines() if line.get("action") == "failed"}
-        assert failed == set(sent)  # each failed once, on its first delivery
-        assert all(line["properties"]["RETRY_TOPIC"] == line["topic"] == "RealTopic"  # the client restores it
-                   and base64.b64decode(line["body_b64"]) == BODIES[2] for line in again)
+        def redelivered() -> bool:
+            return len([line for line in consumer.lines() if line.get("reconsumeTimes") == 1]) >= len(sent)
+        wait_for(redelivered, 90, "every message redelivered once after its failure", describe=consumer.describe)
+        lines = consumer.lines()
+        for s in sent:
+            failed = first(lines, sha256=s["sha256"], action="failed")
+            again = first(lines, sha256=s["sha256"], action="consumed")
+            delay = DELAY_MS[s["delayTimeLevel"]]
+            # the copy that failed was stored when the level's delay was up: no sooner than sent + delay
+            assert failed["storeTimestamp"] - s["born"] >= delay and failed["reconsumeTimes"] == 0, (s, failed)
+            assert failed["ts"] - (s["born"] + delay) < TOLERANCE_MS, (s, failed)
+            assert failed["properties"].get("DELAY") == (str(s["delayTimeLevel"]) if delay else None)
+            assert again["ts"] - failed["ts"] >= RETRY_MS and again["reconsumeTimes"] == 1, (failed, again)
+            assert again["ts"] - failed["ts"] < RETRY_MS + TOLERANCE_MS, (failed, again)
+            assert (again["originMsgId"], again["properties"]["RETRY_TOPIC"], again["topic"]) == (
+                failed["msgId"], "RealTopic", "RealTopic")  # the client restores the topic
+            assert base64.b64decode(again["body_b64"]) == base64.b64decode(failed["body_b64"])
+        print("alions-retry: ms after due:", sorted(first(lines, sha256=s["sha256"], action="failed")["ts"]
+                                                    - s["born"] - DELAY_MS[s["delayTimeLevel"]] for s in sent))
+        lateness = [e["lateness_ms"] for e in c.events("delay.deliver")]
+        assert len(lateness) == 2 + 4 and min(lateness) >= 0  # 2 delayed sends, 4 retries
+
+
+def test_at_scale_0_01_delayed_sends_wait_their_scaled_levels(tmp_path: Path, node_procs: NodeProcs) -> None:
+    """The same delay levels from ali-ons at timing.scale 0.01: level 2 (5 s) .. 5 (1 min) wait 50 ..
+    600 wall ms, judged by the broker's due time turned into host time (docs/design.md §3), never
+    early, and the consumer has each of them after that. ali-ons heartbeats every 300 ms here: the
+    broker's scaled 120 s channel expiry is 1.2 wall s."""
+    scale = 0.01
+    topology = {**TOPOLOGY, "name": "alions-scaled", "timing": {"scale": scale}, "brokers": [TOPOLOGY["brokers"][0]],
+                "topics": [{"name": "RealTopic", "brokers": ["broker-a"], "queues": 2}]}
+    quick = {**FAST, "heartbeatBrokerInterval": 300}
+    with emulator.Cluster(topology, run_dir=tmp_path / "run") as c:
+        consumer = node_procs.consumer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "consumerGroup": "CG_SCALED",
+                                        **quick})
+        wait_for_line(consumer, lambda line: len(line.get("assigned") or []) == 2, 60, "both queues assigned")
+        producer = node_procs.producer({"nameSrv": c.namesrv_addr, "topic": "RealTopic", "producerGroup": "PG_SCALED",
+                                        "count": 8, "delay_levels": [2, 3, 4, 5], **quick})
+        assert wait_exit(producer, 60) == 0, producer.describe()
+        sent = {line["msgId"]: line for line in producer.lines() if line.get("ok")}
+        assert len(sent) == 8
+
+        def arrived() -> dict[str, dict[str, Any]]:
+            by_copy = {e["offset_msg_id"]: e for e in c.events("delay.deliver")}
+            got = {by_copy[line["msgId"]]["msg_id"]: {**line, "deliver": by_copy[line["msgId"]]}
+                   for line in consumer.lines() if line.get("action") == "consumed" and line["msgId"] in by_copy}
+            return got if set(sent) <= set(got) else {}
+        got = wait_for(arrived, 60, "every delayed message consumed", describe=consumer.describe)
+        anchor = json.loads((c.run_dir / "manifest.json").read_text())["started_ms"]
+        parks = {e["msg_id"]: e for e in c.events("delay.park")}
+        late = []
+        for m, s in sent.items():
+            park, deliver = parks[m], got[m]["deliver"]
+            assert (park["level"], park["delay_ms"]) == (s["delayTimeLevel"], DEFAULT_LEVELS_MS[s["delayTimeLevel"]])
+            due_host = anchor + (park["due_ms"] - anchor) * scale
+            assert deliver["lateness_ms"] >= 0 and deliver["ts"] >= due_host - 1 and got[m]["ts"] >= due_host - 1
+            assert got[m]["properties"]["REAL_TOPIC"] == "RealTopic"  # kept in the delivered copy
+            late.append(round(got[m]["ts"] - due_host))
+        print("alions-scaled: consumed ms after due:", sorted(late))

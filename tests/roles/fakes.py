@@ -37,7 +37,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rmqemu.emulator.node.clock import ClusterTime, FakeClock, SkewableClock
+from rmqemu.emulator.node.clock import ClockSetting, ClusterTime, FakeClock, SkewableClock
 from rmqemu.emulator.node.io import EventLog
 from rmqemu.emulator.node.runtime import Runtime
 from rmqemu.emulator.node.timers import Timer
@@ -227,6 +227,14 @@ class Driver:
     def timer(self, name: str) -> list[Action]:
         """Fire timer ``name`` now, regardless of its schedule (which stays as it was)."""
         return self.run(lambda now: self.role.on_timer(name, now))
+
+    def set_clock(self, **setting: float) -> list[Action]:
+        """A ``clock`` fault's control command (``offset_ms``, ``drift_ppm``, ...): the node's
+        skewable wall clock takes the setting and the role hears of it (``Role.on_clock``)."""
+        mark = self.mark()
+        self.transport.command("set_clock", "clock", setting=ClockSetting(**setting).to_dict())
+        self.runtime.step(max_wait_ms=0)
+        return self._since(mark)
 
     def channel(self, kind: str, channel: str | None = None, *, addr: str | None = None) -> list[Action]:
         """A connection event: server side names the ``channel``, client side the peer ``addr``."""

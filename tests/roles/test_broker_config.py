@@ -10,6 +10,7 @@ from rmqemu.emulator.roles.broker_config import (
     broker_configs_from_dict,
     config_from_dict,
     namesrv_configs_from_dict,
+    parse_delay_levels,
 )
 
 
@@ -60,3 +61,16 @@ def test_ha_keys_have_rocketmq_49_defaults_and_route_to_the_store_config():
     assert (c.store.brokerRole, c.store.syncFlushTimeout, c.store.haTransferBatchSize) == ("SYNC_MASTER", 3000, 1024)
     with pytest.raises(ConfigError, match="haSendHeartbeatInterval"):
         broker_configs_from_dict({"haSendHeartbeatInterval": "5s"})
+
+
+def test_message_delay_level_is_parsed_as_parse_delay_level_does():
+    """docs/rocketmq-model.md §2.9: single spaces, a Long.parseLong number, one unit of s/m/h/d; anything
+    else would keep the broker from starting, so it is a configuration error naming the key."""
+    assert parse_delay_levels("1s 2m +3h 1d -1s") == [1000, 120000, 3 * 3600000, 86400000, -1000]
+    assert len(parse_delay_levels(MessageStoreConfig().messageDelayLevel)) == 18
+    assert broker_configs_from_dict({"messageDelayLevel": "2s 4s"}).store.messageDelayLevel == "2s 4s"
+    for bad in ("", "1s  2s", " 1s", "1x", "1.5s", "s", "1S", "99999999999999999s"):
+        with pytest.raises(ConfigError, match="messageDelayLevel: item") as exc:
+            broker_configs_from_dict({"messageDelayLevel": bad})
+        assert exc.value.key == "messageDelayLevel"
+    assert MessageStoreConfig().flushDelayOffsetInterval == 10000

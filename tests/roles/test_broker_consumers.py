@@ -190,6 +190,8 @@ def test_channel_close_removes_consumer_and_notifies_rest():
     assert d.call(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg"}).json_body() == {"consumerIdList": ["c2"]}
     d.channel("idle", "ch2")
     assert "cg" not in d.role.consumers.table
+    assert [(e["client_id"], e["change"], e.get("reason"), e["remaining"]) for e in d.events("broker.consumer")] == [
+        ("c1", "joined", None, 1), ("c2", "joined", None, 2), ("c1", "left", "closed", 1), ("c2", "left", "idle", 0)]
 
 
 def test_unregister_client():
@@ -199,6 +201,11 @@ def test_unregister_client():
     m = d.mark()
     resp = d.call(RC.UNREGISTER_CLIENT, {"clientID": "c1", "consumerGroup": "cg"}, channel="ch1")
     assert resp.code == 0 and notifies(d, m) == ["ch2"]
+    (left,) = d.events("broker.consumer", since=m)
+    assert left == {"group": "cg", "client": "c1", "client_id": "c1", "change": "left", "remaining": 1,
+                    "real": False, "reason": "unregister"}
+    heartbeat(d, "c2", "cg", {"A": 1}, "ch2")  # a heartbeat of a known channel is no new member
+    assert len(d.events("broker.consumer")) == 3
 
 
 def test_client_scan_expires_silent_channels():
@@ -209,6 +216,7 @@ def test_client_scan_expires_silent_channels():
     d.time.bump(120000 + 1)
     acts = d.advance(10000)
     assert CloseChannel("ch1") in acts and "cg" not in d.role.consumers.table
+    assert d.events("broker.consumer")[-1]["reason"] == "expired"
 
 
 def test_offsets_update_query_persist_restore():
@@ -224,25 +232,6 @@ def test_offsets_update_query_persist_restore():
     assert json.loads(store.files["config/consumerOffset.json"]) == {"offsetTable": {"A@cg": {"0": 1}}}
     d2 = broker(store=store)
     assert d2.call(RC.QUERY_CONSUMER_OFFSET, hdr).fields == {"offset": 1}
-
-
-def test_send_back_to_retry_then_dlq():
-    d = broker()
-    heartbeat(d, "c1", "cg", {"A": 1}, "ch1")
-    send(d, "A", props={"UNIQ_KEY": "u1"})
-    orig = d.role.store.queues[("A", 0)][0]
-    hdr = {"offset": orig["commitLogOffset"], "group": "cg", "delayLevel": 0, "originMsgId": "u1",
-           "originTopic": "A", "unitMode": False, "maxReconsumeTimes": 1}
-    assert d.call(RC.CONSUMER_SEND_MSG_BACK, hdr).code == 0
-    retry = d.role.store.queues[("%RETRY%cg", 0)][0]
-    assert (retry["reconsumeTimes"] == 1 and retry["properties"]["RETRY_TOPIC"] == "A"
-            and retry["properties"]["DELAY"] == "3")
-    assert d.call(RC.CONSUMER_SEND_MSG_BACK, {**hdr, "offset": retry["commitLogOffset"]}).code == 0
-    dlq = d.role.topics.get("%DLQ%cg")
-    assert (dlq.writeQueueNums, dlq.perm) == (1, 6)
-    assert d.role.store.queues[("%DLQ%cg", 0)][0]["properties"]["ORIGIN_MESSAGE_ID"] == "u1"
-    resp = d.call(RC.CONSUMER_SEND_MSG_BACK, {**hdr, "offset": 999999})
-    assert (resp.code, resp.remark) == (1, "look message by offset failed, 999999")
 
 
 def test_a_heartbeat_body_of_the_wrong_json_type_is_a_bad_frame_not_a_node_error():

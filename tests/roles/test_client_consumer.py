@@ -222,13 +222,19 @@ def test_offset_query_not_found_uses_max_offset():
     assert d.pending_to(code=RequestCode.PULL_MESSAGE)[0].frame.fields["queueOffset"] == 42
 
 
-def test_failed_consume_sends_back():
+def failing_consumer() -> tuple[Driver, dict]:
+    """A consumer whose listener fails everything, handed one message from b1."""
     d = started(workload={"subscribe": ["T"], "allocate": "AVG", "fail_rate": 1.0})
     req = [r for r in d.pending_to(code=RequestCode.PULL_MESSAGE) if r.addr == "m-b1"][0]
     m = {"msgId": "x", "topic": "T", "queueId": req.frame.fields["queueId"], "queueOffset": 0, "body": "b",
          "properties": {"UNIQ_KEY": "u"}, "commitLogOffset": 77, "reconsumeTimes": 0}
     d.answer(req, response(0, fields={"nextBeginOffset": 1, "suggestWhichBrokerId": 0}, body=[m]))
     assert d.events("consume")[-1]["reconsume_later"] == ["u"]
+    return d, m
+
+
+def test_failed_consume_sends_back():
+    d, m = failing_consumer()
     back = d.pending_to(code=RequestCode.CONSUMER_SEND_MSG_BACK)[0]
     f = back.frame.fields
     assert (f["offset"], f["group"], f["delayLevel"], f["maxReconsumeTimes"], f["originTopic"]) == (
@@ -236,6 +242,17 @@ def test_failed_consume_sends_back():
     d.answer(back, response(0))
     mq = [mq for mq in d.role.process_table if mq.queue_id == m["queueId"] and mq.broker_name == "b1"][0]
     assert d.role.offset_store.read_memory(mq) == 1
+
+
+def test_a_failed_send_back_is_consumed_again_5_s_later_counting_one_more_reconsume():
+    d, _ = failing_consumer()
+    d.answer(d.pending_to(code=RequestCode.CONSUMER_SEND_MSG_BACK)[0], response(1, remark="no"))
+    assert [x["reconsumeTimes"] for xs in d.role.puller.reconsume.values() for x in xs] == [1]
+    d.advance(4999)
+    assert not d.pending_to(code=RequestCode.CONSUMER_SEND_MSG_BACK)
+    d.advance(1)
+    assert d.events("consume")[-1]["reconsume_later"] == ["u"]  # fail_rate 1: fails again, sent back again
+    assert len(d.pending_to(code=RequestCode.CONSUMER_SEND_MSG_BACK)) == 1
 
 
 def test_broadcasting_takes_all_queues_without_cid_list():

@@ -75,6 +75,18 @@ def test_topic_route_then_send_ok_event():
     assert (ev["outcome"], ev["attempt"], ev["code"], ev["msg_id"], ev["broker_id"]) == ("ok", 1, 0, "m1", 0)
     assert ev["latency_ms"] == 2 and ev["queue_id"] == f["queueId"]
     assert d.role.state()["ok"] == 1 and not d.role.sync_in_flight
+    assert "delay_level" not in ev
+
+
+def test_a_delayed_messages_send_carries_its_level_on_the_wire_and_in_the_event():
+    d = make(workload={"topics": ["T"], "rate": 1, "delay_level": [3]})
+    d.advance(1000)  # the first workload tick
+    for req in d.pending_to(code=RequestCode.GET_ROUTEINFO_BY_TOPIC):
+        d.answer(req, response(0, body=route("b1")))
+    s = d.pending_to(code=RequestCode.SEND_MESSAGE_V2)[0]
+    assert s.frame.fields["properties"]["DELAY"] == "3"
+    d.answer(s, response(0, fields={"msgId": "x", "queueId": 0, "queueOffset": 0}))
+    assert d.events("send")[-1]["delay_level"] == 3
 
 
 def test_falls_back_to_tbw102_route_with_min_queues():

@@ -52,3 +52,14 @@ def test_registry_builds_client_roles():
                                                     "allocate": "CONSISTENT_HASH"}}),
                    "127.0.0.1:3", lambda _: None)
     assert p.role == "producer" and c.role == "consumer" and c.state()["group"] == "cg"
+
+
+def test_delay_levels_go_on_the_messages_in_turn():
+    f = MessageFactory("pg-0", ProducerWorkload.from_dict({"topics": ["A"], "delay_level": [0, 3, 18]}),
+                       random.Random(1))
+    assert [m.properties.get("DELAY") for m in (f.next_message() for _ in range(4))] == [None, "3", "18", None]
+    one = MessageFactory("pg-0", ProducerWorkload.from_dict({"topics": ["A"], "delay_level": 2}), random.Random(1))
+    assert one.next_message().properties["DELAY"] == "2"
+    for bad in ({"delay_level": -1}, {"delay_level": []}, {"delay_level": 2, "batch": 3}):
+        with pytest.raises(ValueError, match="workload.delay_level: "):
+            ProducerWorkload.from_dict({"topics": ["A"], **bad})

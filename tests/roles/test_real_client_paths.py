@@ -98,6 +98,8 @@ def test_a_send_back_of_a_binary_message_keeps_its_bytes():
     resp, _ = d.send(RC.CONSUMER_SEND_MSG_BACK, {"offset": offset, "group": "cg", "delayLevel": 0,
                                                   "originMsgId": "U", "originTopic": "T"}, channel=RM)
     assert resp.code == ResponseCode.SUCCESS
+    assert body_bytes(d.role.store.queues[("SCHEDULE_TOPIC_XXXX", 2)][0]) == b"\x00\x80"  # level 3 first
+    d.advance(10000)
     assert body_bytes(d.role.store.queues[("%RETRY%cg", 0)][0]) == b"\x00\x80"
 
 
@@ -227,3 +229,40 @@ def test_a_oneway_offset_update_is_applied_and_not_answered():
                                                        "commitOffset": 5}, channel=RM, oneway=True)
     assert resp is None and not [a for a in actions if isinstance(a, Reply)]
     assert d.call(RC.QUERY_CONSUMER_OFFSET, {"consumerGroup": "cg", "topic": "T", "queueId": 0}).fields["offset"] == 5
+
+
+def test_a_real_clients_delayed_send_is_written_with_its_level_and_its_leaving_group_is_seen():
+    d = broker(config={"autoCreateTopicEnable": True})
+    heartbeat(d, "10.0.0.1@7", "cg", {"T": 0}, channel=RM)
+    ok, actions = d.send(RC.SEND_MESSAGE_V2, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                                              "defaultTopicQueueNums": 4, "queueId": 1,
+                                              "properties": "UNIQ_KEY\x01D1\x02DELAY\x012\x02"},
+                         b"later", channel=RM, peer="client@7")
+    [sent] = emitted(actions, "send")
+    assert ok.code == ResponseCode.SUCCESS and sent.fields["delay_level"] == 2 and sent.node == "client@7"
+    assert [e.fields["msg_id"] for e in emitted(actions, "delay.park")] == ["D1"]
+    left = emitted(d.channel("closed", RM), "broker.consumer")
+    assert [(e.fields["change"], e.fields["reason"], e.fields["real"], e.node) for e in left] == [
+        ("left", "closed", True, None)]
+
+
+def test_a_real_clients_delayed_message_is_consumed_under_the_id_its_send_was_acked_with():
+    """ali-ons sets no UNIQ_KEY: the delivered copy has a new offsetMsgId, and the broker writes the
+    client's consumption under the parked copy's, the msgId of the send's answer."""
+    d = broker(config={"autoCreateTopicEnable": True})
+    heartbeat(d, "10.0.0.1@7", "cg", {"T": 0}, channel=RM)
+    d.advance(2000)
+    ok, _ = d.send(RC.SEND_MESSAGE_V2, {"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102",
+                                        "defaultTopicQueueNums": 4, "queueId": 0, "properties": "DELAY\x011"},
+                   b"x", channel=RM, peer="client@7")
+    d.advance(1000)
+    (deliver,) = d.events("delay.deliver")
+    assert deliver["msg_id"] == ok.fields["msgId"] != deliver["offset_msg_id"]
+    _, actions = pull(d, "T", queue_id=0, channel=RM)
+    [consumed] = emitted(actions, "consume")
+    assert consumed.fields["msg_ids"] == [ok.fields["msgId"]]
+    resp, actions = d.send(RC.CONSUMER_SEND_MSG_BACK, {"offset": d.role.store.queues[("T", 0)][0]["commitLogOffset"],
+                                                        "group": "cg", "delayLevel": 0, "originTopic": "T"}, channel=RM)
+    [back] = emitted(actions, "retry.back")
+    assert resp.code == 0 and back.fields["msg_id"] == ok.fields["msgId"]  # the chain keeps the send's id
+    assert back.fields["origin_msg_id"] == deliver["offset_msg_id"]  # 4.9.4: the consumed copy's offsetMsgId

@@ -50,7 +50,7 @@ def registered_slave(time: FakeTime) -> Driver:
 
 def serve_sync(master: Driver, slave: Driver) -> None:
     """Carry the slave's pending sync requests (topics, then offsets) to the master and back."""
-    for code in (RC.GET_ALL_TOPIC_CONFIG, RC.GET_ALL_CONSUMER_OFFSET):
+    for code in (RC.GET_ALL_TOPIC_CONFIG, RC.GET_ALL_CONSUMER_OFFSET, RC.GET_ALL_DELAY_OFFSET):
         for req in slave.pending_to(MASTER_ADDR, code):
             slave.answer(req, master.serve(req, channel=SLAVE_CH))
 

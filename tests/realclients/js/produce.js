@@ -3,7 +3,8 @@
 //
 // Sends `count` messages one after another with an ali-ons Producer and prints one JSON line per send:
 //   {"i", "ok", "status", "msgId", "queue": {"broker", "queueId"}, "queueOffset", "ms", "sha256", "size",
-//    "body_b64" (bodies up to 4 KiB), "tags", "keys", "ts", and on failure "error", "error_name", "error_code"}
+//    "body_b64" (bodies up to 4 KiB), "tags", "keys", "delayTimeLevel", "born" (ms before send()), "ts", and on
+//    failure "error", "error_name", "error_code"}
 // then {"done": true, "sent", "failed", "stopped", "unhandled", "client_errors"} and {"closed": bool, "close_ms"}.
 // "ok" means producer.send() resolved; "status" is ali-ons' SendStatus (SEND_OK, FLUSH_DISK_TIMEOUT, ...).
 // A failed send does not end the run. Exit 0 after a run; 2 for a bad config; 1 for a crash.
@@ -11,7 +12,8 @@
 //
 // Config: nameSrv ("h:p;h:p" or list), topic, producerGroup, count, bodies (base64 list, used in turn),
 // body_size (random bytes when no bodies; default: a short text body), tags (string or list used in turn),
-// keys (true: "key-<i>", or a list of strings), interval_ms, sendTimeout (ali-ons sendMsgTimeout),
+// keys (true: "key-<i>", or a list of strings), delay_levels (a list used in turn: msg.delayTimeLevel, 0 none),
+// interval_ms, sendTimeout (ali-ons sendMsgTimeout),
 // retryTimesWhenSendFailed, compressMsgBodyOverHowmuch, the client intervals (pollNameServerInteval,
 // heartbeatBrokerInterval, ...), options (passed verbatim to new Producer), stdin_eof_stops,
 // ready_timeout_ms, close_timeout_ms.
@@ -21,7 +23,7 @@ const c = require('./common');
 
 const PRODUCER_KEYS = [ 'sendMsgTimeout', 'retryTimesWhenSendFailed', 'compressMsgBodyOverHowmuch',
   'retryAnotherBrokerWhenNotStoreOK', 'createTopicKey', 'defaultTopicQueueNums' ];
-const ALLOWED = [ 'nameSrv', 'topic', 'producerGroup', 'count', 'bodies', 'body_size', 'tags', 'keys',
+const ALLOWED = [ 'nameSrv', 'topic', 'producerGroup', 'count', 'bodies', 'body_size', 'tags', 'keys', 'delay_levels',
   'interval_ms', 'sendTimeout', 'options', 'stdin_eof_stops', 'ready_timeout_ms', 'close_timeout_ms',
   'pollNameServerInteval', 'heartbeatBrokerInterval', 'persistConsumerOffsetInterval', 'rebalanceInterval',
   'instanceName', 'clientIP', 'responseTimeout', 'connectTimeout' ].concat(PRODUCER_KEYS);
@@ -41,6 +43,9 @@ if (cfg.bodies !== undefined && (!Array.isArray(cfg.bodies) || !cfg.bodies.lengt
 if (cfg.sendTimeout !== undefined) cfg.sendMsgTimeout = c.optionalInt(cfg, 'sendTimeout', 3000, 1);
 const bodies = (cfg.bodies || []).map(b => Buffer.from(b, 'base64'));
 const tagList = cfg.tags === undefined || cfg.tags === null ? [ null ] : [].concat(cfg.tags);
+if (cfg.delay_levels !== undefined && (!Array.isArray(cfg.delay_levels) || !cfg.delay_levels.length
+    || cfg.delay_levels.some(l => !Number.isInteger(l) || l < 0))) c.fatal('config.delay_levels must be a non-empty list of ints >= 0');
+const delayLevels = cfg.delay_levels || [ 0 ];
 const options = c.clientOptions(cfg, PRODUCER_KEYS, { producerGroup });
 
 let stopping = false;
@@ -81,11 +86,14 @@ async function main() {
     const tags = tagList[i % tagList.length];
     const keys = keysFor(i);
     // sha256 before send: ali-ons deflates bodies >= compressMsgBodyOverHowmuch in place (msg.body)
-    const line = { i, sha256: c.sha256(body), size: body.length, tags, keys };
+    const delayTimeLevel = delayLevels[i % delayLevels.length];
+    const line = { i, sha256: c.sha256(body), size: body.length, tags, keys, delayTimeLevel };
     if (body.length <= PRINT_BODY_MAX) line.body_b64 = body.toString('base64');
     const msg = new Message(topic, tags, Buffer.from(body));
     if (keys) msg.keys = keys;
+    if (delayTimeLevel > 0) msg.delayTimeLevel = delayTimeLevel;
     const started = Date.now();
+    line.born = started;
     try {
       const res = await producer.send(msg);
       sent++;
