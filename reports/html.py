@@ -26,7 +26,8 @@ from markupsafe import Markup
 
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.html_delays import delay_tables
-from rmqemu.reports.plots import Figure, fault_colour
+from rmqemu.reports.plot_axes import fault_colour
+from rmqemu.reports.plots import Figure
 from rmqemu.reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
 from rmqemu.verdicts import Expectations, Verdict, judge
 
@@ -173,6 +174,7 @@ def _details(m: Metrics) -> list[Table]:
                for r in m["consumption"]["by_topic"]),
               [False] + [True] * 9, empty="No acked or consumed messages.", title="Consumption per topic"),
         *[table(**t) for t in delay_tables(m)],
+        *_order(m),
         table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
               ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),
               empty="No SUBSCRIPTION_NOT_EXIST pulls.", title="Subscriptions"),
@@ -181,6 +183,43 @@ def _details(m: Metrics) -> list[Table]:
                 fmt_num(r["unowned_queues"])] for r in nsq),
               empty="No queue was allocated to a consumer that does not subscribe its topic."),
     ]
+
+
+def _order(m: Metrics) -> list[Table]:
+    """The order section (docs/design.md §7 "Order"): the checker per group, then the route
+    changes that moved keys and the failed ordered sends when there are any."""
+    o, scale = m.get("order") or {}, m["scale"]
+    counts = ("units", "violated", "messages", "consumed", "out_of_order", "duplicates", "remapped", "handover",
+              "redelivery")
+    out = [table(["group", "checked by", "keys or queues", "violated", "messages", "consumed", "out of order",
+                  "duplicates", "remapped", "handover", "redelivery"],
+                 ([r["group"], r["by"], *[fmt_num(r[k]) for k in counts]] for r in o.get("groups", [])),
+                 [False, False] + [True] * len(counts), title="Order per orderly consumer group",
+                 empty="No group consumed orderly (an orderly consumer says orderly: true, a real client takes "
+                       "queue locks): nothing to check.",
+                 caption="Per key: each acked ordered message's first consumption against its key's send order; per "
+                         "queue (no key known: a real client's messages): in offset order. Cause, first match: "
+                         "remapped (the key's queue changed between the two sends), handover (two consumers held "
+                         "the queue at overlapping times), redelivery.")]
+    changes = (o.get("remaps") or {}).get("changes") or []
+    if changes:
+        out.append(table(["producer", "topic", "at", "route before", "after", "queues", "stale before",
+                          "stale after", "keys moved", "out of order"],
+                         ([c["producer"], c["topic"], fmt_ms(c["offset_ms"], scale), ", ".join(c["before"] or []),
+                           ", ".join(c["after"] or []), f"{fmt_num(c['queues_before'])} -> "
+                           f"{fmt_num(c['queues_after'])}",
+                           c["stale_before"], c["stale_after"], fmt_num(c["keys"]), fmt_num(c["out_of_order"])]
+                          for c in changes), [False, False, True, False, False, True, False, False, True, True],
+                         title="Route changes that moved sharding keys"))
+    failed = o.get("failed_sends") or {}
+    if failed.get("total"):
+        rows = [[f"target {r.replace('_', ' ')}", fmt_num(n)] for r, n in failed["by_reason"].items() if n]
+        rows += [["no route", fmt_num(failed["no_route"])], ["made while the route was stale",
+                                                             fmt_num(failed["stale_route"])],
+                 ["all failed ordered sends", fmt_num(failed["total"])]]
+        out.append(table(["ordered sends (no retry on another queue)", "attempts"], rows, [False, True],
+                         title="Failed ordered sends"))
+    return out
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.core import health
+from rmqemu.reports.core.order import CAUSES
 from rmqemu.reports.core.sends import REASONS
 from rmqemu.reports.core.settle import FATES
 from rmqemu.reports.metrics_delays import DELAY_QUERIES, RETRY_QUERIES, delay_section, retry_section
@@ -44,7 +45,9 @@ ORDER: dict[str, list[str] | None] = {
     "m.misrouted": None, "m.consumption": ["topic"], "m.group_loss": ["group", "topic"],
     "m.availability": ["producer", "topic"], "m.outcomes": None, "m.latency": None, "m.no_route": ["topic"],
     "m.autocreate": ["topic"], "m.timing": ["node"], "m.nsq": ["group", "topic"], "m.sne": ["node", "topic"],
-    "m.drain": ["ts"], **DELAY_ORDER,
+    "m.drain": ["ts"], "m.order_groups": ["group", "by"], "m.order_remaps": ["ts", "producer", "topic"],
+    "m.order_failed": ["reason", "outcome", "stale"], "m.order_availability": ["topic"], "m.order_moved": None,
+    **DELAY_ORDER,
 }
 _STALENESS_COLUMNS = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
 
@@ -120,6 +123,36 @@ def _consumption(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _order(run: RunMeta, r: dict[str, Any]) -> dict[str, Any]:
+    """docs/design.md §7 "Order": the checker's groups summed, the remaps, the failed ordered
+    sends and the keys' availability."""
+    groups, failed, avail = r["m.order_groups"], r["m.order_failed"], r["m.order_availability"]
+
+    def total(rows: list[dict[str, Any]], col: str, by: str | None = None) -> int:
+        return sum(x[col] for x in rows if by is None or x.get("by") == by)
+    moved = r["m.order_moved"][0] if r["m.order_moved"] else {"keys": 0, "moves": 0}
+    changes = [{"producer": c["producer"], "topic": c["topic"], "offset_ms": c["ts"] - run.run_start,
+                **{k: v for k, v in c.items() if k not in ("producer", "topic", "ts")}} for c in r["m.order_remaps"]]
+    return {
+        "messages": total(groups, "messages", "key"), "consumed": total(groups, "consumed", "key"),
+        "keys": total(groups, "units", "key"), "keys_violated": total(groups, "violated", "key"),
+        "queues": total(groups, "units", "queue"), "queues_violated": total(groups, "violated", "queue"),
+        "out_of_order": total(groups, "out_of_order"), "duplicates": total(groups, "duplicates"),
+        "violations": total(groups, "out_of_order") + total(groups, "duplicates"),
+        "by_cause": {c: total(groups, c) for c in CAUSES}, "groups": groups,
+        "remaps": {"keys": moved["keys"], "moves": moved["moves"], "changes": changes},
+        "failed_sends": {
+            "total": total(failed, "sends"), "stale_route": sum(x["sends"] for x in failed if x["stale"]),
+            "no_route": sum(x["sends"] for x in failed if x["outcome"] == "no_route"),
+            "misrouted": sum(x["sends"] for x in failed if x["reason"] is not None),
+            "by_reason": {reason: sum(x["sends"] for x in failed if x["reason"] == reason) for reason in REASONS}},
+        "availability": {
+            "keys": total(avail, "keys"), "unavailable_keys": total(avail, "unavailable_keys"),
+            "windows": total(avail, "windows"), "total_unavailable_ms": sum((x["total_ms"] for x in avail), 0.0),
+            "max_unavailable_ms": max([x["max_ms"] for x in avail], default=0.0), "by_topic": avail},
+    }
+
+
 #: The sections of ``metrics.json`` after the run's header (docs/metrics.md), in document
 #: order: the queries each is assembled from, and how (``run``, the query results).
 SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], Any]]] = {
@@ -132,6 +165,8 @@ SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], A
     "delays": (DELAY_QUERIES, delay_section),
     "retries": (RETRY_QUERIES, retry_section),
     "availability": (("m.availability",), lambda run, r: _availability(r["m.availability"])),
+    "order": (("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"),
+              _order),
     "timing": (("m.timing",), lambda run, r: health.verdict(
         r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()])),
     "drain": (("m.drain",), lambda run, r: health.summary(r["m.drain"])),

@@ -32,6 +32,10 @@ class PlotData:
     notes: list[str] = field(default_factory=list)
     producers: pd.DataFrame = field(default_factory=pd.DataFrame)  # producer, first_s, last_s, attempts
     unavailable: pd.DataFrame = field(default_factory=pd.DataFrame)  # producer, topic, start_s, end_s
+    order_keys: pd.DataFrame = field(default_factory=pd.DataFrame)  # key, queue, start_s, end_s
+    order_failed: pd.DataFrame = field(default_factory=pd.DataFrame)  # key, t_s
+    order_marks: pd.DataFrame = field(default_factory=pd.DataFrame)  # key, t_s, violation, n
+    order_changes: pd.DataFrame = field(default_factory=pd.DataFrame)  # producer, topic, t_s, label
 
 
 def assemble(result: RunResult, max_topics: int = 6, max_lanes: int = 24, max_durations: int = 200_000,
@@ -63,4 +67,6 @@ def assemble(result: RunResult, max_topics: int = 6, max_lanes: int = 24, max_du
     return PlotData(scale=run.manifest.scale, duration_s=(run.run_end - run.run_start) / 1000.0,
                     bin_s=run.info.bin_ms / 1000.0, faults=faults, topics=topics, lanes=p["p.lanes"],
                     misrouted=p["p.misrouted"], latency=p["p.latency"].sort_values("t_s").reset_index(drop=True),
-                    stale_durations=durations, notes=notes, producers=p["p.producers"], unavailable=unavailable)
+                    stale_durations=durations, notes=notes, producers=p["p.producers"], unavailable=unavailable,
+                    order_keys=p["p.order_keys"], order_failed=p["p.order_failed"], order_marks=p["p.order_marks"],
+                    order_changes=p["p.order_changes"])

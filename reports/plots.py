@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -21,19 +20,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.transforms import blended_transform_factory  # noqa: E402
 
 from rmqemu.reports.core.sends import REASONS  # noqa: E402
+from rmqemu.reports.plot_axes import DPI, axes, fig_height, finish, plain, shade_faults  # noqa: E402
 from rmqemu.reports.plotdata import PlotData  # noqa: E402
+from rmqemu.reports.plots_order import plot_order  # noqa: E402
 
-FAULT_COLOURS = ["#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bcbd22", "#17becf", "#8c564b",
-                 "#e377c2", "#7f7f7f"]
 STATE_COLOURS = {"fresh": "#cfe8cf", "over": "#f28e2b", "under": "#4e79a7", "both": "#7b3294"}
 STATE_LABELS = {"fresh": "view = truth", "over": "over (view has a broker truth has not)",
                 "under": "under (view misses a broker)", "both": "over and under"}
 REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#1f77b4", "#2ca02c"], strict=True))
-DPI = 100
 
 
 @dataclass(frozen=True)
@@ -45,68 +43,13 @@ class Figure:
     caption: str
 
 
-def fault_colour(i: int) -> str:
-    """Colour of the ``i``-th fault (in start order); the HTML fault table uses it too."""
-    return FAULT_COLOURS[i % len(FAULT_COLOURS)]
-
-
-def _shade_faults(ax: plt.Axes, faults: pd.DataFrame) -> list[Patch]:
-    """Shade each fault window, label it at the top; return legend handles."""
-    trans = blended_transform_factory(ax.transData, ax.transAxes)
-    handles = []
-    for i, f in faults.iterrows():
-        colour = fault_colour(int(i))
-        if f.end_s > f.start_s:
-            ax.axvspan(f.start_s, f.end_s, color=colour, alpha=0.18, lw=0, zorder=0)
-        ax.axvline(f.start_s, color=colour, lw=1.4, zorder=3)
-        ax.text(f.start_s, 0.995, f" {f.fault_id}", transform=trans, va="top", ha="left", fontsize=8,
-                color="black", zorder=4, clip_on=True,
-                bbox={"facecolor": colour, "alpha": 0.55, "lw": 0, "pad": 1})
-        span = f"{f.start_s:.2f}-{f.end_s:.2f} s" if f.end_s > f.start_s else f"at {f.start_s:.2f} s"
-        handles.append(Patch(color=colour, alpha=0.6, label=f"{f.fault_id}: {f.fault} {f.targets} ({span})"))
-    return handles
-
-
-def _plain(axis: Any) -> None:
-    """Log axes labelled 2, 30, 1,000 rather than 2x10^0, 3x10^1, 10^3."""
-    fmt = FuncFormatter(lambda v, _: f"{v:,.4g}")
-    axis.set_major_formatter(fmt)
-    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}" if str(f"{v:.4g}")[0] in "25" else ""))
-
-
-def _axes(fig_h: float, data: PlotData) -> tuple[plt.Figure, plt.Axes]:
-    fig, ax = plt.subplots(figsize=(12, fig_h), dpi=DPI)
-    ax.set_xlim(0, max(data.duration_s, 1e-3))
-    ax.set_xlabel("wall seconds since the first event")
-    top = ax.secondary_xaxis("top", functions=(lambda x: x / data.scale, lambda x: x * data.scale))
-    top.set_xlabel(f"cluster seconds (wall / timing.scale {data.scale:g})")
-    return fig, ax
-
-
-def _finish(fig: plt.Figure, handles: list[Patch], path: Path, ncol: int = 3, right: float = 0.98) -> None:
-    """Legend under the axes (one row per ``ncol`` items), margins computed in inches so
-    the plot keeps its size whatever the number of faults."""
-    h = fig.get_figheight()
-    rows = (len(handles) + ncol - 1) // ncol
-    if handles:
-        fig.legend(handles=handles, loc="lower left", ncol=ncol, fontsize=8, frameon=False,
-                   bbox_to_anchor=(0.01, 0.01))
-    fig.subplots_adjust(left=0.14, right=right, top=1 - 0.85 / h, bottom=(0.7 + 0.19 * rows) / h)
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-
-
-def _fig_height(lanes: int, legend_items: int) -> float:
-    return 1.9 + 0.32 * lanes + 0.19 * ((legend_items + 2) // 3)
-
-
 def plot_routes(data: PlotData, topic: str, path: Path) -> None:
     """Lanes: truth (labelled with its broker set), each namesrv's and client's view state."""
     df = data.lanes[data.lanes.topic == topic]
     order = (list(dict.fromkeys(df[df.kind == "truth"].lane)) + sorted(set(df[df.kind == "namesrv"].lane))
              + sorted(set(df[df.kind == "client"].lane)))
     handles_n = len(data.faults) + len(STATE_COLOURS)
-    fig, ax = _axes(_fig_height(len(order), handles_n), data)
+    fig, ax = axes(fig_height(len(order), handles_n), data)
     ypos = {lane: len(order) - 1 - i for i, lane in enumerate(order)}
     for lane, grp in df.groupby("lane"):
         y = ypos[lane]
@@ -125,12 +68,12 @@ def plot_routes(data: PlotData, topic: str, path: Path) -> None:
     ax.set_ylim(-0.7, len(order) - 0.3)
     ax.set_title(f"Route view vs truth: {topic}", fontsize=11, loc="left")
     handles = [Patch(color=c, label=STATE_LABELS[s]) for s, c in STATE_COLOURS.items()]
-    _finish(fig, handles + _shade_faults(ax, data.faults), path)
+    finish(fig, handles + shade_faults(ax, data.faults), path)
 
 
 def plot_misrouted(data: PlotData, path: Path) -> None:
     """Stacked bars of misrouted sends per time bin, one colour per reason."""
-    fig, ax = _axes(_fig_height(8, len(data.faults) + len(REASONS)), data)
+    fig, ax = axes(fig_height(8, len(data.faults) + len(REASONS)), data)
     handles = []
     if len(data.misrouted):
         pivot = data.misrouted.pivot_table(index="t_s", columns="reason", values="sends", aggfunc="sum", fill_value=0)
@@ -147,12 +90,12 @@ def plot_misrouted(data: PlotData, path: Path) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(f"misrouted sends per {data.bin_s * 1000:.0f} ms bin")
     ax.set_title("Misrouted sends over time, by reason", fontsize=11, loc="left")
-    _finish(fig, handles + _shade_faults(ax, data.faults), path)
+    finish(fig, handles + shade_faults(ax, data.faults), path)
 
 
 def plot_latency(data: PlotData, path: Path) -> None:
     """p50 / p99 / max send latency per time bin (log y), timeouts as bars on a twin axis."""
-    fig, ax = _axes(_fig_height(8, len(data.faults) + 4), data)
+    fig, ax = axes(fig_height(8, len(data.faults) + 4), data)
     lat = data.latency
     handles = []
     if len(lat):
@@ -167,12 +110,12 @@ def plot_latency(data: PlotData, path: Path) -> None:
             handles.append(Patch(color=colour, label=f"{label} latency"))
         handles.append(Patch(color="#d62728", alpha=0.25, label=f"timeouts: {int(lat.timeouts.sum()):,}"))
         ax.set_yscale("log")
-        _plain(ax.yaxis)
+        plain(ax.yaxis)
     else:
         ax.text(0.5, 0.5, "no sends with a latency", transform=ax.transAxes, ha="center", va="center", fontsize=12)
     ax.set_ylabel(f"send latency, wall ms\n(1 wall ms = {1 / data.scale / 1000:g} cluster s)")
     ax.set_title("Send latency over time", fontsize=11, loc="left")
-    _finish(fig, handles + _shade_faults(ax, data.faults), path, right=0.93)
+    finish(fig, handles + shade_faults(ax, data.faults), path, right=0.93)
 
 
 def plot_staleness(data: PlotData, path: Path) -> None:
@@ -185,7 +128,7 @@ def plot_staleness(data: PlotData, path: Path) -> None:
         bins = np.logspace(lo - 0.05, hi + 0.05, max(10, min(40, int((hi - lo) * 10) + 2)))
         ax.hist(d, bins=bins, color="#f28e2b", edgecolor="white")
         ax.set_xscale("log")
-        _plain(ax.xaxis)
+        plain(ax.xaxis)
         for q, style in ((50, "--"), (99, ":")):
             v = float(np.percentile(d, q))
             ax.axvline(v, color="black", ls=style, lw=1)
@@ -193,7 +136,7 @@ def plot_staleness(data: PlotData, path: Path) -> None:
                     transform=blended_transform_factory(ax.transData, ax.transAxes), va="top", fontsize=8)
         top = ax.secondary_xaxis("top", functions=(lambda x: x / 1000 / data.scale, lambda x: x * 1000 * data.scale))
         top.set_xlabel("cluster seconds")
-        _plain(top.xaxis)
+        plain(top.xaxis)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         ax.text(0.5, 0.5, "no client was ever stale", transform=ax.transAxes, ha="center", va="center", fontsize=12)
@@ -215,7 +158,7 @@ def plot_availability(data: PlotData, path: Path, max_lanes: int = 30) -> None:
             else pd.Series(dtype=float))
     names = sorted(spans.producer if len(spans) else [], key=lambda n: (-float(lost.get(n, 0.0)), n))
     shown = sorted(names[:max_lanes])
-    fig, ax = _axes(_fig_height(max(len(shown), 1), len(data.faults) + 2), data)
+    fig, ax = axes(fig_height(max(len(shown), 1), len(data.faults) + 2), data)
     ypos = {name: len(shown) - 1 - i for i, name in enumerate(shown)}
     for row in spans.itertuples():
         if row.producer in ypos:
@@ -236,7 +179,7 @@ def plot_availability(data: PlotData, path: Path, max_lanes: int = 30) -> None:
     ax.set_title(f"Producer availability{more}", fontsize=11, loc="left")
     handles = [Patch(color="#bdbdbd", label="making attempts"),
                Patch(color="#d62728", label="unavailable: attempts to a topic, none ok (label: total wall ms)")]
-    _finish(fig, handles + _shade_faults(ax, data.faults), path)
+    finish(fig, handles + shade_faults(ax, data.faults), path)
 
 
 def _safe(name: str) -> str:
@@ -264,6 +207,12 @@ def render_all(data: PlotData, out_dir: Path) -> list[Figure]:
     figs.append(Figure("availability.png", "Producer availability",
                        "Per producer: red where, for one of its topics, it made attempts and none was ok "
                        "(an unavailability window, from a failed attempt to the next ok one or the measured end)."))
+    if len(data.order_keys):
+        plot_order(data, out_dir / "order.png")
+        figs.append(Figure("order.png", "Ordered sends: keys over time",
+                           "One lane per sharding key (those with the most violations first), coloured by the queue "
+                           "its sends went to: a change of colour is a remap. Red outline: an attempt failed; "
+                           "marks: where the order checker found a violation; dashed: a producer's route changed."))
     plot_staleness(data, out_dir / "staleness.png")
     figs.append(Figure("staleness.png", "Staleness distribution",
                        "How long each client stale interval (view != truth, maximal) lasted."))

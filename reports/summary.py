@@ -65,7 +65,8 @@ def _max_rto(m: Metrics) -> float:
     return max([f.get("rto_ms") or 0.0 for f in m.get("staleness", {}).get("faults", [])], default=0.0)
 
 
-_S, _M, _L, _A, _D = "Route staleness", "Sends", "Loss and consumption", "Availability", "Delays and retries"
+_S, _M, _L, _A, _O = "Route staleness", "Sends", "Loss and consumption", "Availability", "Order"
+_D = "Delays and retries"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -89,7 +90,7 @@ HEADLINES: list[Headline] = [
     Headline(_M, "Send latency p99 (all attempts)", _latency("all", "p99_ms"), MS),
     Headline(_M, "Misrouted sends, total", _path("misrouted", "total")),
     *[Headline(_M, f"... {r}", _path("misrouted", "by_reason", r)) for r in REASONS],
-    Headline(_M, '"No route info of this topic" errors', _path("sends", "no_route_errors", "total")),
+    Headline(_M, '"No route info of/for this topic" errors', _path("sends", "no_route_errors", "total")),
     Headline(_A, "Longest unavailability of a (producer, topic)", _path("availability", "max_unavailable_ms"), MS),
     Headline(_A, "Unavailable time, total over (producer, topic)", _path("availability", "total_unavailable_ms"), MS),
     Headline(_A, "Longest unavailability starting in a fault's window (RTO)", _max_rto, MS),
@@ -111,6 +112,16 @@ HEADLINES: list[Headline] = [
     Headline(_D, "Latest first delivery", _path("delays", "lateness_max_ms"), MS),
     Headline(_D, "Messages taken back from consumers (retries)", _path("retries", "taken_back")),
     Headline(_D, "... parked in a DLQ (distinct messages)", _path("retries", "dead_lettered")),
+    Headline(_O, "Ordered messages checked by key (per orderly group)", _path("order", "messages")),
+    Headline(_O, "Keys with an out-of-order or duplicate message", _path("order", "keys_violated")),
+    Headline(_O, "Messages consumed before an earlier message of their key", _path("order", "out_of_order")),
+    Headline(_O, "Messages an orderly group consumed twice", _path("order", "duplicates")),
+    *[Headline(_O, f"... violations caused by {c}", _path("order", "by_cause", c))
+      for c in ("remapped", "handover", "redelivery")],
+    Headline(_O, "Keys moved to another queue by a route change", _path("order", "remaps", "keys")),
+    Headline(_O, "Ordered sends failed", _path("order", "failed_sends", "total")),
+    Headline(_O, "... while the producer's route was stale", _path("order", "failed_sends", "stale_route")),
+    Headline(_O, "Longest a key could not be sent", _path("order", "availability", "max_unavailable_ms"), MS),
 ]
 
 
@@ -203,10 +214,12 @@ def headline_values(m: Metrics) -> list[tuple[str, float | int | None]]:
 #: Counters that each show one of the seed articles' phenomena: named in the one-line
 #: summary whenever they are not zero, so a run that reproduced one says so at once.
 PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
-    ('"No route info of this topic" error(s)', _path("sends", "no_route_errors", "total")),
+    ('"No route info of/for this topic" error(s)', _path("sends", "no_route_errors", "total")),
     ("SUBSCRIPTION_NOT_EXIST pull(s)", _path("subscriptions", "subscription_not_exist", "total")),
     ("queue(s) allocated to non-subscribers", _path("subscriptions", "non_subscriber_queues", "total")),
     ("auto-created topic(s) missing on some auto-create master", _imbalanced_topics),
+    ("ordered message(s) consumed out of order", _path("order", "out_of_order")),
+    ("ordered message(s) consumed twice", _path("order", "duplicates")),
 ]
 
 

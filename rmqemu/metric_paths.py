@@ -13,8 +13,9 @@ one value. Every ``..._ms`` duration has a ``..._cluster_s`` twin (wall ms / 100
 added by the report to every such key; the registry lists the ``_ms`` path and derives the twin.
 
 This module imports nothing from the project but its own parts (:mod:`rmqemu.metric_units`, the
-delays and retries sections in :mod:`rmqemu.metric_paths_delay`): the launcher (topology checks)
-and the report both read it. ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
+order section in :mod:`rmqemu.metric_order`, the delays and retries sections in
+:mod:`rmqemu.metric_paths_delay`): the launcher (topology checks) and the report both read it.
+``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from rmqemu.metric_order import order_metrics
 from rmqemu.metric_paths_delay import delay_metrics
 from rmqemu.metric_units import (  # noqa: F401 (the registry's vocabulary, used from here)
     BOOL,
@@ -129,12 +131,12 @@ def _registry() -> list[Metric]:
         add(s, f"sends.latency.{scope}.n", COUNT, f"{who} measured")
         for q in ("p50", "p90", "p99", "max", "mean"):
             add(s, f"sends.latency.{scope}.{q}_ms", MS, f"{q} latency of {who}")
-    add(s, "sends.no_route_errors", GROUP, '"No route info of this topic" errors')
+    add(s, "sends.no_route_errors", GROUP, '"No route info of this topic" errors (sendDefaultImpl) and "No route '
+                                           'info for this topic" ones (sendSelectImpl: ordered sends)')
     add(s, "sends.no_route_errors.total", COUNT, "such errors")
     add(s, "sends.no_route_errors.by_topic[]", TABLE, "one row per topic")
     add(s, "sends.no_route_errors.by_topic[].topic", TEXT, "the topic")
     add(s, "sends.no_route_errors.by_topic[].errors", COUNT, "its errors")
-    add(s, "sends.no_route_errors.by_topic[].timeouts", COUNT, "... of them timeouts")
 
     s = "Auto-created topics"
     add(s, "autocreate[]", TABLE, "one row per auto-created topic (the TBW102 imbalance)")
@@ -216,6 +218,7 @@ def _registry() -> list[Metric]:
                             ("windows", COUNT, "its unavailability windows"),
                             ("total_ms", MS, "their total length"), ("max_ms", MS, "the longest")):
         add(s, f"availability.windows[].{col}", unit, text)
+    out += order_metrics()
 
     s = "Timing health"
     add(s, "timing", GROUP, "whether the host kept the nodes' timers (docs/design.md §9)")

@@ -26,6 +26,8 @@ HEADLINE: dict[str, str] = {
     "sends.failed": "failed sends",
     "consumption.lost": "lost messages",
     "timing.lag_p99_ms": "worst node lateness p99 (wall ms)",
+    "order.violations": "ordered messages out of order or consumed twice",
+    "order.failed_sends.total": "failed ordered sends",
 }
 
 
@@ -157,7 +159,8 @@ def _plots(spec: SweepSpec, rows: list[dict[str, Any]], out_dir: Path) -> list[P
     files = []
     for i, key in enumerate(spec.vary):
         values = spec.vary[key]
-        fig, axes = plt.subplots(2, 4, figsize=(16, 6.5), squeeze=False)
+        rows_n = -(-len(HEADLINE) // 4)
+        fig, axes = plt.subplots(rows_n, 4, figsize=(16, 3.25 * rows_n), squeeze=False)
         for ax, (path, label) in zip(axes.flat, HEADLINE.items(), strict=False):
             xs, med, lo, hi = [], [], [], []
             for j, v in enumerate(values):

@@ -6,12 +6,14 @@
 2. :func:`node_part` (one task per share of a run's nodes: a small run's nodes together, a
    large run's one by one): the heavy, per-client work over those nodes' events with the
    run's truth: their route views against truth (pieces, stale intervals, staleness), their
-   sends classified, their unavailability windows, their timer lateness, and the few consumer
-   lines the run-wide metrics need. Every function it calls is keyed by node, so a share of
-   whole nodes gives the rows those nodes give in the whole run.
+   sends classified, their unavailability windows, their timer lateness, their route changes
+   and queue-lock lines (the order checker's), and the few consumer lines the run-wide metrics
+   need. Every function it calls is keyed by node, so a share of whole nodes gives the rows
+   those nodes give in the whole run.
 3. :func:`combine` (one task per run): the node parts of a run together: what spans nodes
-   (fault convergence and impact, send counts and latency percentiles, loss per group), the
-   metrics queries (``m.*``), the plot tables (``p.*``) and the derived tables.
+   (fault convergence and impact, send counts and latency percentiles, loss per group, the
+   order of ordered messages: :mod:`reports.core.order_run`), the metrics queries (``m.*``),
+   the plot tables (``p.*``) and the derived tables.
 
 :func:`analyse` runs the three in one process, all nodes in one share: the tests' engine,
 and the definition of what the Spark engine computes.
@@ -24,10 +26,22 @@ from typing import Any
 
 import pandas as pd
 
-from rmqemu.reports.core import availability, consumers, delays, health, plots, retries, settle, staleness
+from rmqemu.reports.core import (
+    availability,
+    consumers,
+    delays,
+    health,
+    order_routes,
+    plots,
+    retries,
+    settle,
+    staleness,
+)
 from rmqemu.reports.core import sends as sends_mod
 from rmqemu.reports.core import truth as truth_mod
 from rmqemu.reports.core.frame import RunInfo, events, node_table
+from rmqemu.reports.core.order_locks import LOCK_KINDS, lock_lines
+from rmqemu.reports.core.order_run import OrderRun
 
 Tables = dict[str, pd.DataFrame]
 
@@ -36,7 +50,8 @@ TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault
                                 "client.route", "ns.route", "run.drain")
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
-                               "pull", "consume", "rebalance", *delays.DELAY_KINDS, *retries.RETRY_KINDS)
+                               "pull", "consume", "rebalance", *LOCK_KINDS, *delays.DELAY_KINDS,
+                               *retries.RETRY_KINDS)
 #: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
@@ -46,7 +61,8 @@ TRUTH_COLUMNS: tuple[str, ...] = (
 NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
-    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
+    "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", "sharding_key", "route_queues", "offsets", "orderly",
+    "peer", "change", "late_ms", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 
@@ -57,7 +73,7 @@ TABLES: dict[str, str] = {
     "client_stale_pieces": "client_pieces", "namesrv_stale_pieces": "namesrv_pieces",
     "client_stale_intervals": "client_intervals", "namesrv_stale_intervals": "namesrv_intervals",
     "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
-    "fault_convergence": "convergence", "sends": "classified",
+    "fault_convergence": "convergence", "sends": "classified", "order_violations": "order_violations",
 }
 
 
@@ -81,8 +97,8 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
 
 
 #: The metrics queries that read route views, and those that read the classified sends.
-VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults"})
-CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults"})
+VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed"})
+CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults", "m.order_failed"})
 
 
 def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo,
@@ -112,6 +128,10 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
             sent, truth["nodes"], truth["lives"], truth["pauses"], truth["partitions"], truth["hosts"],
             truth["autocreate"], truth["write_queues"], end) if classify else sent
         out["windows"] = availability.unavailable_windows(sent, until)
+    if "client.route" in kinds:
+        out["route_changes"] = order_routes.route_changes(ev)
+    if kinds & set(LOCK_KINDS):
+        out["lock_lines"] = lock_lines(ev)
     if "node.lag" in kinds:
         out["lag"] = health.node_lag(ev, truth["pauses"], since=info.up_ms)
     if "pull" in kinds:
@@ -163,6 +183,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
                                                  delays.undelivered(entries(), stop)))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
+    orders = functools.cache(lambda: OrderRun(t, info))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
@@ -193,13 +214,19 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.retries": lambda: retries.by_reconsume_times(back()), "m.dlq": lambda: retries.dead_letters(back()),
         "m.retry_totals": lambda: retries.totals(back(), lines),
         "m.nsq": lambda: consumers.non_subscriber_queues(lines),
+        "m.order_groups": lambda: orders().summary(), "m.order_remaps": lambda: orders().remaps(),
+        "m.order_failed": lambda: orders().failed(), "m.order_availability": lambda: orders().availability(),
+        "m.order_moved": lambda: orders().moved(),
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:
         t["convergence"] = staleness.fault_convergence(t["faults"], t["client_intervals"])
     m = {name: make() for name, make in made.items() if name in wanted}
+    if queries is None:
+        t["order_violations"] = orders().violations
     if plots_too:
         m.update(plots.plot_tables(t, info))
+        m.update(orders().plot_tables())
     return {**t, **m}
 
 

@@ -69,5 +69,6 @@ PERM_INHERIT = 1
 AUTO_CREATE_TOPIC = "TBW102"
 #: PullStatus code for SUBSCRIPTION_NOT_EXIST (ResponseCode 24).
 SUBSCRIPTION_NOT_EXIST = 24
-#: Substring of the client exception for a topic the namesrvs do not know.
-NO_ROUTE_ERROR = "No route info of this topic"
+#: Substrings of the client exceptions for a topic the producer has no route of: sendDefaultImpl's
+#: and sendSelectImpl's (ordered sends), docs/rocketmq-model.md §3.2, §3.7.
+NO_ROUTE_ERRORS: tuple[str, ...] = ("No route info of this topic", "No route info for this topic")

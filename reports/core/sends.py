@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERROR
+from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERRORS
 
 #: How far before the run end a send at the run end is looked up (ms; above the float
 #: resolution of epoch-ms timestamps, about 0.0002 ms).
@@ -30,7 +30,8 @@ REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_t
 
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
-                                 "attempt", "outcome", "code", "latency_ms", "error", "group")
+                                 "attempt", "outcome", "code", "latency_ms", "error", "group", "sharding_key",
+                                 "route_queues")
 
 #: The columns of :func:`send_outcomes`, in order.
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
@@ -39,7 +40,8 @@ OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "tim
 
 def sends(ev: pd.DataFrame) -> pd.DataFrame:
     """Send attempts: ``producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
-    attempt, outcome, code, latency_ms, error, group``."""
+    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues`` (the last two:
+    ordered sends only)."""
     out = ev.loc[ev["kind"] == "send"].rename(columns={"node": "producer"})
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 
@@ -212,6 +214,9 @@ def latency_over_time(sends: pd.DataFrame, run_start: float, bin_ms: float) -> p
 
 
 def no_route_errors(sends: pd.DataFrame) -> pd.DataFrame:
-    """``topic, errors``: attempts whose error says "No route info of this topic"."""
-    hit = sends["error"].str.contains(NO_ROUTE_ERROR, regex=False, na=False).to_numpy(dtype=bool)
+    """``topic, errors``: attempts whose error says "No route info of this topic" or (an ordered
+    send's) "No route info for this topic"."""
+    err = sends["error"]
+    hit = np.logical_or.reduce([err.str.contains(text, regex=False, na=False).to_numpy(dtype=bool)
+                                for text in NO_ROUTE_ERRORS])
     return _count_by(sends.loc[hit, ["topic"]], ["topic"], "errors")

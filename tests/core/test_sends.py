@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rmqemu.reports.core.frame import events
-from rmqemu.reports.core.schema import NO_ROUTE_ERROR
+from rmqemu.reports.core.schema import NO_ROUTE_ERRORS
 from rmqemu.reports.core.sends import (
     OUTCOME_COLUMNS,
     SEND_COLUMNS,
@@ -20,6 +20,7 @@ from rmqemu.reports.core.sends import (
     sends,
 )
 
+NO_ROUTE_ERROR, SELECT_NO_ROUTE_ERROR = NO_ROUTE_ERRORS
 NO_ROUTE = f"{NO_ROUTE_ERROR}, Ghost"
 
 
@@ -108,11 +109,14 @@ def test_latency_over_time_before_the_start_and_empty():
 
 
 def test_no_route_errors_per_topic():
+    """sendDefaultImpl's text and an ordered send's (sendSelectImpl: "for this topic, T") both count."""
     recs = [send(1, "g1", "no_route", None, topic="Ghost", error=NO_ROUTE),
             send(2, "g1", "no_route", None, topic="Ghost", error=NO_ROUTE),
             send(3, "h", "no_route", None, topic="Other", error=f"x {NO_ROUTE_ERROR} y"),
-            send(4, "e", "error", 2.0, error="timeout"), send(5, "o", "ok")]
+            send(4, "e", "error", 2.0, error="timeout"), send(5, "o", "ok"),
+            send(6, "s", "no_route", None, topic="Ghost", error=f"{SELECT_NO_ROUTE_ERROR}, Ghost",
+                 sharding_key="pg-0:1")]
     got = no_route_errors(sends(events(recs)))
     assert list(got.columns) == ["topic", "errors"]
-    assert list(got.itertuples(index=False, name=None)) == [("Ghost", 2), ("Other", 1)]
+    assert list(got.itertuples(index=False, name=None)) == [("Ghost", 3), ("Other", 1)]
     assert no_route_errors(sends(events([send(1, "o", "ok")]))).empty

@@ -1,7 +1,7 @@
 """The analysis gives the recorded real runs the metrics.json the previous engine gave them,
 up to float rounding: in this process (no JVM) and in Spark, both runs in one job. What was
-added to metrics.json since they were recorded (:func:`added`) is checked apart: the runs have
-nothing for it."""
+added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order, delays
+and retries sections) is checked apart: the runs have nothing for it."""
 from __future__ import annotations
 
 import json
@@ -43,8 +43,8 @@ def added(got: Any, want: Any, path: str = "") -> tuple[Any, dict[str, Any]]:
     return got, {}
 
 
-#: The delays and retries, and the fates of unconsumed messages: neither run delayed or retried a
-#: message, and no consumer group left before the end.
+#: The fates of unconsumed messages and the faults' late deliveries: neither run delayed, retried or
+#: ordered a message, and no consumer group left before the end.
 NEWER = {
     **{f"consumption.{fate}": 0 for fate in ("gone", "dead_lettered", "retrying", "delayed", "gone_per_group")},
     **{f"consumption.{table}[].{fate}": 0 for table in ("by_topic", "groups")
@@ -56,7 +56,9 @@ NEWER = {
 
 def same(got: dict, want: dict) -> bool:
     got, extra = added(got, want)
-    delays, retries = extra.pop("delays"), extra.pop("retries")
+    delays, retries, order = extra.pop("delays"), extra.pop("retries"), extra.pop("order")
+    assert order["messages"] == order["violations"] == order["failed_sends"]["total"] == 0
+    assert order["groups"] == [] and order["remaps"]["changes"] == []
     assert {k: NEWER.get(k, "not added") for k in extra} == extra  # tables without rows have no new columns
     assert {k for k in NEWER if "[]" not in k} <= set(extra)
     assert (delays["tolerance_cluster_s"], delays["by_topic"], retries["by_reconsume_times"], retries["dlq"]) == (

@@ -18,5 +18,5 @@ def test_each_phenomenon_is_named_when_it_occurred() -> None:
          "autocreate": [{"topic": "T", "auto_masters": ["broker-a", "broker-b"], "of_auto_masters": 1},
                         {"topic": "U", "auto_masters": ["broker-a", "broker-b"], "of_auto_masters": 2}]}
     assert one_line(m).split("; ")[3:] == [
-        '62 "No route info of this topic" error(s)', "136 SUBSCRIPTION_NOT_EXIST pull(s)",
+        '62 "No route info of/for this topic" error(s)', "136 SUBSCRIPTION_NOT_EXIST pull(s)",
         "1 auto-created topic(s) missing on some auto-create master"]

@@ -19,7 +19,8 @@ from tests.sweep.tiny import TINY_TOPOLOGY as TOPO
 def metrics(misrouted: int, lost: int = 0) -> dict[str, Any]:
     return {"staleness": {"clients_total": {"stale_ms": 10.0 * misrouted, "max_converged_ms": 5.0}},
             "misrouted": {"total": misrouted}, "sends": {"failed": 0}, "consumption": {"lost": lost},
-            "timing": {"lag_p99_ms": 1.5, "healthy": True}}
+            "timing": {"lag_p99_ms": 1.5, "healthy": True},
+            "order": {"violations": misrouted // 2, "failed_sends": {"total": misrouted}}}
 
 
 @pytest.fixture
@@ -49,6 +50,9 @@ def test_rows_verdicts_tables_and_page(spec, tmp_path: Path) -> None:
     with open(tmp_path / "report" / "runs.csv") as f:
         table = list(csv.DictReader(f))
     assert [r["producers.*.pollNameServerInterval"] for r in table] == ["5000", "5000", "30000", "30000"]
+    # the order metrics are columns of every run (empty for the broken one)
+    assert [(r["order.violations"], r["order.failed_sends.total"]) for r in table] == [
+        ("1", "2"), ("2", "4"), ("15", "30"), ("", "")]
     assert pq.read_table(tmp_path / "report" / "runs.parquet").num_rows == 4
     page = (tmp_path / "report" / "sweep.html").read_text()
     assert page.count('class="FAIL"') == 1 and page.count('class="BROKEN"') >= 2  # the run and its cell
