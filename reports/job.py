@@ -4,7 +4,7 @@ Why the session is a parameter: the CLI builds it once at the entry point (local
 ``--master``), tests pass their one session per worker, the benchmark times the job
 without JVM start-up. Nothing below builds or stops a session.
 
-Spark reads the runs and runs the analysis in its tasks (:mod:`reports.engine`); this module
+Spark's tasks read the runs and run the analysis (:mod:`reports.engine`); this module
 decides what is asked for and writes the results: ``metrics.json``, the plots as PNG, the
 derived tables as Parquet under ``parquet/<table>/`` and ``report.html`` (``out_dir``, default
 ``RUN_DIR/report``). Entry points: :func:`run_reports` / :func:`run_report` (everything

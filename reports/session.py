@@ -13,9 +13,8 @@ from typing import Any
 #: Threads the report's driver draws the plots of several runs on (``--threads``).
 THREADS = 4
 
-#: Settings of a local session on a small host: the analysis runs in Python workers, each
-#: task a run or a node, so a few shuffle partitions per core are plenty (Spark's 200 would
-#: be 200 tasks, mostly empty; :mod:`reports.engine` sizes each job's to its groups anyway).
+#: Settings of a local session: bound to the loopback interface, and room for the driver's share
+#: of a large run's tables (its Python tasks hold the events; :mod:`reports.engine`).
 LOCAL_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqemu.reports.core.schema import SUBSCRIPTION_NOT_EXIST
+from rmqemu.reports.core.schema import EVENTS, SUBSCRIPTION_NOT_EXIST
 
 #: Consumer event kinds that show a group subscribes a topic.
 SUBSCRIBING_KINDS: tuple[str, ...] = ("rebalance", "pull", "consume")
@@ -228,15 +228,14 @@ def subscription_not_exist(ev: pd.DataFrame) -> pd.DataFrame:
 
 
 def _queue_keys(df: pd.DataFrame, col: str, keep: list[str]) -> pd.DataFrame:
-    """``keep`` and ``q``: each pair of list<list<string>> column ``col`` as Spark's
-    ``concat_ws(":", q[0], q[1])`` (nulls skipped; "" when both are null)."""
-    pairs = _explode(df, col, keep, "_pair")
-    arr = pa.array(pairs["_pair"], type=pa.list_(pa.string()), from_pandas=True)
-    fixed = pc.list_slice(arr, 0, 2, return_fixed_size_list=True)
-    a, b = pc.list_element(fixed, 0), pc.list_element(fixed, 1)
-    joined = pc.coalesce(pc.binary_join_element_wise(a, b, ":"), a, b, pa.scalar(""))
-    out = pairs[keep].copy()
-    out["q"] = joined.to_pandas()
+    """``keep`` and ``q``: each queue of the queue-list column ``col`` as ``broker:queue_id``."""
+    arr = pa.array(df[col], type=EVENTS.field(col).type, from_pandas=True)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    queues = pc.list_flatten(arr)
+    ids = pc.cast(pc.struct_field(queues, "queue_id"), pa.string())
+    out = df[keep].iloc[pc.list_parent_indices(arr).to_numpy()].reset_index(drop=True)
+    out["q"] = pc.binary_join_element_wise(pc.struct_field(queues, "broker"), ids, ":").to_pandas()
     return out
 
 
