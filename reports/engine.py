@@ -6,12 +6,12 @@ row: between tasks Spark moves Arrow IPC and pickled tables it does not look ins
 ONE Spark job for any number of runs, planned by :mod:`reports.plan` from the files' sizes:
 
 - a **whole** run (a small one) is read and analysed by one task: nothing is shuffled;
-- a **cut** run is read by several tasks (pieces of files); each sends every *share* of the run
-  (a few of its nodes) the piece's truth lines and tally and that share's node lines; a task per
-  share computes the run's truth (:func:`~reports.core.analysis.run_truth`, from every piece's
-  truth lines) and the share's part (:func:`~reports.core.analysis.node_part`); a task per run
-  combines the parts (:func:`~reports.core.analysis.combine`). Whole runs' results pass through
-  those two steps untouched.
+- a **cut** run is read by several tasks (pieces of its files), whose output is kept (cached)
+  for the two steps that use it: a task per run gathers every piece's truth lines and tally and
+  computes the run's truth once (:func:`~reports.core.analysis.run_truth`) for each *share* of
+  its nodes; a task per share joins that truth with the share's node lines and computes their
+  part (:func:`~reports.core.analysis.node_part`); a task per run combines the parts
+  (:func:`~reports.core.analysis.combine`). Whole runs' results pass through untouched.
 
 Local (``local[*]``) and cluster (``--master spark://...``) run the same job; the executors open
 the files at the paths the driver listed (docs/design.md §8).
@@ -81,73 +81,82 @@ class Job:
         info = RunInfo.of_tally(tally, self.scales[run])
         return info, {"events": tally.good, "bad_lines": dict(tally.bad), "info": info}
 
-    def _finish(self, run: int, meta: dict[str, Any], tables: Tables) -> tuple[Any, Result]:
+    def _finish(self, run: int, meta: dict[str, Any], tables: Tables) -> tuple[Any, Any]:
         if run in self.tables_to:
             write_tables(tables, self.tables_to[run])
-        return ("run", run), (meta, {name: df for name, df in tables.items() if self.keep(name)})
+        return ("run", run), ("done", (meta, {name: df for name, df in tables.items() if self.keep(name)}))
 
     def read(self, task: ReadTask) -> Iterator[tuple[Any, Any]]:
-        """A read task: its pieces parsed once, keeping the kinds and columns the core reads."""
+        """A read task: its pieces parsed once, keeping the kinds and columns the core reads; a
+        whole run analysed, a cut run's lines sent on (the truth lines to its truth task, the
+        node lines to their shares)."""
         got = [read_piece(p, READ_COLUMNS) for p in task.pieces]
         tally = reduce(Tally.__add__, (t for _, t in got), Tally())
         lines = pa.concat_tables([t for t, _ in got])
-        lines = lines.filter(pc.fill_null(pc.is_in(lines.column("kind"), pa.array(READ_KINDS)), False))
+        lines = _where(lines, pc.is_in(lines.column("kind"), pa.array(READ_KINDS)))
         run = self.plan.runs[task.run]
         if run.whole:
             yield self._whole(task.run, tally, lines)
             return
-        truth = _ipc(truth_lines(lines))
-        mine = lines.filter(pc.and_(pc.fill_null(pc.is_in(lines.column("kind"), pa.array(NODE_KINDS)), False),
-                                    pc.is_valid(lines.column("node")))).select(list(NODE_COLUMNS))
+        yield ("truth", task.run), (tally, _ipc(truth_lines(lines)))
+        mine = _where(lines, pc.and_(pc.is_in(lines.column("kind"), pa.array(NODE_KINDS)),
+                                     pc.is_valid(lines.column("node")))).select(list(NODE_COLUMNS))
         share = _share_column(mine.column("node"), run)
-        for s in range(run.n_shares):
-            own = mine.filter(pc.equal(share, s))
-            yield ("share", task.run, s), (tally, truth, _ipc(own) if len(own) else None)
+        present = pc.unique(share).to_pylist()
+        for s in present:
+            own = mine if len(present) == 1 else mine.filter(pc.equal(share, s))
+            yield ("share", task.run, s), ("lines", _ipc(own))
 
-    def _whole(self, run: int, tally: Tally, lines: pa.Table) -> tuple[Any, Result]:
+    def _whole(self, run: int, tally: Tally, lines: pa.Table) -> tuple[Any, Any]:
         info, meta = self._meta(run, tally)
         if info is None:
-            return ("run", run), (meta, {})
+            return ("run", run), ("done", (meta, {}))
         return self._finish(run, meta, analyse(to_frame(lines), info, self.nodes[run], self.plots_too,
                                                self.queries))
 
-    def share(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
-        """A share task: the run's truth and the share's node part (whole runs pass through)."""
-        by_key: dict[Any, list[Any]] = {}
-        for key, value in records:
-            by_key.setdefault(key, []).append(value)
-        for key, values in by_key.items():
-            if key[0] == "run":
-                yield from ((key, ("done", v)) for v in values)
-                continue
-            _, run, s = key
+    def truth(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """A cut run's truth task: its tally and truth (step 1), for each of its shares and its
+        last task."""
+        for (_, run), values in _grouped(records).items():
             info, meta = self._meta(run, reduce(Tally.__add__, (v[0] for v in values), Tally()))
             if info is None:
-                if s == 0:
-                    yield ("run", run), ("done", (meta, {}))
+                yield ("run", run), ("done", (meta, {}))
                 continue
-            truth_ev = to_frame(pa.concat_tables([_table(v[1]) for v in values]))
-            truth = run_truth(truth_ev, info, self.nodes[run])
-            own = [_table(v[2]) for v in values if v[2] is not None]
-            if own:
-                part = node_part(to_frame(pa.concat_tables(own)), truth, info, self.queries)
-                yield ("run", run), ("part", part)
-            if s == 0:
-                yield ("run", run), ("truth", (truth, info, meta))
+            truth = run_truth(to_frame(pa.concat_tables([_table(v[1]) for v in values])), info, self.nodes[run])
+            yield from ((("share", run, s), ("truth", (truth, info))) for s in range(self.plan.runs[run].n_shares))
+            yield ("run", run), ("truth", (truth, info, meta))
 
-    def combine(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Result]]:
-        """A run's last task: its parts combined (whole runs pass through)."""
-        by_run: dict[int, list[tuple[str, Any]]] = {}
-        for (_, run), value in records:
-            by_run.setdefault(run, []).append(value)
-        for run, values in by_run.items():
+    def share(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """A share task: the node part of its nodes (step 2); anything else passes on to the run's
+        last task."""
+        for key, values in _grouped(records).items():
+            if key[0] == "run":
+                yield from ((key, v) for v in values)
+                continue
+            truths = [v for what, v in values if what == "truth"]
+            own = [_table(v) for what, v in values if what == "lines"]
+            if truths and own:
+                truth, info = truths[0]
+                yield ("run", key[1]), ("part", node_part(to_frame(pa.concat_tables(own)), truth, info,
+                                                          self.queries))
+
+    def combine(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """A cut run's last task: its parts combined (step 3); a whole run's result passes."""
+        for key, values in _grouped(records).items():
             done = [v for what, v in values if what == "done"]
             if done:
-                yield ("run", run), done[0]
+                yield key, ("done", done[0])
                 continue
             truth, info, meta = next(v for what, v in values if what == "truth")
             parts = [v for what, v in values if what == "part"]
-            yield self._finish(run, meta, combine(concat(parts), truth, info, self.plots_too, self.queries))
+            yield self._finish(key[1], meta, combine(concat(parts), truth, info, self.plots_too, self.queries))
+
+
+def _grouped(records: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
+    by_key: dict[Any, list[Any]] = {}
+    for key, value in records:
+        by_key.setdefault(key, []).append(value)
+    return by_key
 
 
 def _files(run_dirs: list[str]) -> list[list[tuple[str, int]]]:
@@ -164,6 +173,12 @@ def _files(run_dirs: list[str]) -> list[list[tuple[str, int]]]:
                                     "give each run directory once")
         out.append(files)
     return out
+
+
+def _where(table: pa.Table, mask: pa.ChunkedArray) -> pa.Table:
+    """The rows of ``table`` where ``mask`` is true (null: false); ``table`` itself when all are."""
+    mask = pc.fill_null(mask, False)
+    return table if pc.all(mask).as_py() is not False else table.filter(mask)
 
 
 def _share_column(nodes: pa.ChunkedArray, run: RunPlan) -> pa.Array:
@@ -195,22 +210,31 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
              "then its nodes in shares, then its metrics")
     sc = spark.sparkContext
     reads = sc.parallelize(the_plan.reads, len(the_plan.reads)).flatMap(job.read)
-    if the_plan.cut:
+    if not the_plan.cut:
+        return _results(run_dirs, manifests, reads.collect())
+    reads.persist()  # read by the truth step, then by the shares: parsed once
+    try:
+        cut = {r.run: i for i, r in enumerate(the_plan.cut)}
         shares = {("share", r.run, s): i for i, (r, s) in enumerate((r, s) for r in the_plan.cut
                                                                      for s in range(r.n_shares))}
         n = len(shares)
-        reads = (reads.partitionBy(n, lambda key: shares[key] if key[0] == "share" else key[1] % n)
-                 .mapPartitions(job.share)
-                 .partitionBy(len(run_dirs), lambda key: key[1]).mapPartitions(job.combine))
-    return _results(run_dirs, manifests, dict(reads.collect()))
+        truths = (reads.filter(lambda kv: kv[0][0] == "truth").partitionBy(len(cut), lambda key: cut[key[1]])
+                  .mapPartitions(job.truth))
+        got = (reads.filter(lambda kv: kv[0][0] != "truth").union(truths)
+               .partitionBy(n, lambda key: shares[key] if key[0] == "share" else key[1] % n).mapPartitions(job.share)
+               .partitionBy(len(run_dirs), lambda key: key[1]).mapPartitions(job.combine).collect())
+    finally:
+        reads.unpersist()
+    return _results(run_dirs, manifests, got)
 
 
-def _results(run_dirs: list[str], manifests: list[Manifest], got: dict[Any, Result]) -> list[RunResult]:
+def _results(run_dirs: list[str], manifests: list[Manifest], got: list[tuple[Any, Any]]) -> list[RunResult]:
+    results: dict[int, Result] = {key[1]: value for key, (_, value) in got}
     out = []
     for run_id, (run_dir, manifest) in enumerate(zip(run_dirs, manifests, strict=True)):
-        if ("run", run_id) not in got:  # Spark returned without the run's analysis: never silently
+        if run_id not in results:  # Spark returned without the run's analysis: never silently
             raise RuntimeError(f"{run_dir}: the Spark job returned no analysis of this run")
-        meta, tables = got["run", run_id]
+        meta, tables = results[run_id]
         if meta["info"] is None:
             raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
         out.append(RunResult(RunMeta(run_dir, run_id, manifest, meta["info"], meta["events"], meta["bad_lines"]),

@@ -23,14 +23,18 @@ NO_ANSWER_OUTCOMES: tuple[str, ...] = ("oneway",)
 _PAIR = ["producer", "topic"]
 
 
-def measured_attempts(sends: pd.DataFrame, measure_end: float | None) -> pd.DataFrame:
-    """The attempts availability is judged on: those of the measured run (none when
-    ``measure_end`` is None) that expect an answer, plus boolean ``ok``. Keeps every column
-    of ``sends``."""
+def _measured(sends: pd.DataFrame, measure_end: float | None) -> np.ndarray:
+    """Which attempts availability is judged on: those of the measured run (none when
+    ``measure_end`` is None) that expect an answer."""
     answered = ~sends["outcome"].isin(NO_ANSWER_OUTCOMES).to_numpy(dtype=bool)
     ts = sends["ts"].to_numpy(dtype=float)
-    measured = np.zeros(len(sends), dtype=bool) if measure_end is None else ts <= float(measure_end)
-    out = sends.loc[measured & answered].copy()
+    return (np.zeros(len(sends), dtype=bool) if measure_end is None else ts <= float(measure_end)) & answered
+
+
+def measured_attempts(sends: pd.DataFrame, measure_end: float | None) -> pd.DataFrame:
+    """The attempts availability is judged on (:func:`_measured`), plus boolean ``ok``. Keeps
+    every column of ``sends``."""
+    out = sends.loc[_measured(sends, measure_end)].copy()
     out["ok"] = (out["outcome"] == "ok").to_numpy(dtype=bool)
     return out
 
@@ -103,10 +107,10 @@ def with_impact(rows: pd.DataFrame, faults: pd.DataFrame, windows: pd.DataFrame,
 
     A row keeps its place if ``faults`` has its ``fault_id`` or something lies in its window;
     other rows are dropped (the rows are the fault table's own, so none is)."""
-    att = measured_attempts(classified, measure_end)
-    failed = ~att["ok"].to_numpy(dtype=bool)
-    mis = att["reason"].notna().to_numpy(dtype=bool)
-    t = att["ts"].to_numpy(dtype=float)
+    t = classified["ts"].to_numpy(dtype=float)
+    measured = _measured(classified, measure_end)  # the attempts of measured_attempts, as a mask
+    failed = measured & ~(classified["outcome"] == "ok").to_numpy(dtype=bool)
+    mis = measured & classified["reason"].notna().to_numpy(dtype=bool)
     t, failed, mis = t[failed | mis], failed[failed | mis], mis[failed | mis]
     w_start = windows["start"].to_numpy(dtype=float)
     w_len = windows["end"].to_numpy(dtype=float) - w_start

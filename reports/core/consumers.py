@@ -73,12 +73,37 @@ def _nulls_as_none(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
 def _codes(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
     """``(codes, values)``: each column's values as integer codes over ONE dictionary of all
     their ``values`` (null: -1), so that the same string has the same code in every column:
-    joins and distinct counts over a run's hundreds of thousands of message ids become integer
-    work."""
+    joins and distinct counts become integer work. For columns of few distinct values (topics,
+    groups); :func:`_id_codes` for message ids."""
     codes, values = pd.factorize(pd.concat([c.astype(object) for c in columns], ignore_index=True))
     bounds = np.cumsum([0, *(len(c) for c in columns)])
     return ([codes[lo:hi].astype(np.int64) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
             np.asarray(values, dtype=object))
+
+
+def _id_codes(*columns: pd.Series | pa.Array) -> tuple[list[np.ndarray], int]:
+    """``(codes, how many values)`` as :func:`_codes`, encoded by Arrow: no Python string is made
+    for any of a run's hundreds of thousands of message ids."""
+    arrays = [c if isinstance(c, pa.Array) else pa.array(c.astype(object), type=pa.string(), from_pandas=True)
+              for c in columns]
+    encoded = pc.dictionary_encode(pa.concat_arrays(arrays))
+    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+    bounds = np.cumsum([0, *(len(c) for c in columns)])
+    return [codes[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)], len(encoded.dictionary)
+
+
+def _flat(df: pd.DataFrame, col: str) -> tuple[np.ndarray, pa.Array]:
+    """``(row, item)`` of each item of the list column ``col`` (as :func:`_explode`), the items
+    left in Arrow."""
+    arr = pa.array(df[col], type=EVENTS.field(col).type, from_pandas=True)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return pc.list_parent_indices(arr).to_numpy(), pc.list_flatten(arr)
+
+
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """The distinct codes (null, -1, included), sorted: counted, not hashed (the codes are dense)."""
+    return np.flatnonzero(np.bincount(codes + 1)) - 1 if len(codes) else codes
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -93,13 +118,19 @@ class Messages:
     each message's first ok attempt before ``until`` (``run.stop``; None: any)."""
 
     def __init__(self, ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None) -> None:
-        ok = sends.loc[_is(sends["outcome"], "ok"), ["topic", "msg_id", "ts"]]
-        dl = _explode(_kind(ev, "consume"), "msg_ids", ["group", "topic"], "msg_id")
+        is_ok = _is(sends["outcome"], "ok").to_numpy(dtype=bool)
+        ok = sends[["msg_id", "ts"]].loc[is_ok]
+        lines = ev[["kind", "group", "topic", "msg_ids"]]
+        consumes = _kind(lines, "consume")
+        row, dl_msg = _flat(consumes, "msg_ids")  # a delivery per message id: ``row`` its consume line
         subs = subscriptions(ev)
-        (self.ok_topic, self.dl_topic, self.sub_topic, self.watched, self.sent_topic), self.topics = _codes(
-            ok["topic"], dl["topic"], subs["topic"], _kind(ev, "consume", "rebalance")["topic"], sends["topic"])
-        (self.ok_msg, self.dl_msg), self.msg_ids = _codes(ok["msg_id"], dl["msg_id"])
-        (self.dl_group, self.sub_group), _ = _codes(dl["group"], subs["group"])
+        # topics and groups coded per line, then taken per attempt or delivery
+        (self.sent_topic, consume_topic, self.sub_topic, self.watched), self.topics = _codes(
+            sends["topic"], consumes["topic"], subs["topic"], _kind(lines, "consume", "rebalance")["topic"])
+        self.ok_topic, self.dl_topic = self.sent_topic[is_ok], consume_topic[row]
+        (self.ok_msg, self.dl_msg), self.n_msgs = _id_codes(ok["msg_id"], dl_msg)
+        (consume_group, self.sub_group), _ = _codes(consumes["group"], subs["group"])
+        self.dl_group = consume_group[row]
         self.subs = subs
         # the first ok attempt of each (topic, message), kept when before ``until``
         key = _pairs(self.ok_topic, self.ok_msg)
@@ -114,7 +145,7 @@ class Messages:
     def among(self, msgs: np.ndarray, members: np.ndarray) -> np.ndarray:
         """For each message code of ``msgs``: whether it is one of ``members`` (a null, -1, never
         is); a table lookup, message codes being dense."""
-        n = len(self.msg_ids)
+        n = self.n_msgs
         table = np.zeros(n + 1, bool)  # index n: a null message id
         table[members[members >= 0]] = True
         return table[np.where(msgs >= 0, msgs, n)]
@@ -145,7 +176,7 @@ def consumption(m: Messages) -> pd.DataFrame:
     n = np.bincount(each, minlength=len(firsts))
     first = np.flatnonzero(~pd.Series(each).duplicated().to_numpy())  # in order of ``each``'s codes
     dup_t, dup_n = m.dl_topic[first][n > 1], n[n > 1]
-    codes = np.unique(np.concatenate([acked_t, consumed_t]))
+    codes = _distinct(np.concatenate([acked_t, consumed_t]))
     size = int(codes.max(initial=-1)) + 1
     names = pd.Series([m.topics[c] if c >= 0 else None for c in codes], dtype=object)
     out = pd.DataFrame({"topic": names, "_c": codes}).sort_values("topic", na_position="first", kind="stable")
@@ -164,7 +195,7 @@ def consumption(m: Messages) -> pd.DataFrame:
 
 def subscriptions(ev: pd.DataFrame) -> pd.DataFrame:
     """``group, topic``: the topics each consumer group subscribed in the run."""
-    sub = _kind(ev, *SUBSCRIBING_KINDS)
+    sub = _kind(ev[["kind", "group", "topic"]], *SUBSCRIBING_KINDS)
     sub = sub.loc[sub["group"].notna() & sub["topic"].notna(), ["group", "topic"]]
     return sub.drop_duplicates().sort_values(["group", "topic"]).reset_index(drop=True)
 
@@ -173,7 +204,7 @@ def group_loss(m: Messages) -> pd.DataFrame:
     """``group, topic, expected, consumed, lost`` per subscribed (group, topic) whose topic some
     producer sent to: ``expected`` messages first acked before ``until``, ``consumed`` of them
     by the group (a ``consume`` of it under any topic)."""
-    sent = np.isin(m.sub_topic, np.unique(m.sent_topic[m.sent_topic >= 0]))
+    sent = np.isin(m.sub_topic, _distinct(m.sent_topic[m.sent_topic >= 0]))
     expected, consumed = [], []
     for g, t in zip(m.sub_group[sent], m.sub_topic[sent], strict=True):
         msgs = m.first_msg[m.first_topic == t]
