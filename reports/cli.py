@@ -91,8 +91,8 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
                    junit_file: Path | None) -> None:
     """Analyse runs with Spark: metrics.json, report.html, PNG plots, Parquet tables.
 
-    Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
-    path Spark reads; a remote one needs --out). Several RUN_DIRs are analysed in one
+    Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR: a local path,
+    or a URI pyarrow reads, which needs --out). Several RUN_DIRs are analysed in one
     Spark job, each run's report written to its RUN_DIR/report.
 
     With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,

@@ -1,16 +1,12 @@
-"""Availability and per-fault impact of one run (docs/design.md §9): unavailability windows
-per (producer, topic), and what each fault cost the producers (``rto_ms``, ``failed_sends``,
-``misrouted_sends`` beside its ``converged_ms``).
+"""Availability and per-fault impact of one run: unavailability windows per (producer, topic),
+and what each fault cost the producers (``rto_ms``, ``failed_sends``, ``misrouted_sends`` beside
+its ``converged_ms``). The rules (which attempts count, window ends, attribution windows) are
+docs/design.md §9, "Availability and per-fault impact".
 
-Pandas port of ``reports/availability.py``, same choices:
-
-* Only attempts of the measured run count (``ts`` at or before the measured end); a window
-  still open there ends at the measured end.
-* A ``oneway`` attempt expects no answer and is left out (neither evidence of availability
-  nor of its absence).
-* Attempts are ordered by ``ts`` then ``seq``, so an ok attempt logged at the same ``ts`` right
-  after a failed one closes a window of length 0, which is dropped.
-* Attribution windows are half-open, ``[start, max(end, start + converged_ms))``.
+Windows are found per (producer, topic) by sorting the attempts and a running minimum over the
+reversed order (each attempt's next ok one), so a producer's windows depend on its own
+attempts only: the engine computes them per share of nodes (:func:`unavailable_windows`) and
+the impact per fault over the whole run (:func:`with_impact`).
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""Consumer-side metrics of one run (docs/design.md §7 "Other metrics"): consumption (acked,
-lost, duplicates, consumed but never acked), loss per (group, topic), auto-create coverage,
-SUBSCRIPTION_NOT_EXIST pulls and queues left to non-subscribers.
+"""Consumer-side metrics of one run: consumption (acked, lost, duplicates, consumed but never
+acked), loss per (group, topic), auto-create coverage, SUBSCRIPTION_NOT_EXIST pulls and queues
+left to non-subscribers. The rules are docs/design.md §7, "Other metrics" (nulls as its
+"Conventions" say); ``sends`` is the send-attempt table (``producer, ts, seq, msg_id, topic,
+..., outcome, ...``).
 
-The pandas port of the consumer half of ``reports/clients.py`` and of ``reports/loss.py``: the
-same rules, null handling included (a join never matches a null key, a group-by keeps null as a
-group, ``collect_set`` drops nulls), so their module docstrings are the specification.
-``sends`` is the send-attempt table (``producer, ts, seq, msg_id, topic, ..., outcome, ...``).
+Consumption and loss are computed once for both over integer codes (:class:`Messages`): a run's
+topics and groups coded per line, its message ids by Arrow, so the joins and distinct counts
+over hundreds of thousands of messages are numpy work.
 """
 from __future__ import annotations
 
@@ -285,7 +286,7 @@ def _sorted_cids(values: Iterable[object]) -> tuple[str | None, ...]:
 def non_subscriber_queues(ev: pd.DataFrame) -> pd.DataFrame:
     """``group, topic, subscribers, non_subscribers, queues, unowned_queues`` per (group, topic)
     at each subscriber's last ``rebalance`` (``unowned_queues``: queues allocated to
-    non-subscribers; see the module docstring of ``reports/clients.py``)."""
+    non-subscribers; docs/design.md §7, "Other metrics", Subscriptions)."""
     cols = ["group", "topic", "subscribers", "non_subscribers", "queues", "unowned_queues"]
     gt = ["group", "topic"]
     last = latest(_kind(ev, "rebalance"), ["node", *gt]).reset_index(drop=True)

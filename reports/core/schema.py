@@ -1,7 +1,7 @@
 """The Arrow schema of a run's events, built from the event registry (:mod:`rmqemu.events`).
 
 One column per field any kind declares, of the declared type: the event lines are parsed
-straight into it (:mod:`reports.lines`), and a value of another type makes a broken line.
+straight into it (:mod:`reports.core.lines`), and a value of another type makes a broken line.
 """
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""Send attempts of one run (docs/design.md §7): misrouted sends by target, outcomes, latency.
-
-Pandas port of ``reports/misrouted.py`` and the send parts of ``reports/clients.py``. The
-target node is the master of the named broker (``broker_id`` 0) unless the send says
-``broker_id``, from the node table, else named by the rule ``<broker>-<brokerId>``. At the
-send's ``ts`` the first matching reason wins: ``dead > paused > partitioned > not_master >
-no_topic > bad_queue``; a send without a broker (``no_route``) has no target reason.
+"""Send attempts of one run: misrouted sends by target (docs/design.md §7, "Misrouted sends"),
+outcomes and latency (§7, "Other metrics").
 
 Each reason is a point lookup in an interval table that is disjoint per key, so a send
-matches at most one row: :func:`point_lookup` does it with one ``merge_asof`` per table
-(the last interval of the key starting at or before the time, then ``time < end``).
+matches at most one row: :func:`point_lookup` sorts the sends and the intervals' starts
+together by key and time and takes each send's last start before it (then ``time < end``).
 
 Latency percentiles are exact (linear interpolation, as Spark's ``percentile``); the
 per-bin ones of :func:`latency_over_time` (Spark's ``percentile_approx``, only plotted) are
