@@ -46,11 +46,19 @@ class _Sessions:
         self.given, self.master, self.progress, self.built = given, master, progress, None
         self.background = background
 
+    def start(self, small_input: bool = False) -> None:
+        """Start building the session on a thread (its JVM starts while the report's modules
+        are imported), unless one is given or started already."""
+        if self.given is None and self.background is None:
+            self.progress(f"starting Spark ({self.master or 'local[*]'})")
+            self.background = BackgroundSession(self.master, small_input, beside_cluster=False)
+
     def get(self, small_input: bool = False) -> Any:
         if self.given is not None:
             return self.given
         if self.background is not None:
-            self.progress("waiting for the Spark session started during the run")
+            if self.background.beside_cluster:
+                self.progress("waiting for the Spark session started during the run")
             return self.background.get()
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
@@ -134,11 +142,8 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
             threads: int, expect_file: Path | None, junit_file: Path | None) -> int:
     """Report every run; the number of runs that failed an expectation."""
     from rmqemu.reports import expect
-    from rmqemu.reports.job import default_out, run_reports
     from rmqemu.reports.manifest import read_manifest
-    from rmqemu.reports.rundir import event_paths
-    from rmqemu.reports.summary import one_line
-    from rmqemu.verdicts import judge
+    from rmqemu.reports.rundir import default_out, event_files
 
     if out and len(run_dirs) > 1:
         raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
@@ -148,12 +153,18 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
     for run_dir in run_dirs:
         if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
             read_manifest(None, run_dir)
-            size += sum(os.path.getsize(p) for p in event_paths(run_dir))
+            size += sum(s for _, s in event_files(run_dir))
         else:
             local = False
     given = expect.from_file(expect_file) if expect_file else None  # checked before Spark starts
     expects = [given or expect.from_run(rd) for rd in run_dirs]
-    results = run_reports(sessions.get(local and size < SMALL_INPUT_BYTES), run_dirs, out_dirs, progress=progress,
+    small = local and size < SMALL_INPUT_BYTES
+    sessions.start(small)
+    from rmqemu.reports.job import run_reports  # pandas, matplotlib: while the JVM starts
+    from rmqemu.reports.summary import one_line
+    from rmqemu.verdicts import judge
+
+    results = run_reports(sessions.get(small), run_dirs, out_dirs, progress=progress,
                           parquet=parquet, workers=threads, expects=expects)
     judged, failed = [], 0
     for run_dir, res, rules in zip(run_dirs, results, expects, strict=True):

@@ -31,7 +31,7 @@ from rmqemu.reports.core.analysis import TABLES
 from rmqemu.reports.engine import analyse_runs, names
 from rmqemu.reports.manifest import is_uri, read_manifest
 from rmqemu.reports.metrics import document, queries_of, sections_of
-from rmqemu.reports.rundir import event_paths
+from rmqemu.reports.rundir import default_out, event_paths
 from rmqemu.reports.session import THREADS
 
 Progress = Callable[[str], None]
@@ -87,13 +87,6 @@ def metrics(spark: SparkSession, run_dir: str, only: Iterable[str] | None = None
     written): for tests and notebooks. ``only``: the header and these sections (see
     :func:`compute_many`)."""
     return compute_many(spark, [run_dir], only=only)[run_dir]
-
-
-def default_out(run_dir: str) -> Path:
-    """``RUN_DIR/report`` for a local run dir; a remote one needs ``--out``."""
-    if "://" in run_dir and not run_dir.startswith("file://"):
-        raise RunInputError(f"{run_dir}: a remote run dir needs --out DIR (a local directory for the report)")
-    return Path(run_dir.removeprefix("file://")) / "report"
 
 
 def write_json(path: Path, data: Any) -> None:

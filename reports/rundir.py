@@ -3,6 +3,7 @@ sizes. Listed, never opened: the tasks that parse them open them (:mod:`reports.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from rmqemu.errors import RunInputError
 
@@ -55,6 +56,14 @@ def _remote_files(run_dir: str) -> list[tuple[str, int]]:
     if faults.type == fs.FileType.File:
         out.append((f"{base}/faults.jsonl", faults.size))
     return out
+
+
+def default_out(run_dir: str) -> Path:
+    """Where a run's report goes by default: ``RUN_DIR/report`` for a local run dir; a remote one
+    needs ``--out``."""
+    if "://" in run_dir and not run_dir.startswith("file://"):
+        raise RunInputError(f"{run_dir}: a remote run dir needs --out DIR (a local directory for the report)")
+    return Path(_local(run_dir)) / "report"
 
 
 def event_paths(run_dir: str) -> list[str]:

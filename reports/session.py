@@ -117,15 +117,16 @@ def _lower_this_threads_priority() -> None:
 
 
 class BackgroundSession:
-    """A report session built on a thread, so the JVM starts while something else runs
-    (``rmqemu launch --report``: while the cluster runs). Hand it to ``report_command`` as
-    ``obj={"background": session}``; the report then owns it and stops it at the end. A
+    """A report session built on a thread, so the JVM starts while something else runs: during
+    ``rmqemu launch --report``, the cluster (``beside_cluster``: at a lower priority, then a
+    warm-up); during ``rmqemu report``, the driver's own imports. Hand one to ``report_command``
+    as ``obj={"background": session}``; the report then owns it and stops it at the end. A
     launched run is mostly small: ``small_input`` by default (JVM options are fixed at start).
-    Once started, it analyses a tiny run (:func:`reports.engine.warm_up`), still beside the
-    cluster at the lower priority: the report after the run then finds its Python workers up."""
+    The warm-up analyses a tiny run (:func:`reports.engine.warm_up`), still at the lower
+    priority: the report after the run then finds its Python workers up."""
 
-    def __init__(self, master: str | None = None, small_input: bool = True) -> None:
-        self.master, self.small_input = master, small_input
+    def __init__(self, master: str | None = None, small_input: bool = True, beside_cluster: bool = True) -> None:
+        self.master, self.small_input, self.beside_cluster = master, small_input, beside_cluster
         self._session: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._build, name="report-session", daemon=True)
@@ -133,11 +134,13 @@ class BackgroundSession:
 
     def _build(self) -> None:
         try:
-            _lower_this_threads_priority()
+            if self.beside_cluster:
+                _lower_this_threads_priority()
             self._session = build_session(self.master, small_input=self.small_input)
-            from rmqemu.reports.engine import warm_up  # pyspark: imported on this thread, once started
+            if self.beside_cluster:
+                from rmqemu.reports.engine import warm_up  # pyspark: imported on this thread, once started
 
-            warm_up(self._session)
+                warm_up(self._session)
         except BaseException as exc:  # noqa: BLE001 - raised again by get()
             self._error = exc
 
