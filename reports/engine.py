@@ -6,12 +6,16 @@ row: between tasks Spark moves Arrow IPC and pickled tables it does not look ins
 ONE Spark job for any number of runs, planned by :mod:`reports.plan` from the files' sizes:
 
 - a **whole** run (a small one) is read and analysed by one task: nothing is shuffled;
-- a **cut** run is read by several tasks (pieces of its files), whose output is kept (cached)
-  for the two steps that use it: a task per run gathers every piece's truth lines and tally and
-  computes the run's truth once (:func:`~reports.core.analysis.run_truth`) for each *share* of
-  its nodes; a task per share joins that truth with the share's node lines and computes their
-  part (:func:`~reports.core.analysis.node_part`); a task per run combines the parts
+- a **cut** run is read by several tasks (pieces of its files); each sends every *share* of the
+  run (a few of its nodes) the piece's tally and truth lines (the few that step 1 reads,
+  :func:`~reports.core.analysis.truth_lines`) and that share's node lines; a task per share
+  computes the run's truth (:func:`~reports.core.analysis.run_truth`) and the share's part
+  (:func:`~reports.core.analysis.node_part`); a task per run combines the parts
   (:func:`~reports.core.analysis.combine`). Whole runs' results pass through untouched.
+
+Why every share computes the truth: a truth task first would need the pieces read twice, or
+kept (cached) between two stages; on the 1M-event run that costs as much as the 0.15 s of CPU a
+share spends on the truth (bench/README.md), with a stage and a cache more.
 
 Local (``local[*]``) and cluster (``--master spark://...``) run the same job; the executors open
 the files at the paths the driver listed (docs/design.md §8).
@@ -98,7 +102,8 @@ class Job:
         if run.whole:
             yield self._whole(task.run, tally, lines)
             return
-        yield ("truth", task.run), (tally, _ipc(truth_lines(lines)))
+        truth = ("truth", (tally, _ipc(truth_lines(lines))))
+        yield from ((("share", task.run, s), truth) for s in range(run.n_shares))
         mine = _where(lines, pc.and_(pc.is_in(lines.column("kind"), pa.array(NODE_KINDS)),
                                      pc.is_valid(lines.column("node")))).select(list(NODE_COLUMNS))
         share = _share_column(mine.column("node"), run)
@@ -114,31 +119,28 @@ class Job:
         return self._finish(run, meta, analyse(to_frame(lines), info, self.nodes[run], self.plots_too,
                                                self.queries))
 
-    def truth(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
-        """A cut run's truth task: its tally and truth (step 1), for each of its shares and its
-        last task."""
-        for (_, run), values in _grouped(records).items():
-            info, meta = self._meta(run, reduce(Tally.__add__, (v[0] for v in values), Tally()))
-            if info is None:
-                yield ("run", run), ("done", (meta, {}))
-                continue
-            truth = run_truth(to_frame(pa.concat_tables([_table(v[1]) for v in values])), info, self.nodes[run])
-            yield from ((("share", run, s), ("truth", (truth, info))) for s in range(self.plan.runs[run].n_shares))
-            yield ("run", run), ("truth", (truth, info, meta))
-
     def share(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
-        """A share task: the node part of its nodes (step 2); anything else passes on to the run's
-        last task."""
+        """A share task: the run's tally and truth (step 1, from every piece's truth lines) and the
+        node part of its nodes (step 2); the first share also hands the truth on to the run's last
+        task, and whole runs' results pass on."""
         for key, values in _grouped(records).items():
             if key[0] == "run":
                 yield from ((key, v) for v in values)
                 continue
-            truths = [v for what, v in values if what == "truth"]
+            _, run, s = key
+            pieces = [v for what, v in values if what == "truth"]
+            info, meta = self._meta(run, reduce(Tally.__add__, (t for t, _ in pieces), Tally()))
+            if info is None:
+                if s == 0:
+                    yield ("run", run), ("done", (meta, {}))
+                continue
+            truth = run_truth(to_frame(pa.concat_tables([_table(lines) for _, lines in pieces])), info,
+                              self.nodes[run])
             own = [_table(v) for what, v in values if what == "lines"]
-            if truths and own:
-                truth, info = truths[0]
-                yield ("run", key[1]), ("part", node_part(to_frame(pa.concat_tables(own)), truth, info,
-                                                          self.queries))
+            if own:
+                yield ("run", run), ("part", node_part(to_frame(pa.concat_tables(own)), truth, info, self.queries))
+            if s == 0:
+                yield ("run", run), ("truth", (truth, info, meta))
 
     def combine(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
         """A cut run's last task: its parts combined (step 3); a whole run's result passes."""
@@ -212,19 +214,11 @@ def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str],
     reads = sc.parallelize(the_plan.reads, len(the_plan.reads)).flatMap(job.read)
     if not the_plan.cut:
         return _results(run_dirs, manifests, reads.collect())
-    reads.persist()  # read by the truth step, then by the shares: parsed once
-    try:
-        cut = {r.run: i for i, r in enumerate(the_plan.cut)}
-        shares = {("share", r.run, s): i for i, (r, s) in enumerate((r, s) for r in the_plan.cut
-                                                                     for s in range(r.n_shares))}
-        n = len(shares)
-        truths = (reads.filter(lambda kv: kv[0][0] == "truth").partitionBy(len(cut), lambda key: cut[key[1]])
-                  .mapPartitions(job.truth))
-        got = (reads.filter(lambda kv: kv[0][0] != "truth").union(truths)
-               .partitionBy(n, lambda key: shares[key] if key[0] == "share" else key[1] % n).mapPartitions(job.share)
-               .partitionBy(len(run_dirs), lambda key: key[1]).mapPartitions(job.combine).collect())
-    finally:
-        reads.unpersist()
+    keys = [("share", r.run, s) for r in the_plan.cut for s in range(r.n_shares)]
+    shares = {key: i for i, key in enumerate(keys)}
+    n = len(shares)
+    got = (reads.partitionBy(n, lambda key: shares[key] if key[0] == "share" else key[1] % n).mapPartitions(job.share)
+           .partitionBy(len(run_dirs), lambda key: key[1]).mapPartitions(job.combine).collect())
     return _results(run_dirs, manifests, got)
 
 
