@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -123,7 +124,8 @@ class BackgroundSession:
     as ``obj={"background": session}``; the report then owns it and stops it at the end. A
     launched run is mostly small: ``small_input`` by default (JVM options are fixed at start).
     The warm-up analyses a tiny run (:func:`reports.engine.warm_up`), still at the lower
-    priority: the report after the run then finds its Python workers up."""
+    priority: the report after the run then finds its Python workers up; meanwhile another
+    thread imports the report's own modules (pandas, matplotlib: a second on a small host)."""
 
     def __init__(self, master: str | None = None, small_input: bool = True, beside_cluster: bool = True) -> None:
         self.master, self.small_input, self.beside_cluster = master, small_input, beside_cluster
@@ -131,6 +133,16 @@ class BackgroundSession:
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._build, name="report-session", daemon=True)
         self._thread.start()
+        if beside_cluster:
+            threading.Thread(target=self._import, name="report-imports", daemon=True).start()
+
+    @staticmethod
+    def _import() -> None:
+        _lower_this_threads_priority()
+        try:
+            importlib.import_module("rmqemu.reports.job")
+        except Exception:  # noqa: BLE001 - the report's own import says what is wrong
+            pass
 
     def _build(self) -> None:
         try:
