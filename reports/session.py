@@ -23,7 +23,7 @@ LOCAL_CONF: dict[str, str] = {
 }
 
 
-#: JVM options of a local session for a small input: the C1 compiler only (compiled sooner;
+#: JVM options of a session for a small input: the C1 compiler only (compiled sooner;
 #: C2's slower, better code pays only over a long run) and the serial collector.
 SMALL_INPUT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -38,8 +38,9 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None,
     this interpreter (they import rmqemu's analysis), on a cluster at the same path unless
     ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names another with rmqemu installed; with a
     real cluster (``--master spark://...``) the driver must be reachable (docs/design.md §9).
-    ``small_input``: a local session for logs under :data:`SMALL_INPUT_BYTES` starts its JVM
-    with :data:`SMALL_INPUT_JVM` (bench/README.md has the figures). ``conf``: extra settings,
+    ``small_input``: a session for logs under :data:`SMALL_INPUT_BYTES` starts its JVMs (the
+    driver's, and on a cluster the executors') with :data:`SMALL_INPUT_JVM` (bench/README.md has
+    the figures). ``conf``: extra settings,
     applied last."""
     master = master or "local[*]"
     local = master.startswith("local")
@@ -55,7 +56,9 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.log.level", "ERROR")
          .config("spark.sql.session.timeZone", "UTC"))
-    extra = {"spark.driver.extraJavaOptions": SMALL_INPUT_JVM} if local and small_input else {}
+    extra = {"spark.driver.extraJavaOptions": SMALL_INPUT_JVM} if small_input else {}
+    if small_input and not local:  # the application's executors start as it does
+        extra["spark.executor.extraJavaOptions"] = SMALL_INPUT_JVM
     for key, value in {**(LOCAL_CONF if local else {}), **extra, **(conf or {})}.items():
         b = b.config(key, value)
     spark = b.getOrCreate()
