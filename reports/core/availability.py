@@ -27,10 +27,11 @@ def _measured(sends: pd.DataFrame, measure_end: float | None) -> np.ndarray:
     return (np.zeros(len(sends), dtype=bool) if measure_end is None else ts <= float(measure_end)) & answered
 
 
-def measured_attempts(sends: pd.DataFrame, measure_end: float | None) -> pd.DataFrame:
+def measured_attempts(sends: pd.DataFrame, measure_end: float | None,
+                      columns: list[str] | None = None) -> pd.DataFrame:
     """The attempts availability is judged on (:func:`_measured`), plus boolean ``ok``. Keeps
-    every column of ``sends``."""
-    out = sends.loc[_measured(sends, measure_end)].copy()
+    every column of ``sends``, or only ``columns``."""
+    out = (sends if columns is None else sends[columns]).loc[_measured(sends, measure_end)].copy()
     out["ok"] = (out["outcome"] == "ok").to_numpy(dtype=bool)
     return out
 
@@ -48,7 +49,7 @@ def unavailable_windows(sends: pd.DataFrame, measure_end: float | None) -> pd.Da
     A window opens at a non-ok attempt that is the pair's first or follows an ok one, and
     ends at the pair's next ok attempt (strictly later in ``(ts, seq)`` order), else at the
     measured end; windows of length 0 are dropped. Rows sorted by pair, then start."""
-    att = measured_attempts(sends, measure_end)
+    att = measured_attempts(sends, measure_end, [c for c in (*_PAIR, "ts", "seq", "outcome") if c in sends])
     if att.empty:
         return pd.DataFrame({"producer": pd.Series(dtype=object), "topic": pd.Series(dtype=object),
                              "start": pd.Series(dtype=float), "end": pd.Series(dtype=float)})

@@ -219,14 +219,15 @@ def latency_percentiles(sends: pd.DataFrame) -> pd.DataFrame:
 def latency_over_time(sends: pd.DataFrame, run_start: float, bin_ms: float) -> pd.DataFrame:
     """``bin, n, p50_ms, p99_ms, max_ms, timeouts`` per time bin, for the latency plot
     (percentiles by ``inverted_cdf``, see the module docstring)."""
-    lat = sends.loc[sends["latency_ms"].notna()]
-    df = pd.DataFrame({"bin": _bins(lat["ts"], run_start, bin_ms), "v": lat["latency_ms"].to_numpy(dtype=float),
-                       "t": (lat["outcome"] == "timeout").to_numpy(dtype=np.int64)})
+    v = sends["latency_ms"].to_numpy(dtype=float, na_value=np.nan)
+    has = ~np.isnan(v)
+    df = pd.DataFrame({"bin": _bins(sends["ts"], run_start, bin_ms)[has], "v": v[has],
+                       "t": (sends["outcome"] == "timeout").to_numpy(dtype=np.int64)[has]})
     cols = ["bin", "n", "p50_ms", "p99_ms", "max_ms", "timeouts"]
     if df.empty:
         return pd.DataFrame({c: pd.Series(dtype=np.int64 if c in ("bin", "n", "timeouts") else float) for c in cols})
     out = df.groupby("bin", sort=True).agg(n=("v", "size"), max_ms=("v", "max"), timeouts=("t", "sum"))
-    vals = df.sort_values(["bin", "v"], kind="stable")["v"].to_numpy()
+    vals = df["v"].to_numpy()[np.lexsort((df["v"].to_numpy(), df["bin"].to_numpy()))]
     n = out["n"].to_numpy()
     first = np.r_[0, np.cumsum(n)[:-1]]  # where each bin's sorted latencies begin
     for name, (num, den) in (("p50_ms", (50, 100)), ("p99_ms", (99, 100))):
