@@ -92,8 +92,8 @@ class Job:
 
     def read(self, task: ReadTask) -> Iterator[tuple[Any, Any]]:
         """A read task: its pieces parsed once, keeping the kinds and columns the core reads; a
-        whole run analysed, a cut run's lines sent on (the truth lines to its truth task, the
-        node lines to their shares)."""
+        whole run analysed, a cut run's lines sent on (the pieces' tally and truth lines to every
+        share of the run, each node's lines to its share)."""
         got = [read_piece(p, READ_COLUMNS) for p in task.pieces]
         tally = reduce(Tally.__add__, (t for _, t in got), Tally())
         lines = pa.concat_tables([t for t, _ in got])
