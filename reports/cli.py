@@ -88,7 +88,8 @@ def _fail(message: str, code: int) -> None:
 @click.option("--parquet/--no-parquet", default=True, show_default=True,
               help="Write the derived tables as Parquet under OUT/parquet.")
 @click.option("--threads", default=THREADS, show_default=True, type=click.IntRange(1, 64),
-              help="Threads drawing the plots of several runs (1: one after another).")
+              help="Plots drawn at once, each in a process of its own, at most one per core "
+              "(1: one after another, in this process).")
 @click.option("--expect", "expect_file", type=click.Path(path_type=Path), default=None,
               help="Judge the runs by this YAML file's expect: (default: each run's topology's expect:, if any).")
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path), default=None,

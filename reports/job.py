@@ -18,7 +18,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +112,7 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     """The whole job for one or many runs: each run's ``report/`` as :func:`run_report`
     writes it. Raises ``RunInputError`` for unusable input (before writing, as far as the files
     show it). ``expects``: per run, the :class:`rmqemu.verdicts.Expectations` its report.html
-    opens with (or None). ``workers``: threads drawing the plots."""
+    opens with (or None). ``workers``: processes drawing the plots (:func:`reports.plots.drawing_pool`)."""
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]
     for run_dir in run_dirs:  # bad input is found before anything is written
         if not is_uri(run_dir) or run_dir.startswith("file://"):
@@ -127,15 +126,12 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     results = analyse_runs(spark, list(run_dirs), names(["m.", "p."]), progress, tables_to=tables_to)
     stage("write", "writing metrics.json, drawing plots")
 
-    def write(i: int) -> tuple[list[str], list[plots.Figure]]:
-        data = plotdata.assemble(results[i])
-        return data.notes, plots.render_all(data, outs[i])
-
     docs = [document(r) for r in results]
     for doc, out in zip(docs, outs, strict=True):
         write_json(out / "metrics.json", doc)
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        drawn = list(pool.map(write, range(len(results))))
+    with plots.drawing_pool(workers) as pool:
+        drawn = [(data.notes, plots.render_all(data, out, pool))
+                 for data, out in zip(map(plotdata.assemble, results), outs, strict=True)]
     stage("html", "writing report.html")
     reports = []
     for i, (doc, out, (notes, figures)) in enumerate(zip(docs, outs, drawn, strict=True)):

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any
 
-#: Threads the report's driver draws the plots of several runs on (``--threads``).
+#: Plots the report's driver draws at once, in processes (``--threads``; at most one per core).
 THREADS = 4
 
 #: Settings of a local session: bound to the loopback interface, and room for the driver's share
