@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 
-from rmqemu.reports.core.lines import parse
+from rmqemu.reports.core.lines import Tally, parse
 from rmqemu.reports.core.schema import EVENTS, FILE, NODES, SEQ
 
 #: Width of the over-time plots' time bins: a run split into this many.
@@ -86,8 +86,8 @@ class RunInfo:
         return cls(float(ev["ts"].min()), float(ev["ts"].max()), first("run.stop"), first("run.start"), scale)
 
     @classmethod
-    def of_tally(cls, t: Any, scale: float = 1.0) -> RunInfo | None:
-        """The numbers of a run from its :class:`reports.core.lines.Tally` (None without a line)."""
+    def of_tally(cls, t: Tally, scale: float = 1.0) -> RunInfo | None:
+        """The numbers of a run from its lines' tally (None without a readable line)."""
         if t.lo is None or t.hi is None:
             return None
         return cls(t.lo, t.hi, t.stop, t.up, scale)
