@@ -14,11 +14,11 @@ COLUMNS = {
     "broker_id": "INTEGER", "fault_id": "VARCHAR", "fault": "VARCHAR", "targets": "VARCHAR[]",
     "params": "STRUCT(links VARCHAR[][], offset_ms DOUBLE)", "topic": "VARCHAR", "write_queues": "INTEGER",
     "perm": "INTEGER", "queue_datas": "STRUCT(broker VARCHAR, \"read\" INTEGER, \"write\" INTEGER, perm INTEGER)[]",
-    "masters": "VARCHAR[]", "publish_queues": "VARCHAR[][]", "msg_id": "VARCHAR", "queue_id": "INTEGER",
-    "outcome": "VARCHAR", "latency_ms": "DOUBLE", "msg_ids": "VARCHAR[]",
+    "masters": "VARCHAR[]", "publish_queues": "STRUCT(broker VARCHAR, queue_id INTEGER)[]", "msg_id": "VARCHAR",
+    "queue_id": "INTEGER", "outcome": "VARCHAR", "latency_ms": "DOUBLE", "msg_ids": "VARCHAR[]",
 }
 
-# Interval tables mirror reports/truth.py; {run_end} is substituted as a literal.
+# Interval tables mirror reports/core/truth.py; {run_end} is substituted as a literal.
 SQL = """
 CREATE TEMP TABLE b AS SELECT min(ts) AS run_start, max(ts) AS run_end FROM ev;
 CREATE TEMP TABLE exits AS SELECT node, ts, seq FROM ev WHERE kind = 'node.exit';
@@ -119,7 +119,7 @@ def views_sql(run_end: float) -> str:
     return f"""
 CREATE TEMP TABLE vlines AS
   SELECT 'client' AS who, node, topic, ts, seq,
-         list_sort(list_distinct([q[1] FOR q IN coalesce(publish_queues, [])])) AS view
+         list_sort(list_distinct([q.broker FOR q IN coalesce(publish_queues, [])])) AS view
   FROM ev WHERE kind = 'client.route'
   UNION ALL SELECT 'namesrv', node, topic, ts, seq, list_sort(list_distinct([q.broker FOR q IN coalesce(queue_datas, [])
       IF q.perm & 2 != 0 AND coalesce(q.write, 1) > 0 AND list_contains(coalesce(masters, []), q.broker)]))

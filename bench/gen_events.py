@@ -103,7 +103,7 @@ class Model:
             old = self.views.get((client, topic))
             self.views[(client, topic)] = brokers
             self.emit(client, "client.route", topic=topic, source=source, changed=old != brokers,
-                      publish_queues=[[b, q] for b in brokers for q in range(QUEUES[topic])])
+                      publish_queues=[{"broker": b, "queue_id": q} for b in brokers for q in range(QUEUES[topic])])
         self.at(shape.POLL, self.poll, client, topics)
 
     def target_ok(self, producer: str, b: str, topic: str) -> tuple[str, float, int]:
@@ -157,7 +157,8 @@ class Model:
     def rebalance(self, consumer: str, group: str, topics: list[str]) -> None:
         members = GROUPS[group][0]
         for topic in topics:
-            mqs = [[b, q] for b in self.views.get((consumer, topic)) or [] for q in range(QUEUES[topic])]
+            mqs = [{"broker": b, "queue_id": q} for b in self.views.get((consumer, topic)) or []
+                   for q in range(QUEUES[topic])]
             i, n = members.index(consumer), len(members)
             self.emit(consumer, "rebalance", group=group, topic=topic, cid=f"{consumer}@1",
                       cids=[f"{m}@1" for m in members], strategy="AVG", allocated=mqs[i::n])

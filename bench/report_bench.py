@@ -5,7 +5,7 @@
 Generates a synthetic run (``bench/gen_events.py``, seeded) unless ``--dir`` already holds
 one with that many events, then on the same files and in the same process:
 
-* Spark: ``reports.job.metrics`` (load with the explicit schema, the whole analysis,
+* Spark: ``reports.job.metrics`` (the tasks reading the files, the whole analysis,
   metrics.json assembly) on a session built like the CLI's (``local[*]``), timed after
   session start-up, which is reported apart; run twice (cold JVM, then warm).
   ``--full`` also times the whole ``run_report`` (plots, Parquet, HTML).

@@ -46,11 +46,19 @@ class _Sessions:
         self.given, self.master, self.progress, self.built = given, master, progress, None
         self.background = background
 
+    def start(self, small_input: bool = False) -> None:
+        """Start building the session on a thread (its JVM starts while the report's modules
+        are imported), unless one is given or started already."""
+        if self.given is None and self.background is None:
+            self.progress(f"starting Spark ({self.master or 'local[*]'})")
+            self.background = BackgroundSession(self.master, small_input, beside_cluster=False)
+
     def get(self, small_input: bool = False) -> Any:
         if self.given is not None:
             return self.given
         if self.background is not None:
-            self.progress("waiting for the Spark session started during the run")
+            if self.background.beside_cluster:
+                self.progress("waiting for the Spark session started during the run")
             return self.background.get()
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
@@ -80,7 +88,8 @@ def _fail(message: str, code: int) -> None:
 @click.option("--parquet/--no-parquet", default=True, show_default=True,
               help="Write the derived tables as Parquet under OUT/parquet.")
 @click.option("--threads", default=THREADS, show_default=True, type=click.IntRange(1, 64),
-              help="Threads drawing the plots of several runs (1: one after another).")
+              help="Plots drawn at once, each in a process of its own, at most one per core "
+              "(1: one after another, in this process).")
 @click.option("--expect", "expect_file", type=click.Path(path_type=Path), default=None,
               help="Judge the runs by this YAML file's expect: (default: each run's topology's expect:, if any).")
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path), default=None,
@@ -91,8 +100,8 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
                    junit_file: Path | None) -> None:
     """Analyse runs with Spark: metrics.json, report.html, PNG plots, Parquet tables.
 
-    Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR may be any
-    path Spark reads; a remote one needs --out). Several RUN_DIRs are analysed in one
+    Reads RUN_DIR/events/*.jsonl, faults.jsonl and manifest.json (RUN_DIR: a local path,
+    or a URI pyarrow reads, which needs --out). Several RUN_DIRs are analysed in one
     Spark job, each run's report written to its RUN_DIR/report.
 
     With --compare RUN_A RUN_B ...: one table of the headline metrics side by side,
@@ -134,11 +143,8 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
             threads: int, expect_file: Path | None, junit_file: Path | None) -> int:
     """Report every run; the number of runs that failed an expectation."""
     from rmqemu.reports import expect
-    from rmqemu.reports.job import default_out, run_reports
     from rmqemu.reports.manifest import read_manifest
-    from rmqemu.reports.rundir import event_paths
-    from rmqemu.reports.summary import one_line
-    from rmqemu.verdicts import judge
+    from rmqemu.reports.rundir import default_out, event_files
 
     if out and len(run_dirs) > 1:
         raise click.UsageError("--out names one report directory: give one RUN_DIR (each run's report "
@@ -148,12 +154,18 @@ def _report(run_dirs: list[str], out: str | None, parquet: bool, sessions: _Sess
     for run_dir in run_dirs:
         if "://" not in run_dir or run_dir.startswith("file://"):  # fail fast, before Spark starts
             read_manifest(None, run_dir)
-            size += sum(os.path.getsize(p) for p in event_paths(run_dir))
+            size += sum(s for _, s in event_files(run_dir))
         else:
             local = False
     given = expect.from_file(expect_file) if expect_file else None  # checked before Spark starts
     expects = [given or expect.from_run(rd) for rd in run_dirs]
-    results = run_reports(sessions.get(local and size < SMALL_INPUT_BYTES), run_dirs, out_dirs, progress=progress,
+    small = local and size < SMALL_INPUT_BYTES
+    sessions.start(small)
+    from rmqemu.reports.job import run_reports  # pandas, matplotlib: while the JVM starts
+    from rmqemu.reports.summary import one_line
+    from rmqemu.verdicts import judge
+
+    results = run_reports(sessions.get(small), run_dirs, out_dirs, progress=progress,
                           parquet=parquet, workers=threads, expects=expects)
     judged, failed = [], 0
     for run_dir, res, rules in zip(run_dirs, results, expects, strict=True):

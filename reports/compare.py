@@ -22,7 +22,7 @@ Metrics = dict[str, Any]
 def read_metrics(run_dir: str) -> Metrics | None:
     """``RUN_DIR/report/metrics.json`` if present; ``None`` if the run has no report yet."""
     if "://" in run_dir and not run_dir.startswith("file://"):
-        return None  # a remote run: computed by Spark, which reads any path it supports
+        return None  # a remote run: computed by the report job, whose tasks read it
     root = Path(run_dir.removeprefix("file://"))
     if not root.is_dir():
         raise RunInputError(f"{root}: run directory does not exist")

@@ -1,228 +1,238 @@
-"""The Spark engine: the runs' events read once, the core (:mod:`reports.core.analysis`) run
-in Spark tasks keyed by run and node, in ONE Spark job whatever the number of runs:
+"""The Spark engine: Spark schedules and distributes the work, its Python tasks read and parse the
+runs' event files themselves (:mod:`reports.core.lines`) and run the core
+(:mod:`reports.core.analysis`). No event line is parsed by the JVM or travels through it as a
+row: between tasks Spark moves Arrow IPC and pickled tables it does not look inside.
 
-1. every run's truth, one task per run (:func:`reports.core.analysis.run_truth`): its few
-   lifecycle, fault, topic and route lines, and its files' line counts and bounds (the run's
-   numbers, its broken lines);
-2. every share's part (:func:`~reports.core.analysis.node_part`): a share is a run's nodes
-   together when its logs are under :data:`SHARE_BYTES`, else one of its nodes; its lines with
-   its run's truth (a cogroup on ``(run, share)``: the truth task hands a copy to each share
-   of its run);
-3. every run's metrics, plot and derived tables, one task per run
-   (:func:`~reports.core.analysis.combine`), collected.
+ONE Spark job for any number of runs, planned by :mod:`reports.plan` from the files' sizes:
 
-A 1M-event run is cut across tasks by node, a sweep by run; one run and N runs are the same
-code. Between tasks the tables travel as pickled pandas frames in a binary column: Spark moves
-them, it does not look inside.
+- a **whole** run (a small one) is read and analysed by one task: nothing is shuffled;
+- a **cut** run is read by several tasks (pieces of its files); each sends every *share* of the
+  run (a few of its nodes) the piece's tally and truth lines (the few that step 1 reads,
+  :func:`~reports.core.analysis.truth_lines`) and that share's node lines; a task per share
+  computes the run's truth (:func:`~reports.core.analysis.run_truth`) and the share's part
+  (:func:`~reports.core.analysis.node_part`); a task per run combines the parts
+  (:func:`~reports.core.analysis.combine`). Whole runs' results pass through untouched.
+
+Why every share computes the truth: a truth task first would need the pieces read twice, or
+kept (cached) between two stages; on the 1M-event run that costs as much as the 0.15 s of CPU a
+share spends on the truth (bench/README.md), with a stage and a cache more.
+
+Local (``local[*]``) and cluster (``--master spark://...``) run the same job; the executors open
+the files at the paths the driver listed (docs/design.md §8).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
-import pickle
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from functools import reduce
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
-import pandas as pd
 import pyarrow as pa
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import functions as F
+import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 
 from rmqemu.errors import RunInputError
-from rmqemu.reports.conf import sql_conf
 from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
     NODE_KINDS,
-    TRUTH_COLUMNS,
-    TRUTH_KINDS,
+    READ_COLUMNS,
+    READ_KINDS,
+    analyse,
     combine,
     concat,
     node_part,
     run_truth,
+    truth_lines,
 )
-from rmqemu.reports.core.frame import RunInfo, from_json_columns, to_frame
-from rmqemu.reports.core.schema import EVENTS
-from rmqemu.reports.load import RUN, file_stats, good_events, read_runs
-from rmqemu.reports.manifest import Manifest, is_uri
+from rmqemu.reports.core.frame import RunInfo, to_frame
+from rmqemu.reports.core.lines import Tally, read_piece
+from rmqemu.reports.manifest import Manifest, read_manifest
+from rmqemu.reports.plan import PIECE_BYTES, SHARE_BYTES, Plan, ReadTask, RunPlan, plan
 from rmqemu.reports.results import RunMeta, RunResult, write_tables
-from rmqemu.reports.rundir import event_paths
+from rmqemu.reports.rundir import event_files
 
-#: What the tasks return: pickled values of a run (``name``: what they are), by share (null:
-#: the run's own).
-BLOB = "run int, share string, name string, data binary"
-_BLOB = pa.schema([("run", pa.int32()), ("share", pa.string()), ("name", pa.string()), ("data", pa.binary())])
-
-#: A run whose logs are smaller is analysed in one task, its nodes together: on a small run a
-#: call per node costs more in pandas' per-call overhead than the tasks gain (bench/README.md).
-SHARE_BYTES = 16 * 1024 * 1024
-#: The share of a run analysed whole.
-WHOLE = ""
-
-#: Names of the values that are not tables of the analysis (DONE: the run's last task finished).
-META, TRUTH, DONE = "meta", "truth", "done"
+Tables = dict[str, Any]
+#: What a run's last task returns: ``(meta, tables)``; meta: ``events``, ``bad_lines``, ``info``.
+Result = tuple[dict[str, Any], Tables]
 
 
-def _blobs(run: int | None, rows: Iterable[tuple[str | None, str, bytes]]) -> pa.Table:
-    rows = list(rows)
-    return pa.table({"run": [run] * len(rows), "share": [r[0] for r in rows], "name": [r[1] for r in rows],
-                     "data": [r[2] for r in rows]}, schema=_BLOB)
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as out:
+        out.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
-def _dump(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+def _table(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
-def wire_columns(columns: Iterable[str]) -> list[Column]:
-    """``columns`` as the tasks receive them: nested ones as JSON text (parsed back by
-    :func:`reports.core.frame.from_json_columns`)."""
-    return [F.to_json(c).alias(c) if pa.types.is_nested(EVENTS.field(c).type) else F.col(c) for c in columns]
+class Job:
+    """What every task of one job needs to know (pickled into the tasks): the plan, each run's
+    scale and node table, and what to return and write."""
 
+    def __init__(self, the_plan: Plan, manifests: list[Manifest], keep: Callable[[str], bool],
+                 queries: Collection[str] | None, tables_to: Mapping[int, str]) -> None:
+        self.plan, self.keep, self.queries, self.tables_to = the_plan, keep, queries, dict(tables_to)
+        self.scales = [m.scale for m in manifests]
+        self.nodes = [m.nodes for m in manifests]
+        self.plots_too = keep("p.lanes")
 
-def _events(table: pa.Table) -> pd.DataFrame:
-    """A group's lines as the core's events frame."""
-    return to_frame(from_json_columns(table.drop_columns([RUN])))
+    def _meta(self, run: int, tally: Tally) -> tuple[RunInfo | None, dict[str, Any]]:
+        info = RunInfo.of_tally(tally, self.scales[run])
+        return info, {"events": tally.good, "bad_lines": dict(tally.bad), "info": info}
 
+    def _finish(self, run: int, meta: dict[str, Any], tables: Tables) -> tuple[Any, Any]:
+        if run in self.tables_to:
+            write_tables(tables, self.tables_to[run])
+        return ("run", run), ("done", (meta, {name: df for name, df in tables.items() if self.keep(name)}))
 
-def _meta(run: int, stats: pd.DataFrame, manifest: Manifest) -> tuple[RunInfo | None, dict[str, Any]]:
-    """The run's numbers and what the driver reports of it, from its files' statistics."""
-    good = stats[stats["good"] > 0]
-    bad = {unquote(str(f)): int(n) for f, n in stats.groupby("file")["bad"].sum().items() if n}
-    meta = {"events": int(stats["good"].sum()), "bad_lines": bad, "info": None}
-    if good.empty:
-        return None, meta
+    def read(self, task: ReadTask) -> Iterator[tuple[Any, Any]]:
+        """A read task: its pieces parsed once, keeping the kinds and columns the core reads; a
+        whole run analysed, a cut run's lines sent on (the pieces' tally and truth lines to every
+        share of the run, each node's lines to its share)."""
+        got = [read_piece(p, READ_COLUMNS) for p in task.pieces]
+        tally = reduce(Tally.__add__, (t for _, t in got), Tally())
+        lines = pa.concat_tables([t for t, _ in got])
+        lines = _where(lines, pc.is_in(lines.column("kind"), pa.array(READ_KINDS)))
+        run = self.plan.runs[task.run]
+        if run.whole:
+            yield self._whole(task.run, tally, lines)
+            return
+        truth = ("truth", (tally, _ipc(truth_lines(lines))))
+        yield from ((("share", task.run, s), truth) for s in range(run.n_shares))
+        mine = _where(lines, pc.and_(pc.is_in(lines.column("kind"), pa.array(NODE_KINDS)),
+                                     pc.is_valid(lines.column("node")))).select(list(NODE_COLUMNS))
+        share = _share_column(mine.column("node"), run)
+        present = pc.unique(share).to_pylist()
+        for s in present:
+            own = mine if len(present) == 1 else mine.filter(pc.equal(share, s))
+            yield ("share", task.run, s), ("lines", _ipc(own))
 
-    def first(col: str) -> float | None:
-        return None if good[col].isna().all() else float(good[col].min())
-    info = RunInfo(float(good["lo"].min()), float(good["hi"].max()), first("stop"), first("up"), manifest.scale)
-    meta["info"] = info
-    return info, meta
-
-
-def _truth_task(manifests: Mapping[int, Manifest], whole: Collection[int]) -> Callable[[pa.Table, pa.Table], pa.Table]:
-    def task(lines: pa.Table, stats: pa.Table) -> pa.Table:
-        run = (lines if len(lines) else stats).column(RUN)[0].as_py()
-        st = stats.to_pandas().rename(columns={"file_name": "file", "node_name": "node"})
-        if run is None:  # files the read could not match to a run dir
-            return _blobs(None, [(None, "unmatched", _dump(sorted(set(st["file"]))))])
-        info, meta = _meta(run, st, manifests[run])
+    def _whole(self, run: int, tally: Tally, lines: pa.Table) -> tuple[Any, Any]:
+        info, meta = self._meta(run, tally)
         if info is None:
-            return _blobs(run, [(None, META, _dump(meta))])
-        truth = _dump((run_truth(_events(lines), info, manifests[run].nodes), info))
-        shares = [WHOLE] if run in whole else sorted(set(st.loc[st["good"] > 0, "node"].dropna()))
-        return _blobs(run, [(None, META, _dump(meta)), (None, TRUTH, truth), *((n, TRUTH, truth) for n in shares)])
-    return task
+            return ("run", run), ("done", (meta, {}))
+        return self._finish(run, meta, analyse(to_frame(lines), info, self.nodes[run], self.plots_too,
+                                               self.queries))
+
+    def share(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """A share task: the run's tally and truth (step 1, from every piece's truth lines) and the
+        node part of its nodes (step 2); the first share also hands the truth on to the run's last
+        task, and whole runs' results pass on."""
+        for key, values in _grouped(records).items():
+            if key[0] == "run":
+                yield from ((key, v) for v in values)
+                continue
+            _, run, s = key
+            pieces = [v for what, v in values if what == "truth"]
+            info, meta = self._meta(run, reduce(Tally.__add__, (t for t, _ in pieces), Tally()))
+            if info is None:
+                if s == 0:
+                    yield ("run", run), ("done", (meta, {}))
+                continue
+            truth = run_truth(to_frame(pa.concat_tables([_table(lines) for _, lines in pieces])), info,
+                              self.nodes[run])
+            own = [_table(v) for what, v in values if what == "lines"]
+            if own:
+                yield ("run", run), ("part", node_part(to_frame(pa.concat_tables(own)), truth, info, self.queries))
+            if s == 0:
+                yield ("run", run), ("truth", (truth, info, meta))
+
+    def combine(self, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """A cut run's last task: its parts combined (step 3); a whole run's result passes."""
+        for key, values in _grouped(records).items():
+            done = [v for what, v in values if what == "done"]
+            if done:
+                yield key, ("done", done[0])
+                continue
+            truth, info, meta = next(v for what, v in values if what == "truth")
+            parts = [v for what, v in values if what == "part"]
+            yield self._finish(key[1], meta, combine(concat(parts), truth, info, self.plots_too, self.queries))
 
 
-def _share_task(queries: Collection[str] | None) -> Callable[[pa.Table, pa.Table], pa.Table]:
-    return lambda lines, given: _share_part(lines, given, queries)
+def _grouped(records: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
+    by_key: dict[Any, list[Any]] = {}
+    for key, value in records:
+        by_key.setdefault(key, []).append(value)
+    return by_key
 
 
-def _share_part(lines: pa.Table, given: pa.Table, queries: Collection[str] | None) -> pa.Table:
-    """A share's part; the run's own rows (meta, truth: ``share`` null) pass through."""
-    run = given.column(RUN)[0].as_py()
-    rows = given.to_pylist()
-    if rows[0]["share"] is None:
-        return _blobs(run, [(None, r["name"], r["data"]) for r in rows])
-    if not len(lines):
-        return _blobs(run, [])
-    truth, info = pickle.loads(rows[0]["data"])
-    ev = _events(lines.drop_columns(["share"]))
-    return _blobs(run, [(rows[0]["share"], "part", _dump(node_part(ev, truth, info, queries)))])
+def _files(run_dirs: list[str]) -> list[list[tuple[str, int]]]:
+    """Each run's files (:func:`reports.rundir.event_files`); a file listed for two run dirs (one
+    spelled two ways) is bad input."""
+    seen: dict[str, str] = {}
+    out = []
+    for run_dir in run_dirs:
+        files = event_files(run_dir)
+        for path, _ in files:
+            key = path if "://" in path else os.path.realpath(path)
+            if seen.setdefault(key, run_dir) != run_dir:
+                raise RunInputError(f"{path}: read for two run directories ({seen[key]} and {run_dir}); "
+                                    "give each run directory once")
+        out.append(files)
+    return out
 
 
-def _combine_task(keep: Callable[[str], bool], plots_too: bool, queries: Collection[str] | None,
-                  tables_to: Mapping[int, str]) -> Callable[[pa.Table], pa.Table]:
-    def task(table: pa.Table) -> pa.Table:
-        run = table.column(RUN)[0].as_py()
-        rows = table.to_pylist()
-        by_name = {r["name"]: r["data"] for r in rows if r["share"] is None}
-        if TRUTH not in by_name:
-            return _blobs(run, [(None, META, by_name[META])])
-        truth, info = pickle.loads(by_name[TRUTH])
-        parts = [pickle.loads(r["data"]) for r in rows if r["name"] == "part"]
-        out = combine(concat(parts), truth, info, plots_too, queries)
-        if run in tables_to:
-            write_tables(out, tables_to[run])
-        return _blobs(run, [(None, META, by_name[META]), (None, DONE, _dump(True)),
-                            *((None, name, _dump(df)) for name, df in out.items() if keep(name))])
-    return task
+def _where(table: pa.Table, mask: pa.ChunkedArray) -> pa.Table:
+    """The rows of ``table`` where ``mask`` is true (null: false); ``table`` itself when all are."""
+    mask = pc.fill_null(mask, False)
+    return table if pc.all(mask).as_py() is not False else table.filter(mask)
 
 
-def _whole_runs(run_dirs: list[str], share_bytes: int) -> set[int]:
-    """The runs analysed in one share: local ones with less than ``share_bytes`` of logs (a
-    run elsewhere, in HDFS say, is cut by node)."""
-    def size(run_dir: str) -> float:
-        if is_uri(run_dir) and not run_dir.startswith("file://"):
-            return math.inf
-        return sum(os.path.getsize(p) for p in event_paths(run_dir))
-    return {i for i, run_dir in enumerate(run_dirs) if size(run_dir) < share_bytes}
-
-
-def _job_conf(spark: SparkSession, groups: int) -> dict[str, str]:
-    """The SQL settings of this job. Shuffle partitions: one per group, at most a few per core
-    (Spark's default of 200 makes a tiny report thousands of empty tasks on a cluster). Kept
-    as they are: adaptive execution would merge partitions of few bytes into one task, and a
-    group's few bytes are a run's or a node's whole analysis (bench/README.md)."""
-    return {"spark.sql.shuffle.partitions": str(max(1, min(groups, 2 * max(spark.sparkContext.defaultParallelism, 1)))),
-            "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+def _share_column(nodes: pa.ChunkedArray, run: RunPlan) -> pa.Array:
+    names = pc.unique(nodes)
+    of = pa.array([run.share_of(n) for n in names.to_pylist()], pa.int32())
+    return pc.take(of, pc.index_in(nodes, names))
 
 
 def analyse_runs(spark: SparkSession, run_dirs: list[str], keep: Callable[[str], bool] = lambda name: True,
                  progress: Callable[[str], None] = lambda message: None,
                  queries: Collection[str] | None = None, tables_to: list[str] | None = None,
-                 share_bytes: int = SHARE_BYTES) -> list[RunResult]:
+                 share_bytes: int = SHARE_BYTES, piece_bytes: int = PIECE_BYTES) -> list[RunResult]:
     """Every run of ``run_dirs`` analysed in one Spark job: its :class:`RunResult` with the tables
     whose name ``keep`` accepts (``m.*`` metrics queries, ``p.*`` plot tables, the derived
     tables); ``queries``: only these metrics queries, and only the work they need;
-    ``tables_to``: per run, the directory its task writes the derived tables to as Parquet
-    (:func:`reports.results.write_tables`; the executors must reach it); ``share_bytes``: a
-    run with fewer bytes of logs is analysed in one share (0: every run node by node). Raises
+    ``tables_to``: per run, the directory its last task writes the derived tables to as Parquet
+    (:func:`reports.results.write_tables`; the executors must reach it); ``share_bytes``: a run
+    with fewer bytes of logs is analysed whole (0: every run node by node); ``piece_bytes``: the
+    most a read task of a larger run parses (:mod:`reports.plan`). Raises
     :class:`rmqemu.errors.RunInputError` for unusable input."""
+    if len(set(run_dirs)) != len(run_dirs):
+        raise RunInputError("the same run directory is given twice: " + ", ".join(
+            sorted({d for d in run_dirs if run_dirs.count(d) > 1})))
     progress(f"reading {', '.join(run_dirs)} (manifest, events/*.jsonl, faults.jsonl)")
-    raw, manifests = read_runs(spark, list(run_dirs))
-    events = good_events(raw)
-    # renamed: under their own names, Spark 4.3 handed the cogroup's task this aggregate
-    # without its file and node columns
-    stats = file_stats(raw).select(RUN, F.col("file").alias("file_name"), F.col("node").alias("node_name"),
-                                   "good", "bad", "lo", "hi", "stop", "up")
-    plots_too = keep("p.lanes")
-    whole = _whole_runs(run_dirs, share_bytes)
-    truth = (events.filter(F.col("kind").isin(*TRUTH_KINDS)).select(RUN, *wire_columns(TRUTH_COLUMNS)).groupBy(RUN)
-             .cogroup(stats.groupBy(RUN)).applyInArrow(_truth_task(dict(enumerate(manifests)), whole), BLOB))
-    share = F.when(F.col(RUN).isin(*whole), F.lit(WHOLE)).otherwise(F.col("node")) if whole else F.col("node")
-    parts = (events.filter(F.col("kind").isin(*NODE_KINDS) & F.col("node").isNotNull())
-             .select(RUN, share.alias("share"), *wire_columns(NODE_COLUMNS)).groupBy(RUN, "share")
-             .cogroup(truth.groupBy(RUN, "share")).applyInArrow(_share_task(queries), BLOB))
-    job = parts.groupBy(RUN).applyInArrow(
-        _combine_task(keep, plots_too, queries, dict(enumerate(tables_to or []))), BLOB)
-    progress("analysing: truth per run, then views, staleness and sends (a small run whole, a large one "
-             "node by node), then each run's metrics")
-    groups = sum(1 if i in whole else len(m.nodes) or 1 for i, m in enumerate(manifests))
-    with sql_conf(spark, _job_conf(spark, groups)):
-        got = job.collect()
+    manifests = [read_manifest(spark, rd) for rd in run_dirs]
+    the_plan = plan(_files(run_dirs), share_bytes, piece_bytes)
+    job = Job(the_plan, manifests, keep, queries, dict(enumerate(tables_to or [])))
+    progress("analysing: each small run in the task that reads it; a large one read in pieces, "
+             "then its nodes in shares, then its metrics")
+    sc = spark.sparkContext
+    reads = sc.parallelize(the_plan.reads, len(the_plan.reads)).flatMap(job.read)
+    if not the_plan.cut:
+        return _results(run_dirs, manifests, reads.collect())
+    keys = [("share", r.run, s) for r in the_plan.cut for s in range(r.n_shares)]
+    shares = {key: i for i, key in enumerate(keys)}
+    n = len(shares)
+    got = (reads.partitionBy(n, lambda key: shares[key] if key[0] == "share" else key[1] % n).mapPartitions(job.share)
+           .partitionBy(len(run_dirs), lambda key: key[1]).mapPartitions(job.combine).collect())
     return _results(run_dirs, manifests, got)
 
 
-def _results(run_dirs: list[str], manifests: list[Manifest], got: list[Any]) -> list[RunResult]:
-    tables: dict[int, dict[str, Any]] = {}
-    for r in got:
-        if r["run"] is None:
-            raise RunInputError(f"{', '.join(pickle.loads(r['data']))}: read, but not matched to any of the run "
-                                f"directories {', '.join(run_dirs)} (please report this with the paths)")
-        tables.setdefault(r["run"], {})[r["name"]] = pickle.loads(r["data"])
+def _results(run_dirs: list[str], manifests: list[Manifest], got: list[tuple[Any, Any]]) -> list[RunResult]:
+    results: dict[int, Result] = {key[1]: value for key, (_, value) in got}
     out = []
     for run_id, (run_dir, manifest) in enumerate(zip(run_dirs, manifests, strict=True)):
-        t = tables.get(run_id, {})
-        meta = t.pop(META, None)
-        if meta is None or meta["info"] is None:
-            raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
-        if t.pop(DONE, None) is None:  # Spark returned without the run's analysis: never silently
+        if run_id not in results:  # Spark returned without the run's analysis: never silently
             raise RuntimeError(f"{run_dir}: the Spark job returned no analysis of this run")
-        out.append(RunResult(RunMeta(run_dir, run_id, manifest, meta["info"], meta["events"], meta["bad_lines"]), t))
+        meta, tables = results[run_id]
+        if meta["info"] is None:
+            raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
+        out.append(RunResult(RunMeta(run_dir, run_id, manifest, meta["info"], meta["events"], meta["bad_lines"]),
+                             tables))
     return out
 
 
@@ -240,7 +250,8 @@ def warm_up(spark: SparkSession) -> None:
         (Path(tmp) / "events").mkdir()
         (Path(tmp) / "manifest.json").write_text(json.dumps({"run": "warm-up", "scale": 1.0, "nodes": {}}))
         lines = [{"ts": 1.0, "node": "p", "kind": "node.start", "role": "producer"},
-                 {"ts": 2.0, "node": "p", "kind": "client.route", "topic": "T", "publish_queues": [["b", 0]]},
+                 {"ts": 2.0, "node": "p", "kind": "client.route", "topic": "T",
+                  "publish_queues": [{"broker": "b", "queue_id": 0}]},
                  {"ts": 3.0, "node": "p", "kind": "send", "topic": "T", "broker": "b", "msg_id": "m", "outcome": "ok"}]
         (Path(tmp) / "events" / "p.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         analyse_runs(spark, [tmp], names(["m.", "p."]))

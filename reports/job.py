@@ -4,7 +4,7 @@ Why the session is a parameter: the CLI builds it once at the entry point (local
 ``--master``), tests pass their one session per worker, the benchmark times the job
 without JVM start-up. Nothing below builds or stops a session.
 
-Spark reads the runs and runs the analysis in its tasks (:mod:`reports.engine`); this module
+Spark's tasks read the runs and run the analysis (:mod:`reports.engine`); this module
 decides what is asked for and writes the results: ``metrics.json``, the plots as PNG, the
 derived tables as Parquet under ``parquet/<table>/`` and ``report.html`` (``out_dir``, default
 ``RUN_DIR/report``). Entry points: :func:`run_reports` / :func:`run_report` (everything
@@ -18,7 +18,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from rmqemu.reports.core.analysis import TABLES
 from rmqemu.reports.engine import analyse_runs, names
 from rmqemu.reports.manifest import is_uri, read_manifest
 from rmqemu.reports.metrics import document, queries_of, sections_of
-from rmqemu.reports.rundir import event_paths
+from rmqemu.reports.rundir import default_out, event_paths
 from rmqemu.reports.session import THREADS
 
 Progress = Callable[[str], None]
@@ -89,13 +88,6 @@ def metrics(spark: SparkSession, run_dir: str, only: Iterable[str] | None = None
     return compute_many(spark, [run_dir], only=only)[run_dir]
 
 
-def default_out(run_dir: str) -> Path:
-    """``RUN_DIR/report`` for a local run dir; a remote one needs ``--out``."""
-    if "://" in run_dir and not run_dir.startswith("file://"):
-        raise RunInputError(f"{run_dir}: a remote run dir needs --out DIR (a local directory for the report)")
-    return Path(run_dir.removeprefix("file://")) / "report"
-
-
 def write_json(path: Path, data: Any) -> None:
     """Atomic write (tmp + rename): a reader never sees half a metrics.json."""
     tmp = path.with_name(path.name + ".tmp")
@@ -120,7 +112,7 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     """The whole job for one or many runs: each run's ``report/`` as :func:`run_report`
     writes it. Raises ``RunInputError`` for unusable input (before writing, as far as the files
     show it). ``expects``: per run, the :class:`rmqemu.verdicts.Expectations` its report.html
-    opens with (or None). ``workers``: threads drawing the plots."""
+    opens with (or None). ``workers``: processes drawing the plots (:func:`reports.plots.drawing_pool`)."""
     outs = [Path(o) for o in out_dirs] if out_dirs is not None else [default_out(rd) for rd in run_dirs]
     for run_dir in run_dirs:  # bad input is found before anything is written
         if not is_uri(run_dir) or run_dir.startswith("file://"):
@@ -134,15 +126,12 @@ def run_reports(spark: SparkSession, run_dirs: list[str], out_dirs: list[Path] |
     results = analyse_runs(spark, list(run_dirs), names(["m.", "p."]), progress, tables_to=tables_to)
     stage("write", "writing metrics.json, drawing plots")
 
-    def write(i: int) -> tuple[list[str], list[plots.Figure]]:
-        data = plotdata.assemble(results[i])
-        return data.notes, plots.render_all(data, outs[i])
-
     docs = [document(r) for r in results]
     for doc, out in zip(docs, outs, strict=True):
         write_json(out / "metrics.json", doc)
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        drawn = list(pool.map(write, range(len(results))))
+    with plots.drawing_pool(workers) as pool:
+        drawn = [(data.notes, plots.render_all(data, out, pool))
+                 for data, out in zip(map(plotdata.assemble, results), outs, strict=True)]
     stage("html", "writing report.html")
     reports = []
     for i, (doc, out, (notes, figures)) in enumerate(zip(docs, outs, drawn, strict=True)):

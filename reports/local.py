@@ -1,60 +1,43 @@
-"""The analysis in this process, without Spark: a run directory read with plain Python and
-analysed by :func:`reports.core.analysis.analyse`, node after node.
+"""The analysis in this process, without Spark: a run directory read with the same reader the
+Spark tasks use (:mod:`reports.core.lines`) and analysed by :func:`reports.core.analysis.analyse`.
 
-What the JVM-free tests use (the same core functions the Spark engine runs in its tasks), and
-a way to look at one small run from a notebook. Reads local run directories only.
+What the JVM-free tests use (the same reader and core functions the Spark engine runs in its
+tasks), and a way to look at one small run from a notebook.
 """
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
+from functools import reduce
 
 import pyarrow as pa
 
 from rmqemu.errors import RunInputError
 from rmqemu.reports.core.analysis import analyse
-from rmqemu.reports.core.frame import RunInfo, table_of, to_frame
+from rmqemu.reports.core.frame import RunInfo, to_frame
+from rmqemu.reports.core.lines import Piece, Tally, read_piece
+from rmqemu.reports.core.schema import EVENTS, FILE
 from rmqemu.reports.manifest import read_manifest
 from rmqemu.reports.results import RunMeta, RunResult
-from rmqemu.reports.rundir import event_paths
-
-
-def _records(path: str) -> Iterator[dict[str, Any] | None]:
-    """Each line of a JSON-lines file as a dict, or None when it is not a JSON object."""
-    with open(path, "rb") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                yield None
-                continue
-            yield rec if isinstance(rec, dict) else None
+from rmqemu.reports.rundir import event_files
 
 
 def read_run(run_dir: str, run_id: int = 0) -> tuple[RunMeta, pa.Table]:
-    """A run directory's manifest and readable events (:data:`reports.core.schema.EVENTS`);
-    broken lines (not JSON, no ``ts``, a value of the wrong type) are counted per file."""
+    """A run directory's manifest and readable events (:data:`reports.core.schema.EVENTS`, every
+    column); broken lines (docs/design.md §6) are counted per file."""
     manifest = read_manifest(None, run_dir)
-    tables, bad, seq = [], {}, 0
-    for path in event_paths(run_dir):
+    tables, tallies = [], []
+    for i, (path, _) in enumerate(event_files(run_dir)):
         name = os.path.basename(path)
-        recs = list(_records(path))
-        good = [r for r in recs if r is not None]
-        table, wrong = table_of(good, name, seq)
-        seq += len(recs)
-        tables.append(table)
-        if wrong + len(recs) - len(good):
-            bad[name] = wrong + len(recs) - len(good)
-    events = pa.concat_tables(tables)
-    if not len(events):
+        table, tally = read_piece(Piece(path, name, i), EVENTS.names)
+        tables.append(table.add_column(len(table.schema) - 1, pa.field(FILE, pa.string()),
+                                       pa.array([name] * len(table), pa.string())))
+        tallies.append(tally)
+    total = reduce(Tally.__add__, tallies, Tally())
+    info = RunInfo.of_tally(total, manifest.scale)
+    if info is None:
         raise RunInputError(f"{run_dir.rstrip('/')}/events: no readable events")
-    ev = to_frame(events.select(["ts", "kind"]))
-    info = RunInfo.of(ev, manifest.scale)
-    return RunMeta(run_dir, run_id, manifest, info, len(events), bad), events
+    return RunMeta(run_dir, run_id, manifest, info, total.good, total.bad), pa.concat_tables(tables)
 
 
 def analyse_dirs(run_dirs: Iterable[str], plots_too: bool = True) -> list[RunResult]:

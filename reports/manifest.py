@@ -1,6 +1,6 @@
 """A run's ``manifest.json``: the parts the report needs, validated with errors that name the
-file (docs/design.md §1). Kept apart from :mod:`reports.load` (the event logs) so the CLI can
-check a run directory before any Spark session exists."""
+file (docs/design.md §1). Kept apart from the event logs' reader so the CLI can check a run
+directory before any Spark session exists."""
 from __future__ import annotations
 
 import json

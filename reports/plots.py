@@ -9,9 +9,16 @@ Input is :class:`reports.plotdata.PlotData` (pandas): nothing here touches Spark
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -186,34 +193,55 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80]
 
 
-def render_all(data: PlotData, out_dir: Path) -> list[Figure]:
-    """Write every plot as PNG into ``out_dir``; return them in report order."""
-    figs: list[Figure] = []
+@contextmanager
+def drawing_pool(workers: int) -> Iterator[Executor | None]:
+    """Up to ``workers`` processes (no more than the cores) to draw plots in, forked from this
+    one, which has matplotlib imported and the plot data; None, to draw in this process, for one
+    worker or where processes are not forked (not Linux)."""
+    n = min(workers, os.cpu_count() or 1)
+    if n <= 1 or not sys.platform.startswith("linux"):
+        yield None
+        return
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield pool
+
+
+def render_all(data: PlotData, out_dir: Path, pool: Executor | None = None) -> list[Figure]:
+    """Write every plot as PNG into ``out_dir``; return them in report order. With ``pool`` (of
+    processes: matplotlib draws under the GIL, so threads would take turns), the plots are drawn
+    in it at once; a plot that failed raises here."""
+    jobs: list[tuple[Any, tuple[Any, ...], Figure]] = []
     for topic in data.topics:
         name = f"routes-{_safe(topic)}.png"
-        plot_routes(data, topic, out_dir / name)
-        figs.append(Figure(name, f"Route view vs truth: {topic}",
-                           "Top lane: truth (brokers whose master is alive, not paused and hosts the topic). "
-                           "Other lanes: each namesrv's and client's view, coloured by how it differs from truth."))
-    plot_misrouted(data, out_dir / "misrouted.png")
-    figs.append(Figure("misrouted.png", "Misrouted sends over time",
-                       "Send attempts whose target was dead, paused, partitioned, a slave, without the topic, "
-                       "or given a bad queue id (first matching reason)."))
-    plot_latency(data, out_dir / "latency.png")
-    figs.append(Figure("latency.png", "Send latency over time",
-                       "Per time bin: median, 99th percentile and maximum latency of send attempts; "
-                       "red bars count timeouts."))
-    plot_availability(data, out_dir / "availability.png")
-    figs.append(Figure("availability.png", "Producer availability",
-                       "Per producer: red where, for one of its topics, it made attempts and none was ok "
-                       "(an unavailability window, from a failed attempt to the next ok one or the measured end)."))
+        jobs.append((plot_routes, (data, topic), Figure(
+            name, f"Route view vs truth: {topic}",
+            "Top lane: truth (brokers whose master is alive, not paused and hosts the topic). "
+            "Other lanes: each namesrv's and client's view, coloured by how it differs from truth.")))
+    jobs += [
+        (plot_misrouted, (data,), Figure("misrouted.png", "Misrouted sends over time",
+                                         "Send attempts whose target was dead, paused, partitioned, a slave, "
+                                         "without the topic, or given a bad queue id (first matching reason).")),
+        (plot_latency, (data,), Figure("latency.png", "Send latency over time",
+                                       "Per time bin: median, 99th percentile and maximum latency of send attempts; "
+                                       "red bars count timeouts.")),
+        (plot_availability, (data,), Figure(
+            "availability.png", "Producer availability",
+            "Per producer: red where, for one of its topics, it made attempts and none was ok "
+            "(an unavailability window, from a failed attempt to the next ok one or the measured end).")),
+    ]
     if len(data.order_keys):
-        plot_order(data, out_dir / "order.png")
-        figs.append(Figure("order.png", "Ordered sends: keys over time",
-                           "One lane per sharding key (those with the most violations first), coloured by the queue "
-                           "its sends went to: a change of colour is a remap. Red outline: an attempt failed; "
-                           "marks: where the order checker found a violation; dashed: a producer's route changed."))
-    plot_staleness(data, out_dir / "staleness.png")
-    figs.append(Figure("staleness.png", "Staleness distribution",
-                       "How long each client stale interval (view != truth, maximal) lasted."))
-    return figs
+        jobs.append((plot_order, (data,), Figure(
+            "order.png", "Ordered sends: keys over time",
+            "One lane per sharding key (those with the most violations first), coloured by the queue "
+            "its sends went to: a change of colour is a remap. Red outline: an attempt failed; "
+            "marks: where the order checker found a violation; dashed: a producer's route changed.")))
+    jobs.append((plot_staleness, (data,), Figure(
+        "staleness.png", "Staleness distribution",
+        "How long each client stale interval (view != truth, maximal) lasted.")))
+    if pool is None:
+        for draw, args, fig in jobs:
+            draw(*args, out_dir / fig.file)
+    else:
+        for done in [pool.submit(draw, *args, out_dir / fig.file) for draw, args, fig in jobs]:
+            done.result()
+    return [fig for _, _, fig in jobs]

@@ -4,18 +4,18 @@
 """
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 import threading
 from typing import Any
 
-#: Threads the report's driver draws the plots of several runs on (``--threads``).
+#: Plots the report's driver draws at once, in processes (``--threads``; at most one per core).
 THREADS = 4
 
-#: Settings of a local session on a small host: the analysis runs in Python workers, each
-#: task a run or a node, so a few shuffle partitions per core are plenty (Spark's 200 would
-#: be 200 tasks, mostly empty; :mod:`reports.engine` sizes each job's to its groups anyway).
+#: Settings of a local session: bound to the loopback interface, and room for the driver's share
+#: of a large run's tables (its Python tasks hold the events; :mod:`reports.engine`).
 LOCAL_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
@@ -23,7 +23,7 @@ LOCAL_CONF: dict[str, str] = {
 }
 
 
-#: JVM options of a local session for a small input: the C1 compiler only (compiled sooner;
+#: JVM options of a session for a small input: the C1 compiler only (compiled sooner;
 #: C2's slower, better code pays only over a long run) and the serial collector.
 SMALL_INPUT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -38,8 +38,9 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None,
     this interpreter (they import rmqemu's analysis), on a cluster at the same path unless
     ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names another with rmqemu installed; with a
     real cluster (``--master spark://...``) the driver must be reachable (docs/design.md §9).
-    ``small_input``: a local session for logs under :data:`SMALL_INPUT_BYTES` starts its JVM
-    with :data:`SMALL_INPUT_JVM` (bench/README.md has the figures). ``conf``: extra settings,
+    ``small_input``: a session for logs under :data:`SMALL_INPUT_BYTES` starts its JVMs (the
+    driver's, and on a cluster the executors') with :data:`SMALL_INPUT_JVM` (bench/README.md has
+    the figures). ``conf``: extra settings,
     applied last."""
     master = master or "local[*]"
     local = master.startswith("local")
@@ -55,7 +56,9 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.log.level", "ERROR")
          .config("spark.sql.session.timeZone", "UTC"))
-    extra = {"spark.driver.extraJavaOptions": SMALL_INPUT_JVM} if local and small_input else {}
+    extra = {"spark.driver.extraJavaOptions": SMALL_INPUT_JVM} if small_input else {}
+    if small_input and not local:  # the application's executors start as it does
+        extra["spark.executor.extraJavaOptions"] = SMALL_INPUT_JVM
     for key, value in {**(LOCAL_CONF if local else {}), **extra, **(conf or {})}.items():
         b = b.config(key, value)
     spark = b.getOrCreate()
@@ -118,27 +121,41 @@ def _lower_this_threads_priority() -> None:
 
 
 class BackgroundSession:
-    """A report session built on a thread, so the JVM starts while something else runs
-    (``rmqemu launch --report``: while the cluster runs). Hand it to ``report_command`` as
-    ``obj={"background": session}``; the report then owns it and stops it at the end. A
+    """A report session built on a thread, so the JVM starts while something else runs: during
+    ``rmqemu launch --report``, the cluster (``beside_cluster``: at a lower priority, then a
+    warm-up); during ``rmqemu report``, the driver's own imports. Hand one to ``report_command``
+    as ``obj={"background": session}``; the report then owns it and stops it at the end. A
     launched run is mostly small: ``small_input`` by default (JVM options are fixed at start).
-    Once started, it analyses a tiny run (:func:`reports.engine.warm_up`), still beside the
-    cluster at the lower priority: the report after the run then finds its Python workers up."""
+    The warm-up analyses a tiny run (:func:`reports.engine.warm_up`), still at the lower
+    priority: the report after the run then finds its Python workers up; meanwhile another
+    thread imports the report's own modules (pandas, matplotlib: a second on a small host)."""
 
-    def __init__(self, master: str | None = None, small_input: bool = True) -> None:
-        self.master, self.small_input = master, small_input
+    def __init__(self, master: str | None = None, small_input: bool = True, beside_cluster: bool = True) -> None:
+        self.master, self.small_input, self.beside_cluster = master, small_input, beside_cluster
         self._session: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._build, name="report-session", daemon=True)
         self._thread.start()
+        if beside_cluster:
+            threading.Thread(target=self._import, name="report-imports", daemon=True).start()
+
+    @staticmethod
+    def _import() -> None:
+        _lower_this_threads_priority()
+        try:
+            importlib.import_module("rmqemu.reports.job")
+        except Exception:  # noqa: BLE001 - the report's own import says what is wrong
+            pass
 
     def _build(self) -> None:
         try:
-            _lower_this_threads_priority()
+            if self.beside_cluster:
+                _lower_this_threads_priority()
             self._session = build_session(self.master, small_input=self.small_input)
-            from rmqemu.reports.engine import warm_up  # pyspark: imported on this thread, once started
+            if self.beside_cluster:
+                from rmqemu.reports.engine import warm_up  # pyspark: imported on this thread, once started
 
-            warm_up(self._session)
+                warm_up(self._session)
         except BaseException as exc:  # noqa: BLE001 - raised again by get()
             self._error = exc
 

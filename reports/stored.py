@@ -14,15 +14,18 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rmqemu import events, timing
 from rmqemu.errors import RunInputError
 from rmqemu.reports.rundir import event_paths
 
 FILE = "analysis.json"
 
 _HERE = Path(__file__).resolve().parent
-#: The modules whose code decides a metrics document.
+#: The modules whose code decides a metrics document: the core (its reader included), the
+#: document's assembly, timing health's rules and the conversion of older runs' lines. Found by
+#: their modules, so an installed copy (rmqemu/reports/ beside rmqemu/timing.py) finds them too.
 _SOURCES = sorted([*(_HERE / "core").glob("*.py"), _HERE / "metrics.py", _HERE / "results.py",
-                   _HERE.parent / "rmqemu" / "timing.py"])
+                   Path(timing.__file__), Path(events.__file__)])
 
 
 def _version() -> str:

@@ -9,7 +9,7 @@ Regenerate with ``python -m rmqemu.events > docs/events.md``.
 from __future__ import annotations
 
 from rmqemu.event_kinds import CLOCK_SETTING, COMMON, DRAIN_LAG, FAULT_PARAMS, QUEUE_DATA, SECTIONS
-from rmqemu.event_types import Field, Kind, Struct, describe
+from rmqemu.event_types import QUEUE, Field, Kind, Struct, describe
 
 REGENERATE = "python -m rmqemu.events > docs/events.md"
 
@@ -26,15 +26,17 @@ every kind the emulator writes. The kinds and fields of docs/design.md §6 (the 
 metrics are defined on) are kept as named there; rows and fields marked *(ext)* are additions.
 
 The page is generated from the event registry, `rmqemu/event_kinds.py`
-(`{REGENERATE}`). The same registry makes the Spark read schema
-(`reports/schema.py`), and every writer refuses a kind or a field it does not list
+(`{REGENERATE}`). The same registry makes the report's read schema
+(`reports/core/schema.py`), and every writer refuses a kind or a field it does not list
 (`rmqemu.events.check`): a new kind or field is declared there first.
 
 Fields are written `` `name` type: meaning``; `?` after the name: not on every line of the
 kind; `or null` after the type: may be `null`. Types: `str`, `int` (`long`: may pass 32 bits),
-`float`, `bool`, `[T]` a list, `[str, int]` a pair, `{{node: str}}` an object keyed by node
-name; `queue_data`, `clock setting`, `params` and `drain lag` are the objects of
-[Nested objects](#nested-objects).
+`float` (a whole number will do), `bool`, `[T]` a list, `[str, str]` a pair, `{{node: str}}` an
+object keyed by node name; `queue`, `queue_data`, `clock setting`, `params` and `drain lag` are
+the objects of [Nested objects](#nested-objects). A field has exactly its type on every line
+(never a number inside a list of strings, nor `1` for `true`): the report reads the lines with
+a strict typed reader.
 
 Common fields of every line:
 """
@@ -47,11 +49,13 @@ stamps, timeouts), not the time axis of the report.
 OUTRO = """\
 ## What the report reads
 
-`reports/schema.py` builds the explicit Spark schema from this registry: one column per field
-above, with its type, except where Spark needs another one (pairs are read as arrays of strings;
-`signal` and `changed` as strings, so that an odd value cannot turn a whole line corrupt; of
-`params` only the members the report uses). Unknown fields are ignored, so a log with extra
-fields still loads. The metric definitions (truth, views, staleness over/under, convergence,
+`reports/core/schema.py` builds the report's read schema from this registry: one column per
+field above, of its type (of `params` only the members the report uses). The report parses only
+the columns its analysis reads (`reports/core/analysis.py`); a line whose value in one of them
+has another type counts as a broken line of its file (`bad_lines`), as a line that is not JSON
+or has no `ts` does. Unknown fields are ignored, so a log with extra fields still loads. Runs
+written before queues were objects (`[broker, queue_id]` pairs) are converted as they are read
+(docs/design.md §6, "Older runs"). The metric definitions (truth, views, staleness over/under, convergence,
 misrouted-send reasons) are those of docs/design.md §7; the report's Parquet tables
 (`report/parquet/<table>`) are the intermediate results of those definitions, one row per
 interval or per send.
@@ -59,6 +63,7 @@ interval or per send.
 
 #: The objects of the "Nested objects" table and where they appear.
 NESTED: tuple[tuple[Struct, str], ...] = (
+    (QUEUE, "`client.route` `publish_queues`, `subscribe_queues`; `rebalance` `allocated`"),
     (QUEUE_DATA, "`ns.route` `queue_datas`"),
     (CLOCK_SETTING, "`node.clock` `setting`"),
     (FAULT_PARAMS, "`fault.start`, `fault.end` `params`"),

@@ -1,9 +1,11 @@
 """The vocabulary of the event registry (:mod:`rmqemu.events`): field types, fields, kinds.
 
 Why a vocabulary of our own and not Python type hints: the same declaration has to become a
-line of ``docs/events.md``, a Spark ``StructField`` (``reports/schema.py``) and a check of a
-JSON value from a real run (``tests/eventdoc.py``); a handful of frozen dataclasses say exactly
-what those three need and nothing more. Imports nothing from the project.
+line of ``docs/events.md``, an Arrow field of the report's read schema
+(``reports/core/schema.py``) and a check of a JSON value from a real run (``tests/eventdoc.py``);
+a handful of frozen dataclasses say exactly what those three need and nothing more. Every type
+is one JSON type a typed reader can hold (a list's items all of one type). Imports nothing from
+the project.
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ class ListOf:
 
 @dataclass(frozen=True)
 class Pair:
-    """``[name, value]``: a queue ``[broker, queue_id]`` or a link ``[src, dst]``. Kept apart
-    from a list because the reader treats both items alike (Spark reads them as strings)."""
+    """``[a, b]``, both of type ``item``: a link ``[src, dst]``. A list of exactly two, so a
+    typed reader reads it as a list of ``item`` (a value with members of different types is a
+    :class:`Struct`, as a queue is)."""
 
-    first: Scalar
-    second: Scalar
+    item: Scalar
 
 
 @dataclass(frozen=True)
@@ -114,8 +116,10 @@ class Section:
 
 STR, INT, LONG, FLOAT, BOOL = (Scalar(n) for n in SCALARS)
 STRS = ListOf(STR)
-QUEUES = ListOf(Pair(STR, INT))  # [[broker, queue_id], ...]
-LINKS = ListOf(Pair(STR, STR))   # [[src, dst], ...]
+#: A message queue, as RocketMQ's ``MessageQueue`` names it (the topic is the line's).
+QUEUE = Struct("queue", (Field("broker", STR, "broker name", required=True), Field("queue_id", INT, required=True)))
+QUEUES = ListOf(QUEUE)          # [{"broker": ..., "queue_id": ...}, ...]
+LINKS = ListOf(Pair(STR))       # [[src, dst], ...]
 
 
 def describe(t: Type) -> str:
@@ -125,7 +129,7 @@ def describe(t: Type) -> str:
     if isinstance(t, ListOf):
         return f"[{describe(t.item)}]"
     if isinstance(t, Pair):
-        return f"[{t.first.name}, {t.second.name}]"
+        return f"[{t.item.name}, {t.item.name}]"
     if isinstance(t, MapOf):
         return f"{{node: {describe(t.value)}}}"
     return t.name
@@ -146,7 +150,7 @@ def type_problems(t: Type, value: Any, where: str) -> list[str]:
     if isinstance(t, Pair):
         if not isinstance(value, list) or len(value) != 2:
             return [f"{where}: expected a pair {describe(t)}, got {value!r}"]
-        return type_problems(t.first, value[0], f"{where}[0]") + type_problems(t.second, value[1], f"{where}[1]")
+        return type_problems(t.item, value[0], f"{where}[0]") + type_problems(t.item, value[1], f"{where}[1]")
     if isinstance(t, ListOf):
         if not isinstance(value, list):
             return [f"{where}: expected a list {describe(t)}, got {value!r}"]

@@ -2,9 +2,10 @@
 
 One declaration (:mod:`rmqemu.event_kinds`, in the vocabulary of :mod:`rmqemu.event_types`),
 several views of it, after Maelstrom's ``defrpc``: the writers check each line against it
-(:func:`check`), ``docs/events.md`` is rendered from it (:func:`markdown`), the Spark read schema
-is built from it (``reports/schema.py``, :func:`columns`) and the tests check real runs against it
-(:func:`problems`). Before, those were three hand-kept copies that drifted.
+(:func:`check`), ``docs/events.md`` is rendered from it (:func:`markdown`), the report's read
+schema is built from it (``reports/core/schema.py``, :func:`columns`) and the tests check real
+runs against it (:func:`problems`). Lines of older runs are brought to the current types by
+:func:`upgrade`.
 
 Only this package's modules are imported: every layer (roles, node runtime, launcher, faults,
 reports) may use it. Run ``python -m rmqemu.events > docs/events.md`` after changing a kind.
@@ -18,9 +19,9 @@ from typing import Any
 
 from rmqemu.event_doc import markdown
 from rmqemu.event_kinds import COMMON, SECTIONS
-from rmqemu.event_types import Field, Kind, Type, fields_problems
+from rmqemu.event_types import QUEUES, Field, Kind, Type, fields_problems
 
-__all__ = ["COMMON", "KINDS", "Field", "Kind", "check", "check_line", "columns", "markdown", "problems"]
+__all__ = ["COMMON", "KINDS", "Field", "Kind", "check", "check_line", "columns", "markdown", "problems", "upgrade"]
 
 #: kind name -> its declaration, in page order.
 KINDS: dict[str, Kind] = {k.name: k for s in SECTIONS for k in s.kinds}
@@ -81,6 +82,26 @@ def columns() -> dict[str, Field]:
                                  f"{where.get(f.name, 'the common fields')}")
             out.setdefault(f.name, f)
             where.setdefault(f.name, kind.name)
+    return out
+
+
+#: The fields holding queues (:data:`rmqemu.event_types.QUEUES`), which older runs wrote as pairs.
+_QUEUE_FIELDS = tuple(name for name, f in columns().items() if f.type == QUEUES)
+
+
+def upgrade(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` (a parsed line) as the current registry types it, for runs written by earlier
+    versions (docs/design.md §6, "Older runs"): a queue written as a ``[broker, queue_id]`` pair
+    becomes ``{"broker": ..., "queue_id": ...}``. Anything else is left as it is (a value that
+    is still of the wrong type makes a broken line). The same dict when nothing changed."""
+    out = event
+    for name in _QUEUE_FIELDS:
+        value = event.get(name)
+        if isinstance(value, list) and any(isinstance(q, list) for q in value):
+            if out is event:
+                out = dict(event)
+            out[name] = [{"broker": q[0], "queue_id": q[1]} if isinstance(q, list) and len(q) == 2 else q
+                         for q in value]
     return out
 
 

@@ -95,12 +95,29 @@ def test_problems_checks_types_required_fields_and_nulls() -> None:
         "send.queue_id: expected int, got '3'"])
     assert events.problems({"kind": "made.up"}) == ["kind 'made.up': not registered"]
     route = {"ts": 1.0, "node": "pg-1-0", "kind": "client.route", "topic": "T", "source": "namesrv-0", "group": "g",
-             "publish_queues": [["broker-a", 0], ["broker-a"]], "changed": 1}
-    assert events.problems(route) == ["client.route.publish_queues[1]: expected a pair [str, int], got ['broker-a']",
+             "publish_queues": [{"broker": "broker-a", "queue_id": 0}, {"broker": "broker-a"}, ["broker-a", 1]],
+             "changed": 1}
+    assert events.problems(route) == ["client.route.publish_queues[1].queue_id: required, missing",
+                                      "client.route.publish_queues[2]: expected an object (queue), got ['broker-a', 1]",
                                       "client.route.changed: expected bool, got 1"]
     fault = {"ts": 1.0, "node": "injector", "kind": "fault.start", "fault_id": "f1", "fault": "partition",
-             "targets": ["a"], "params": {"links": [["a", "b"]], "mode": "groups", "oneway": False, "shape": 1}}
-    assert events.problems(fault) == ["fault.start.params.shape: not registered"]
+             "targets": ["a"], "params": {"links": [["a", "b"], ["a", 1]], "mode": "groups", "oneway": False,
+                                          "shape": 1}}
+    assert events.problems(fault) == ["fault.start.params.shape: not registered",
+                                      "fault.start.params.links[1][1]: expected str, got 1"]
+
+
+def test_older_runs_queue_pairs_are_upgraded_to_the_current_types_and_nothing_else() -> None:
+    old = {"ts": 1.0, "node": "cg-1-0", "kind": "rebalance", "group": "g", "topic": "T", "cid": "c", "cids": ["c"],
+           "strategy": "AVG", "allocated": [["broker-a", 0], ["broker-b", 3]]}
+    new = events.upgrade(old)
+    assert new["allocated"] == [{"broker": "broker-a", "queue_id": 0}, {"broker": "broker-b", "queue_id": 3}]
+    assert events.problems(new) == [] and old["allocated"] == [["broker-a", 0], ["broker-b", 3]]  # a copy
+    assert events.upgrade(new) is new and events.upgrade(SEND) is SEND  # current lines: as they are
+    odd = {**old, "allocated": [["broker-a"]], "cids": [1]}
+    assert events.problems(events.upgrade(odd)) == [
+        "rebalance.cids[0]: expected str, got 1",
+        "rebalance.allocated[0]: expected an object (queue), got ['broker-a']"]
 
 
 # ----------------------------------------------------------------------------- the writers refuse

@@ -31,13 +31,13 @@ def test_the_checker_sees_an_upward_import_and_a_cycle() -> None:
         f"{e}.roles.broker": {f"{e}.launcher.launcher"},                          # roles reaching up
         f"{e}.launcher.launcher": {f"{e}.roles.broker"},                          # and back: a cycle
         f"{e}.transport.base": {f"{e}.roles.base"},                               # transport -> a role
-        "rmqemu.reports.load": {f"{e}.node.clock"},                               # reports -> emulator
+        "rmqemu.reports.engine": {f"{e}.node.clock"},                             # reports -> emulator
         f"{e}.cli.main": {"rmqemu.reports.cli", "rmqemu.faults.injector"},        # allowed
     }
     assert direction_problems(graph) == [
         f"{e}.roles.broker (roles) imports {e}.launcher.launcher (launcher)",
         f"{e}.transport.base (node) imports {e}.roles.base (roles)",
-        f"rmqemu.reports.load (reports) imports {e}.node.clock (node)",
+        f"rmqemu.reports.engine (reports) imports {e}.node.clock (node)",
     ]
     assert cycles(graph) == [[f"{e}.launcher.launcher", f"{e}.roles.broker"]]
 

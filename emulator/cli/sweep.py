@@ -11,7 +11,7 @@ import click
 from rmqemu.emulator.cli.errors import handle_errors
 from rmqemu.emulator.cli.interrupts import stop_signals
 from rmqemu.emulator.launcher.run_dir import DEFAULT_ROOT
-from rmqemu.emulator.sweep.on_spark import SparkRuns, is_local, prepare_local_workers, spark_parallel
+from rmqemu.emulator.sweep.on_spark import SparkRuns, prepare_local_workers, spark_parallel
 from rmqemu.emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
 from rmqemu.emulator.sweep.spec import SweepSpec, load_sweep
 
@@ -121,11 +121,11 @@ def _analyse(spec: SweepSpec, results: list[RunResult], out: Path, master: str |
 
 
 def _build_session(master: str | None) -> Any:
-    """A session for the sweep's runs and analysis; a local one with the small-input JVM (a
-    sweep's runs are small)."""
+    """A session for the sweep's runs and analysis, its JVMs (on a cluster the executors' too)
+    with the small-input options: a sweep's runs are small, and its tasks are Python's."""
     from rmqemu.reports.session import build_session  # Spark: imported only when a sweep needs it
 
-    return build_session(master, small_input=master is None or is_local(master))
+    return build_session(master, small_input=True)
 
 
 def _stop_session(spark: Any) -> None:

@@ -198,9 +198,9 @@ class Consumer(Role):
         old = self.subscribe_table.get(topic)
         mqs = to_subscribe_info(topic, route)
         self.subscribe_table[topic] = mqs
-        queues = [mq.pair() for mq in mqs]
-        changed = old is None or [mq.pair() for mq in old] != queues
-        publish = [mq.pair() for mq in to_publish_info(topic, route, _NO_RNG).message_queues]
+        queues = [mq.queue() for mq in mqs]
+        changed = old is None or [mq.queue() for mq in old] != queues
+        publish = [mq.queue() for mq in to_publish_info(topic, route, _NO_RNG).message_queues]
         return [Emit("client.route", {"topic": topic, "source": source, "publish_queues": publish,
                                       "subscribe_queues": queues, "changed": changed, "group": self.group})]
 

@@ -171,8 +171,8 @@ class Producer(Role):
         info = to_publish_info(topic, route, self.rng)
         info.have_topic_router_info = True
         self.publish_table[topic] = info
-        queues = [mq.pair() for mq in info.message_queues]
-        changed = old is None or [mq.pair() for mq in old.message_queues] != queues
+        queues = [mq.queue() for mq in info.message_queues]
+        changed = old is None or [mq.queue() for mq in old.message_queues] != queues
         return [Emit("client.route", {"topic": topic, "source": source, "publish_queues": queues,
                                       "changed": changed, "view": "publish", "group": self.group})]
 

@@ -115,15 +115,15 @@ class WireLog:
 
     def _route(self, client: str, req: Frame, resp: Frame) -> list[Action]:
         topic = str(req.fields.get("topic", ""))
-        publish: list[list[Any]] = []
-        subscribe: list[list[Any]] = []
+        publish: list[dict[str, Any]] = []
+        subscribe: list[dict[str, Any]] = []
         if resp.code == 0:
             try:
                 route = route_cache.normalize_route(resp.json_body() or {})
             except (ValueError, KeyError, TypeError, AttributeError):
                 return []
-            publish = [mq.pair() for mq in route_cache.to_publish_info(topic, route, _NO_RNG).message_queues]
-            subscribe = [mq.pair() for mq in route_cache.to_subscribe_info(topic, route)]
+            publish = [mq.queue() for mq in route_cache.to_publish_info(topic, route, _NO_RNG).message_queues]
+            subscribe = [mq.queue() for mq in route_cache.to_subscribe_info(topic, route)]
         old = self.views.get((client, topic))
         self.views[(client, topic)] = publish
         return [Emit("client.route", {"topic": topic, "source": self.node, "publish_queues": publish,

@@ -135,7 +135,7 @@ class Rebalancer:
         actions: list[Action] = [Emit("rebalance", {
             "group": c.group, "topic": topic, "cid": c.client_id, "cids": cids,
             "strategy": "BROADCASTING" if c.broadcasting else c.strategy_name,
-            "allocated": [mq.pair() for mq in allocated]})]
+            "allocated": [mq.queue() for mq in allocated]})]
         return actions + self._update_process_queue_table(topic, set(allocated), now)
 
     def _message_queue_changed(self, topic: str, now: Now) -> list[Action]:

@@ -28,7 +28,12 @@ class MessageQueue:
         return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
 
     def pair(self) -> list[Any]:
+        """``[brokerName, queueId]``: how a client's ``state`` lists it."""
         return [self.broker_name, self.queue_id]
+
+    def queue(self) -> dict[str, Any]:
+        """The queue as event lines write it (docs/events.md, ``queue``)."""
+        return {"broker": self.broker_name, "queue_id": self.queue_id}
 
 
 class ThreadLocalIndex:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqemu.reports.core import (
     availability,
@@ -65,6 +67,13 @@ NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "peer", "change", "late_ms", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
+#: The kinds of :data:`TRUTH_KINDS` step 1 reads only the topic of (truth is drawn for every topic
+#: a route names): one line per kind and topic will do (:func:`truth_lines`).
+TOPIC_KINDS: tuple[str, ...] = ("client.route", "ns.route")
+#: What a reader parses (:mod:`reports.core.lines`): the kinds and columns some step reads. Adding
+#: a kind or a column to the declarations above is all it takes for the engines to read it.
+READ_KINDS: tuple[str, ...] = tuple(dict.fromkeys(TRUTH_KINDS + NODE_KINDS))
+READ_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(TRUTH_COLUMNS + NODE_COLUMNS))
 
 #: Derived table (Parquet name) -> the analysis table it is written from.
 TABLES: dict[str, str] = {
@@ -75,6 +84,20 @@ TABLES: dict[str, str] = {
     "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
     "fault_convergence": "convergence", "sends": "classified", "order_violations": "order_violations",
 }
+
+
+def truth_lines(lines: pa.Table) -> pa.Table:
+    """Of some of a run's lines (:data:`READ_COLUMNS`), what step 1 needs of them: the lines of
+    :data:`TRUTH_KINDS` with their columns, and of :data:`TOPIC_KINDS` only the first line of
+    each kind and topic. Step 1 gives the same tables for these as for all the lines."""
+    lines = lines.filter(pc.is_in(lines.column("kind"), pa.array(TRUTH_KINDS))).select(list(TRUTH_COLUMNS))
+    topical = pc.fill_null(pc.is_in(lines.column("kind"), pa.array(TOPIC_KINDS)), False)
+    if not pc.any(topical).as_py():
+        return lines
+    routes = lines.filter(topical)
+    first = routes.group_by(["kind", "topic"], use_threads=False).aggregate([("seq", "min")])
+    return pa.concat_tables([lines.filter(pc.invert(topical)),
+                             routes.filter(pc.is_in(routes.column("seq"), first.column("seq_min")))])
 
 
 def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapping[str, Any]]) -> Tables:

@@ -1,16 +1,12 @@
-"""Availability and per-fault impact of one run (docs/design.md §9): unavailability windows
-per (producer, topic), and what each fault cost the producers (``rto_ms``, ``failed_sends``,
-``misrouted_sends`` beside its ``converged_ms``).
+"""Availability and per-fault impact of one run: unavailability windows per (producer, topic),
+and what each fault cost the producers (``rto_ms``, ``failed_sends``, ``misrouted_sends`` beside
+its ``converged_ms``). The rules (which attempts count, window ends, attribution windows) are
+docs/design.md §9, "Availability and per-fault impact".
 
-Pandas port of ``reports/availability.py``, same choices:
-
-* Only attempts of the measured run count (``ts`` at or before the measured end); a window
-  still open there ends at the measured end.
-* A ``oneway`` attempt expects no answer and is left out (neither evidence of availability
-  nor of its absence).
-* Attempts are ordered by ``ts`` then ``seq``, so an ok attempt logged at the same ``ts`` right
-  after a failed one closes a window of length 0, which is dropped.
-* Attribution windows are half-open, ``[start, max(end, start + converged_ms))``.
+Windows are found per (producer, topic) by sorting the attempts and a running minimum over the
+reversed order (each attempt's next ok one), so a producer's windows depend on its own
+attempts only: the engine computes them per share of nodes (:func:`unavailable_windows`) and
+the impact per fault over the whole run (:func:`with_impact`).
 """
 from __future__ import annotations
 
@@ -23,14 +19,19 @@ NO_ANSWER_OUTCOMES: tuple[str, ...] = ("oneway",)
 _PAIR = ["producer", "topic"]
 
 
-def measured_attempts(sends: pd.DataFrame, measure_end: float | None) -> pd.DataFrame:
-    """The attempts availability is judged on: those of the measured run (none when
-    ``measure_end`` is None) that expect an answer, plus boolean ``ok``. Keeps every column
-    of ``sends``."""
+def _measured(sends: pd.DataFrame, measure_end: float | None) -> np.ndarray:
+    """Which attempts availability is judged on: those of the measured run (none when
+    ``measure_end`` is None) that expect an answer."""
     answered = ~sends["outcome"].isin(NO_ANSWER_OUTCOMES).to_numpy(dtype=bool)
     ts = sends["ts"].to_numpy(dtype=float)
-    measured = np.zeros(len(sends), dtype=bool) if measure_end is None else ts <= float(measure_end)
-    out = sends.loc[measured & answered].copy()
+    return (np.zeros(len(sends), dtype=bool) if measure_end is None else ts <= float(measure_end)) & answered
+
+
+def measured_attempts(sends: pd.DataFrame, measure_end: float | None,
+                      columns: list[str] | None = None) -> pd.DataFrame:
+    """The attempts availability is judged on (:func:`_measured`), plus boolean ``ok``. Keeps
+    every column of ``sends``, or only ``columns``."""
+    out = (sends if columns is None else sends[columns]).loc[_measured(sends, measure_end)].copy()
     out["ok"] = (out["outcome"] == "ok").to_numpy(dtype=bool)
     return out
 
@@ -48,7 +49,7 @@ def unavailable_windows(sends: pd.DataFrame, measure_end: float | None) -> pd.Da
     A window opens at a non-ok attempt that is the pair's first or follows an ok one, and
     ends at the pair's next ok attempt (strictly later in ``(ts, seq)`` order), else at the
     measured end; windows of length 0 are dropped. Rows sorted by pair, then start."""
-    att = measured_attempts(sends, measure_end)
+    att = measured_attempts(sends, measure_end, [c for c in (*_PAIR, "ts", "seq", "outcome") if c in sends])
     if att.empty:
         return pd.DataFrame({"producer": pd.Series(dtype=object), "topic": pd.Series(dtype=object),
                              "start": pd.Series(dtype=float), "end": pd.Series(dtype=float)})
@@ -103,10 +104,10 @@ def with_impact(rows: pd.DataFrame, faults: pd.DataFrame, windows: pd.DataFrame,
 
     A row keeps its place if ``faults`` has its ``fault_id`` or something lies in its window;
     other rows are dropped (the rows are the fault table's own, so none is)."""
-    att = measured_attempts(classified, measure_end)
-    failed = ~att["ok"].to_numpy(dtype=bool)
-    mis = att["reason"].notna().to_numpy(dtype=bool)
-    t = att["ts"].to_numpy(dtype=float)
+    t = classified["ts"].to_numpy(dtype=float)
+    measured = _measured(classified, measure_end)  # the attempts of measured_attempts, as a mask
+    failed = measured & ~(classified["outcome"] == "ok").to_numpy(dtype=bool)
+    mis = measured & classified["reason"].notna().to_numpy(dtype=bool)
     t, failed, mis = t[failed | mis], failed[failed | mis], mis[failed | mis]
     w_start = windows["start"].to_numpy(dtype=float)
     w_len = windows["end"].to_numpy(dtype=float) - w_start

@@ -1,11 +1,12 @@
-"""Consumer-side metrics of one run (docs/design.md §7 "Other metrics"): consumption (acked,
-lost, duplicates, consumed but never acked), loss per (group, topic), auto-create coverage,
-SUBSCRIPTION_NOT_EXIST pulls and queues left to non-subscribers.
+"""Consumer-side metrics of one run: consumption (acked, lost, duplicates, consumed but never
+acked), loss per (group, topic), auto-create coverage, SUBSCRIPTION_NOT_EXIST pulls and queues
+left to non-subscribers. The rules are docs/design.md §7, "Other metrics" (nulls as its
+"Conventions" say); ``sends`` is the send-attempt table (``producer, ts, seq, msg_id, topic,
+..., outcome, ...``).
 
-The pandas port of the consumer half of ``reports/clients.py`` and of ``reports/loss.py``: the
-same rules, null handling included (a join never matches a null key, a group-by keeps null as a
-group, ``collect_set`` drops nulls), so their module docstrings are the specification.
-``sends`` is the send-attempt table (``producer, ts, seq, msg_id, topic, ..., outcome, ...``).
+Consumption and loss are computed once for both over integer codes (:class:`Messages`): a run's
+topics and groups coded per line, its message ids by Arrow, so the joins and distinct counts
+over hundreds of thousands of messages are numpy work.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqemu.reports.core.schema import SUBSCRIPTION_NOT_EXIST
+from rmqemu.reports.core.schema import EVENTS, SUBSCRIPTION_NOT_EXIST
 
 #: Consumer event kinds that show a group subscribes a topic.
 SUBSCRIBING_KINDS: tuple[str, ...] = ("rebalance", "pull", "consume")
@@ -73,12 +74,37 @@ def _nulls_as_none(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
 def _codes(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
     """``(codes, values)``: each column's values as integer codes over ONE dictionary of all
     their ``values`` (null: -1), so that the same string has the same code in every column:
-    joins and distinct counts over a run's hundreds of thousands of message ids become integer
-    work."""
+    joins and distinct counts become integer work. For columns of few distinct values (topics,
+    groups); :func:`_id_codes` for message ids."""
     codes, values = pd.factorize(pd.concat([c.astype(object) for c in columns], ignore_index=True))
     bounds = np.cumsum([0, *(len(c) for c in columns)])
     return ([codes[lo:hi].astype(np.int64) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
             np.asarray(values, dtype=object))
+
+
+def _id_codes(*columns: pd.Series | pa.Array) -> tuple[list[np.ndarray], int]:
+    """``(codes, how many values)`` as :func:`_codes`, encoded by Arrow: no Python string is made
+    for any of a run's hundreds of thousands of message ids."""
+    arrays = [c if isinstance(c, pa.Array) else pa.array(c.astype(object), type=pa.string(), from_pandas=True)
+              for c in columns]
+    encoded = pc.dictionary_encode(pa.concat_arrays(arrays))
+    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+    bounds = np.cumsum([0, *(len(c) for c in columns)])
+    return [codes[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)], len(encoded.dictionary)
+
+
+def _flat(df: pd.DataFrame, col: str) -> tuple[np.ndarray, pa.Array]:
+    """``(row, item)`` of each item of the list column ``col`` (as :func:`_explode`), the items
+    left in Arrow."""
+    arr = pa.array(df[col], type=EVENTS.field(col).type, from_pandas=True)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return pc.list_parent_indices(arr).to_numpy(), pc.list_flatten(arr)
+
+
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """The distinct codes (null, -1, included), sorted: counted, not hashed (the codes are dense)."""
+    return np.flatnonzero(np.bincount(codes + 1)) - 1 if len(codes) else codes
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -93,13 +119,19 @@ class Messages:
     each message's first ok attempt before ``until`` (``run.stop``; None: any)."""
 
     def __init__(self, ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None) -> None:
-        ok = sends.loc[_is(sends["outcome"], "ok"), ["topic", "msg_id", "ts"]]
-        dl = _explode(_kind(ev, "consume"), "msg_ids", ["group", "topic"], "msg_id")
+        is_ok = _is(sends["outcome"], "ok").to_numpy(dtype=bool)
+        ok = sends[["msg_id", "ts"]].loc[is_ok]
+        lines = ev[["kind", "group", "topic", "msg_ids"]]
+        consumes = _kind(lines, "consume")
+        row, dl_msg = _flat(consumes, "msg_ids")  # a delivery per message id: ``row`` its consume line
         subs = subscriptions(ev)
-        (self.ok_topic, self.dl_topic, self.sub_topic, self.watched, self.sent_topic), self.topics = _codes(
-            ok["topic"], dl["topic"], subs["topic"], _kind(ev, "consume", "rebalance")["topic"], sends["topic"])
-        (self.ok_msg, self.dl_msg), self.msg_ids = _codes(ok["msg_id"], dl["msg_id"])
-        (self.dl_group, self.sub_group), _ = _codes(dl["group"], subs["group"])
+        # topics and groups coded per line, then taken per attempt or delivery
+        (self.sent_topic, consume_topic, self.sub_topic, self.watched), self.topics = _codes(
+            sends["topic"], consumes["topic"], subs["topic"], _kind(lines, "consume", "rebalance")["topic"])
+        self.ok_topic, self.dl_topic = self.sent_topic[is_ok], consume_topic[row]
+        (self.ok_msg, self.dl_msg), self.n_msgs = _id_codes(ok["msg_id"], dl_msg)
+        (consume_group, self.sub_group), _ = _codes(consumes["group"], subs["group"])
+        self.dl_group = consume_group[row]
         self.subs = subs
         # the first ok attempt of each (topic, message), kept when before ``until``
         key = _pairs(self.ok_topic, self.ok_msg)
@@ -114,7 +146,7 @@ class Messages:
     def among(self, msgs: np.ndarray, members: np.ndarray) -> np.ndarray:
         """For each message code of ``msgs``: whether it is one of ``members`` (a null, -1, never
         is); a table lookup, message codes being dense."""
-        n = len(self.msg_ids)
+        n = self.n_msgs
         table = np.zeros(n + 1, bool)  # index n: a null message id
         table[members[members >= 0]] = True
         return table[np.where(msgs >= 0, msgs, n)]
@@ -145,7 +177,7 @@ def consumption(m: Messages) -> pd.DataFrame:
     n = np.bincount(each, minlength=len(firsts))
     first = np.flatnonzero(~pd.Series(each).duplicated().to_numpy())  # in order of ``each``'s codes
     dup_t, dup_n = m.dl_topic[first][n > 1], n[n > 1]
-    codes = np.unique(np.concatenate([acked_t, consumed_t]))
+    codes = _distinct(np.concatenate([acked_t, consumed_t]))
     size = int(codes.max(initial=-1)) + 1
     names = pd.Series([m.topics[c] if c >= 0 else None for c in codes], dtype=object)
     out = pd.DataFrame({"topic": names, "_c": codes}).sort_values("topic", na_position="first", kind="stable")
@@ -164,7 +196,7 @@ def consumption(m: Messages) -> pd.DataFrame:
 
 def subscriptions(ev: pd.DataFrame) -> pd.DataFrame:
     """``group, topic``: the topics each consumer group subscribed in the run."""
-    sub = _kind(ev, *SUBSCRIBING_KINDS)
+    sub = _kind(ev[["kind", "group", "topic"]], *SUBSCRIBING_KINDS)
     sub = sub.loc[sub["group"].notna() & sub["topic"].notna(), ["group", "topic"]]
     return sub.drop_duplicates().sort_values(["group", "topic"]).reset_index(drop=True)
 
@@ -173,7 +205,7 @@ def group_loss(m: Messages) -> pd.DataFrame:
     """``group, topic, expected, consumed, lost`` per subscribed (group, topic) whose topic some
     producer sent to: ``expected`` messages first acked before ``until``, ``consumed`` of them
     by the group (a ``consume`` of it under any topic)."""
-    sent = np.isin(m.sub_topic, np.unique(m.sent_topic[m.sent_topic >= 0]))
+    sent = np.isin(m.sub_topic, _distinct(m.sent_topic[m.sent_topic >= 0]))
     expected, consumed = [], []
     for g, t in zip(m.sub_group[sent], m.sub_topic[sent], strict=True):
         msgs = m.first_msg[m.first_topic == t]
@@ -228,15 +260,14 @@ def subscription_not_exist(ev: pd.DataFrame) -> pd.DataFrame:
 
 
 def _queue_keys(df: pd.DataFrame, col: str, keep: list[str]) -> pd.DataFrame:
-    """``keep`` and ``q``: each pair of list<list<string>> column ``col`` as Spark's
-    ``concat_ws(":", q[0], q[1])`` (nulls skipped; "" when both are null)."""
-    pairs = _explode(df, col, keep, "_pair")
-    arr = pa.array(pairs["_pair"], type=pa.list_(pa.string()), from_pandas=True)
-    fixed = pc.list_slice(arr, 0, 2, return_fixed_size_list=True)
-    a, b = pc.list_element(fixed, 0), pc.list_element(fixed, 1)
-    joined = pc.coalesce(pc.binary_join_element_wise(a, b, ":"), a, b, pa.scalar(""))
-    out = pairs[keep].copy()
-    out["q"] = joined.to_pandas()
+    """``keep`` and ``q``: each queue of the queue-list column ``col`` as ``broker:queue_id``."""
+    arr = pa.array(df[col], type=EVENTS.field(col).type, from_pandas=True)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    queues = pc.list_flatten(arr)
+    ids = pc.cast(pc.struct_field(queues, "queue_id"), pa.string())
+    out = df[keep].iloc[pc.list_parent_indices(arr).to_numpy()].reset_index(drop=True)
+    out["q"] = pc.binary_join_element_wise(pc.struct_field(queues, "broker"), ids, ":").to_pandas()
     return out
 
 
@@ -255,7 +286,7 @@ def _sorted_cids(values: Iterable[object]) -> tuple[str | None, ...]:
 def non_subscriber_queues(ev: pd.DataFrame) -> pd.DataFrame:
     """``group, topic, subscribers, non_subscribers, queues, unowned_queues`` per (group, topic)
     at each subscriber's last ``rebalance`` (``unowned_queues``: queues allocated to
-    non-subscribers; see the module docstring of ``reports/clients.py``)."""
+    non-subscribers; docs/design.md §7, "Other metrics", Subscriptions)."""
     cols = ["group", "topic", "subscribers", "non_subscribers", "queues", "unowned_queues"]
     gt = ["group", "topic"]
     last = latest(_kind(ev, "rebalance"), ["node", *gt]).reset_index(drop=True)

@@ -1,12 +1,11 @@
-"""Health of a run's measurement (docs/design.md §6, §7, §9): the nodes' timer lateness and the
-end-of-run drain.
+"""Health of a run's measurement: the nodes' timer lateness (docs/design.md §9, "Timing
+health") and the end-of-run drain (§6, §7 "Other metrics").
 
-The pandas port of ``reports/timing.py`` (:func:`node_lag`, :func:`verdict`) and of
-``reports/drain.py`` (:func:`drain_rows`, :func:`summary`), with the same rules: per node, the
-lateness is the (:data:`rmqemu.timing.TOLERATED_WINDOWS` + 1)-th largest ``p99_ms`` of its
-``node.lag`` windows that overlap none of its pauses; the drain figures are the launcher's own
-``run.drain`` line, copied. :func:`summary` and :func:`verdict` take plain rows, so metrics.json
-can be assembled without Spark.
+Per node, the lateness is the (:data:`rmqemu.timing.TOLERATED_WINDOWS` + 1)-th largest ``p99_ms``
+of its ``node.lag`` windows that overlap none of its pauses (:func:`node_lag`, judged by
+:func:`verdict`); the drain figures are the launcher's own ``run.drain`` line, copied
+(:func:`drain_rows`, :func:`summary`). :func:`summary` and :func:`verdict` take plain rows, so
+metrics.json is assembled on the driver from what the tasks return.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rmqemu.reports.core.availability import measured_attempts, unavailable_windows
+from rmqemu.reports.core.schema import EVENTS
 from rmqemu.reports.core.sends import END_EPSILON_MS, point_lookup
 
 CHANGE_COLUMNS = ["client", "topic", "ts", "seq", "before", "after", "queues_before", "queues_after"]
@@ -32,11 +33,11 @@ def route_changes(ev: pd.DataFrame) -> pd.DataFrame:
     previous line of its (node, topic) (a first line too, ``before`` null); ``before`` and
     ``after`` the sorted broker names, ``queues_*`` the list sizes (``N``)."""
     lines = ev[(ev["kind"] == "client.route").to_numpy(bool)].sort_values(["ts", "seq"], kind="stable")
-    queues = pa.array(lines["publish_queues"], type=pa.list_(pa.list_(pa.string())), from_pandas=True).to_pylist()
+    queues = pa.array(lines["publish_queues"], type=EVENTS.field("publish_queues").type, from_pandas=True).to_pylist()
     last: dict[tuple, tuple] = {}
     rows = []
     for node, topic, ts, seq, q in zip(lines["node"], lines["topic"], lines["ts"], lines["seq"], queues, strict=True):
-        now = tuple(tuple(p) for p in (q or []))
+        now = tuple((p["broker"], p["queue_id"]) for p in (q or []))
         prev = last.get((node, topic))
         last[(node, topic)] = now
         if prev != now:

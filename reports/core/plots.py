@@ -127,7 +127,7 @@ def _availability(sends: pd.DataFrame, windows: pd.DataFrame, t0: float, end: fl
                   max_windows: int) -> dict[str, pd.DataFrame]:
     """Each producer's span of measured attempts and its unavailability windows (the run's
     ``windows``: the first ``max_windows`` + 1 by producer, topic, start)."""
-    att = measured_attempts(sends, end)
+    att = measured_attempts(sends, end, ["producer", "ts", "outcome"])
     g = att.groupby("producer", dropna=False, sort=True)["ts"]
     spans = pd.DataFrame({"first_s": (g.min() - t0) / 1000.0, "last_s": (g.max() - t0) / 1000.0,
                           "attempts": g.size()}).reset_index()

@@ -1,9 +1,7 @@
 """The Arrow schema of a run's events, built from the event registry (:mod:`rmqemu.events`).
 
-One column per field any kind declares, of the declared type, so the Spark reader
-(``reports/schema.py`` derives its schema from this one) and the pure-Python reader
-(:mod:`reports.core.frame`) hand the core the same table. Pairs (``[broker, queue_id]``) are
-lists of strings: their items differ in type, and Spark renders a JSON number as its text.
+One column per field any kind declares, of the declared type: the event lines are parsed
+straight into it (:mod:`reports.core.lines`), and a value of another type makes a broken line.
 """
 from __future__ import annotations
 
@@ -19,11 +17,11 @@ _SCALARS: dict[str, pa.DataType] = {
 
 
 def arrow_type(t: Type) -> pa.DataType:
-    """The Arrow type a registry type is read as (a pair: a list of strings)."""
+    """The Arrow type a registry type is read as (a pair: a list of its item type)."""
     if isinstance(t, Scalar):
         return _SCALARS[t.name]
     if isinstance(t, Pair):
-        return pa.list_(pa.string())
+        return pa.list_(_SCALARS[t.item.name])
     if isinstance(t, ListOf):
         return pa.list_(arrow_type(t.item))
     if isinstance(t, MapOf):
@@ -35,12 +33,8 @@ def arrow_type(t: Type) -> pa.DataType:
 #: ``faults`` table's shape. The others differ between fault kinds and are not read.
 PARAMS_READ = ("links", "offset_ms")
 
-#: Where the read type is not the registry's, and why.
+#: Where the read type is not the registry's, and why: of ``params``, only what is read.
 OVERRIDES: dict[str, pa.DataType] = {
-    # strings on purpose, so that "SIGKILL" or 1 cannot make a whole line unreadable (a dropped
-    # node.exit or client.route line would change every metric)
-    "signal": pa.string(),
-    "changed": pa.string(),
     "params": pa.struct([pa.field(name, arrow_type(event_kinds.FAULT_PARAMS.member(name).type))
                          for name in PARAMS_READ]),
 }

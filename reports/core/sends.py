@@ -1,14 +1,9 @@
-"""Send attempts of one run (docs/design.md §7): misrouted sends by target, outcomes, latency.
-
-Pandas port of ``reports/misrouted.py`` and the send parts of ``reports/clients.py``. The
-target node is the master of the named broker (``broker_id`` 0) unless the send says
-``broker_id``, from the node table, else named by the rule ``<broker>-<brokerId>``. At the
-send's ``ts`` the first matching reason wins: ``dead > paused > partitioned > not_master >
-no_topic > bad_queue``; a send without a broker (``no_route``) has no target reason.
+"""Send attempts of one run: misrouted sends by target (docs/design.md §7, "Misrouted sends"),
+outcomes and latency (§7, "Other metrics").
 
 Each reason is a point lookup in an interval table that is disjoint per key, so a send
-matches at most one row: :func:`point_lookup` does it with one ``merge_asof`` per table
-(the last interval of the key starting at or before the time, then ``time < end``).
+matches at most one row: :func:`point_lookup` sorts the sends and the intervals' starts
+together by key and time and takes each send's last start before it (then ``time < end``).
 
 Latency percentiles are exact (linear interpolation, as Spark's ``percentile``); the
 per-bin ones of :func:`latency_over_time` (Spark's ``percentile_approx``, only plotted) are
@@ -46,31 +41,60 @@ def sends(ev: pd.DataFrame) -> pd.DataFrame:
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 
 
+def _key_codes(left: list[np.ndarray], right: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
+    """One integer per row for the key columns of each side, equal where all keys are equal; -1
+    where a key is null."""
+    n = len(left[0]) if left else 0
+    lk, rk = np.zeros(n, dtype=np.int64), np.zeros(len(right[0]) if right else 0, dtype=np.int64)
+    for lcol, rcol in zip(left, right, strict=True):
+        codes, uniques = pd.factorize(pd.concat([pd.Series(lcol, dtype=object), rcol.astype(object)],
+                                                ignore_index=True))
+        codes = codes.astype(np.int64)
+        lc, rc = codes[:n], codes[n:]
+        lk = np.where((lk < 0) | (lc < 0), -1, lk * (len(uniques) + 1) + lc)
+        rk = np.where((rk < 0) | (rc < 0), -1, rk * (len(uniques) + 1) + rc)
+    return lk, rk
+
+
 def point_lookup(at: np.ndarray, keys: list[np.ndarray], iv: pd.DataFrame, iv_keys: list[str],
                  value: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each point ``at[i]`` with keys ``keys[j][i]`` (one array per column of ``iv_keys``):
     whether a row of ``iv`` with equal keys holds it in ``[start, end)``, and that row's
     ``value`` as float (NaN when none or null). ``iv`` must be disjoint per key; a null key
-    or time matches nothing (as a Spark join condition)."""
+    or time matches nothing (as a Spark join condition).
+
+    How: the points and the intervals' starts in one order by (key, time), a start before a
+    point at the same time; each point's candidate is the last start before it, if its key is
+    the point's (integer work, no join)."""
     n = len(at)
     found, vals = np.zeros(n, dtype=bool), np.full(n, np.nan)
-    names = [f"_k{i}" for i in range(len(iv_keys))]
-    left = pd.DataFrame({name: pd.Series(k, dtype=object) for name, k in zip(names, keys, strict=True)})
-    left["_at"], left["_pos"] = np.asarray(at, dtype=float), np.arange(n)
-    left = left[left[names].notna().all(axis=1) & left["_at"].notna()]
-    right = pd.DataFrame({name: iv[c].astype(object) for name, c in zip(names, iv_keys, strict=True)})
-    right["start"], right["end"] = iv["start"].astype(float), iv["end"].astype(float)
-    right["_v"] = (iv[value].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if value is not None
-                   else np.nan)
-    right = right[right[names].notna().all(axis=1) & right["start"].notna() & right["end"].notna()]
-    if left.empty or right.empty:
+    if n == 0 or iv.empty:
         return found, vals
-    m = pd.merge_asof(left.sort_values("_at", kind="stable"), right.sort_values("start", kind="stable"),
-                      left_on="_at", right_on="start", by=names, direction="backward", allow_exact_matches=True)
-    hit = (m["_at"] < m["end"]).to_numpy(dtype=bool, na_value=False)
-    pos = m["_pos"].to_numpy()[hit]
-    found[pos] = True
-    vals[pos] = m["_v"].to_numpy(dtype=float)[hit]
+    lk, rk = _key_codes(keys, [iv[c] for c in iv_keys])
+    at = np.asarray(at, dtype=float)
+    start, end = iv["start"].to_numpy(dtype=float, na_value=np.nan), iv["end"].to_numpy(dtype=float, na_value=np.nan)
+    v = (iv[value].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if value is not None
+         else np.full(len(iv), np.nan))
+    right = np.flatnonzero((rk >= 0) & ~np.isnan(start) & ~np.isnan(end))
+    left = np.flatnonzero((lk >= 0) & ~np.isnan(at))
+    if not len(right) or not len(left):
+        return found, vals
+    key = np.concatenate([rk[right], lk[left]])
+    time = np.concatenate([start[right], at[left]])
+    is_point = np.r_[np.zeros(len(right), dtype=bool), np.ones(len(left), dtype=bool)]
+    order = np.lexsort((is_point, time, key))  # stable: of equal starts, the later row comes last
+    pos = np.arange(len(order))
+    last = np.maximum.accumulate(np.where(is_point[order], -1, pos))  # the last start at or before
+    points = is_point[order]
+    cand = last[points]
+    ok = cand >= 0
+    row = np.where(ok, order[np.maximum(cand, 0)], 0)  # index into the concatenation: a start
+    ok &= key[row] == key[order[points]]
+    iv_row = right[np.minimum(row, len(right) - 1)]
+    point = left[order[points] - len(right)]
+    ok &= at[point] < end[iv_row]
+    found[point[ok]] = True
+    vals[point[ok]] = v[iv_row[ok]]
     return found, vals
 
 
@@ -171,21 +195,22 @@ def send_outcomes(sends: pd.DataFrame) -> pd.DataFrame:
     o = sends["outcome"]
     is_ok, timeout, error, no_route = (o == "ok").to_numpy(), (o == "timeout").to_numpy(), \
         (o == "error").to_numpy(), (o == "no_route").to_numpy()
-    msg = sends["msg_id"]
-    ids = msg[msg.notna()]
+    ids, distinct = pd.factorize(sends["msg_id"])  # a null id: -1, not a message
+    acked = np.flatnonzero(np.bincount(ids[is_ok & (ids >= 0)], minlength=len(distinct)))
     counts = {"attempts": len(sends), "ok": is_ok.sum(), "failed": (timeout | error).sum(), "no_route": no_route.sum(),
               "timeout": timeout.sum(), "error": error.sum(), "other": (~(is_ok | timeout | error | no_route)).sum(),
-              "messages": ids.nunique(), "acked": ids[is_ok[msg.notna().to_numpy()]].nunique()}
+              "messages": len(distinct), "acked": len(acked)}
     return pd.DataFrame({c: [int(counts[c])] for c in OUTCOME_COLUMNS}, dtype=np.int64)
 
 
 def latency_percentiles(sends: pd.DataFrame) -> pd.DataFrame:
     """``scope`` (all/ok), ``n, p50_ms, p90_ms, p99_ms, max_ms, mean_ms`` over attempts with
     a latency; a scope without any has no row."""
-    lat = sends.loc[sends["latency_ms"].notna()]
+    lat = sends["latency_ms"].to_numpy(dtype=float, na_value=np.nan)
+    has = ~np.isnan(lat)
     rows = []
-    for scope, part in (("all", lat), ("ok", lat.loc[lat["outcome"] == "ok"])):
-        v = part["latency_ms"].to_numpy(dtype=float)
+    for scope, where in (("all", has), ("ok", has & (sends["outcome"] == "ok").to_numpy(dtype=bool))):
+        v = lat[where]
         if len(v):
             p50, p90, p99 = np.percentile(v, [50, 90, 99], method="linear")
             rows.append((scope, len(v), p50, p90, p99, v.max(), v.mean()))
@@ -196,14 +221,15 @@ def latency_percentiles(sends: pd.DataFrame) -> pd.DataFrame:
 def latency_over_time(sends: pd.DataFrame, run_start: float, bin_ms: float) -> pd.DataFrame:
     """``bin, n, p50_ms, p99_ms, max_ms, timeouts`` per time bin, for the latency plot
     (percentiles by ``inverted_cdf``, see the module docstring)."""
-    lat = sends.loc[sends["latency_ms"].notna()]
-    df = pd.DataFrame({"bin": _bins(lat["ts"], run_start, bin_ms), "v": lat["latency_ms"].to_numpy(dtype=float),
-                       "t": (lat["outcome"] == "timeout").to_numpy(dtype=np.int64)})
+    v = sends["latency_ms"].to_numpy(dtype=float, na_value=np.nan)
+    has = ~np.isnan(v)
+    df = pd.DataFrame({"bin": _bins(sends["ts"], run_start, bin_ms)[has], "v": v[has],
+                       "t": (sends["outcome"] == "timeout").to_numpy(dtype=np.int64)[has]})
     cols = ["bin", "n", "p50_ms", "p99_ms", "max_ms", "timeouts"]
     if df.empty:
         return pd.DataFrame({c: pd.Series(dtype=np.int64 if c in ("bin", "n", "timeouts") else float) for c in cols})
     out = df.groupby("bin", sort=True).agg(n=("v", "size"), max_ms=("v", "max"), timeouts=("t", "sum"))
-    vals = df.sort_values(["bin", "v"], kind="stable")["v"].to_numpy()
+    vals = df["v"].to_numpy()[np.lexsort((df["v"].to_numpy(), df["bin"].to_numpy()))]
     n = out["n"].to_numpy()
     first = np.r_[0, np.cumsum(n)[:-1]]  # where each bin's sorted latencies begin
     for name, (num, den) in (("p50_ms", (50, 100)), ("p99_ms", (99, 100))):

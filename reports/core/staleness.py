@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqemu.reports.core.intervals import END, START, from_change_points, num, overlap_pieces, runs_of, sorted_sets
-from rmqemu.reports.core.schema import PERM_WRITE
+from rmqemu.reports.core.schema import EVENTS, PERM_WRITE
 from rmqemu.reports.core.truth import exits
 
 
@@ -30,16 +30,11 @@ def _arrow(column: pd.Series, type: pa.DataType | None = None) -> pa.Array:
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
-def _first_items(pq: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """``(row, first item)`` of every pair in a list<list<string>> column (``q[0]``: null
-    for a null or empty pair); a null list has none."""
-    outer = _arrow(pq, pa.list_(pa.list_(pa.string())))
-    inner = pc.list_flatten(outer)
+def _brokers(queues: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, broker)`` of every queue in a column of queue lists (a null list has none)."""
+    outer = _arrow(queues, EVENTS.field("publish_queues").type)
     rows = pc.list_parent_indices(outer).to_numpy(zero_copy_only=False).astype(np.int64)
-    empty = pc.fill_null(pc.list_value_length(inner), 0).to_numpy(zero_copy_only=False) == 0
-    heads = pa.array(inner.offsets.to_numpy()[:-1], mask=empty)  # offsets index the (whole) child array
-    first = pc.take(inner.values, heads)
-    return rows, first.to_numpy(zero_copy_only=False)
+    return rows, pc.struct_field(pc.list_flatten(outer), "broker").to_numpy(zero_copy_only=False)
 
 
 def _views(lines: pd.DataFrame, ev: pd.DataFrame, who: str, run_end: float | None, until: float | None) -> pd.DataFrame:
@@ -64,7 +59,7 @@ def _route_lines(ev: pd.DataFrame, kind: str) -> pd.DataFrame:
 def client_views(ev: pd.DataFrame, run_end: float | None, until: float | None = None) -> pd.DataFrame:
     """``client, topic, start, end, view``: broker names in the client's publish queues."""
     lines = _route_lines(ev, "client.route")
-    rows, names = _first_items(lines["publish_queues"])
+    rows, names = _brokers(lines["publish_queues"])
     lines = lines[["node", "topic", "ts", "seq"]].assign(view=sorted_sets(rows, names, len(lines)).to_numpy(object))
     return _views(lines, ev, "client", run_end, until)
 

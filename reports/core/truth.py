@@ -1,11 +1,7 @@
-"""Ground-truth intervals of docs/design.md §7 (alive, paused, partitioned, hosting, truth) for
-one run, as pandas tables.
-
-The rules where docs/design.md leaves room (tests/core/test_truth.py shows each): a second
-``node.start`` ends the previous life; events between an exit and the next start belong to the
-next life; a read-only ``broker.topic`` does not end hosting; auto-create needs ``TBW102``
-hosted (write bit) with the inherit bit; a pause ends at its own ``fault.end``, else at the
-first later ``resume`` of the node, else at the run end; partition links are unordered pairs.
+"""Ground-truth intervals (alive, paused, partitioned, hosting, truth) of one run, as pandas
+tables: the rules are docs/design.md §7, "Ground truth" (tests/core/test_truth.py shows each).
+Every table is disjoint per key, so a point lookup finds at most one row; partition links are
+kept as unordered pairs ``(a, b)``, ``a <= b``.
 
 The fault table (:func:`faults`) has one row per fault; ``targets`` is a tuple of str (None
 where the line had none) and ``params`` stays the events' Arrow struct column (each value

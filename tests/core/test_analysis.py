@@ -1,12 +1,9 @@
-"""The three steps of one run's analysis (reports.core.analysis) and the JSON columns the Spark
-engine hands its tasks (reports.core.frame.from_json_columns)."""
+"""The three steps of one run's analysis (reports.core.analysis)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 
 from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
@@ -19,7 +16,7 @@ from rmqemu.reports.core.analysis import (
     node_part,
     run_truth,
 )
-from rmqemu.reports.core.frame import RunInfo, events, from_json_columns, to_frame
+from rmqemu.reports.core.frame import RunInfo, events, to_frame
 from rmqemu.reports.local import read_run
 from rmqemu.reports.results import rows
 from tests.reports.recorded import unpack
@@ -74,15 +71,3 @@ def test_without_the_staleness_queries_no_view_is_computed() -> None:
     part = analyse(ev, info, {}, plots_too=False, queries=["m.consumption"])
     assert part["client_views"].empty and not (VIEW_QUERIES & set(part))
     assert "reason" not in part["classified"]  # nor is any send classified
-
-
-def test_json_columns_are_parsed_back_to_their_types_nulls_and_empty_lists_kept() -> None:
-    queues = [["broker-a", "0"], ["broker-b", "1"]]
-    table = pa.table({"kind": ["client.route", "send", "client.route"],
-                      "publish_queues": [json.dumps(queues), None, "[]"],
-                      "msg_ids": pa.array([None, None, None], pa.string())})
-    out = from_json_columns(table)
-    assert out.schema.field("publish_queues").type == pa.list_(pa.list_(pa.string()))
-    assert out.column("publish_queues").to_pylist() == [queues, None, []]
-    assert out.column("msg_ids").type == pa.list_(pa.string()) and out.column("msg_ids").null_count == 3
-    assert from_json_columns(out).equals(out)  # already typed: left as it is

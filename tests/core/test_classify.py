@@ -1,7 +1,7 @@
-"""Send classification (``reports.core.sends.classify_sends``) on tiny inline interval tables,
-the cases of ``tests/reports/test_classify_unit.py`` with the same expectations: one minimal
-case per reason, the ``[start, end)`` boundaries, the run-end lookup, the order in which
-reasons win; plus empty inputs and the interval lookup itself.
+"""Send classification (``reports.core.sends.classify_sends``, docs/design.md §7 "Misrouted
+sends") on tiny inline interval tables: one minimal case per reason, the ``[start, end)``
+boundaries, the run-end lookup, the order in which reasons win; plus empty inputs and the
+interval lookup itself.
 
 The world unless a test says otherwise: run ``[0, 1000)``; broker-a's master ``broker-a-0`` and
 slave ``broker-a-1`` are alive throughout and host topic ``T`` with 4 write queues on the

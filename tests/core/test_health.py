@@ -1,5 +1,5 @@
-"""Timing health and the drain (reports.core.health, docs/design.md §6, §7, §9): the cases of
-tests/reports/test_timing.py and test_drain.py on inline frames, no JVM."""
+"""Timing health and the drain (reports.core.health, docs/design.md §6, §7, §9) on inline frames,
+no JVM: pauses, the tolerated window, start-up windows, the verdict; the drain line copied."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,8 +1,6 @@
-"""Interval helpers of ``reports.core.intervals`` on tiny inline tables, with exact rows.
-
-Ported from the Spark unit tests (tests/reports/test_intervals_unit.py): ties at one ``ts``,
-touching intervals, an interval contained in another, the open end at the run end, gaps; plus
-empty inputs and key-less time lines.
+"""Interval helpers of ``reports.core.intervals`` on tiny inline tables, with exact rows: ties
+at one ``ts``, touching intervals, an interval contained in another, the open end at the run
+end, gaps; plus empty inputs and key-less time lines.
 """
 from __future__ import annotations
 

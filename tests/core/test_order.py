@@ -69,7 +69,7 @@ def block(ts: float, node: str, peer: str, change: str, broker: str, qid: int, g
 
 def route(ts: float, queues: list[tuple[str, int]], node: str = "pg-0") -> dict[str, Any]:
     return {"ts": ts, "node": node, "kind": "client.route", "topic": T, "source": "namesrv-0",
-            "publish_queues": [[b, str(q)] for b, q in queues], "changed": True, "group": "pg"}
+            "publish_queues": [{"broker": b, "queue_id": q} for b, q in queues], "changed": True, "group": "pg"}
 
 
 def analysed(lines: list[dict[str, Any]], scale: float = 1.0) -> dict[str, pd.DataFrame]:

@@ -35,7 +35,7 @@ def exit_(ts: float, node: str, **fields: Any) -> dict[str, Any]:
 
 
 def croute(ts: float, node: str, name: str, brokers: list[str]) -> dict[str, Any]:
-    return ev(ts, node, "client.route", topic=name, publish_queues=[[b, "0"] for b in brokers])
+    return ev(ts, node, "client.route", topic=name, publish_queues=[{"broker": b, "queue_id": 0} for b in brokers])
 
 
 def fault(ts: float, kind: str, fault_id: str, name: str, targets: list[str], **params: Any) -> dict[str, Any]:

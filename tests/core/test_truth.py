@@ -83,7 +83,7 @@ def test_hosting_per_life_restore_after_restart_and_read_only_lines():
         ev(0, "broker-a-0", "node.start"), topic(10, "broker-a-0", "T"),
         topic(20, "broker-a-0", "T", perm=4),          # read-only later: does not end hosting
         topic(15, "broker-a-0", "R", perm=4),          # never writable: never hosted
-        ev(100, "broker-a-0", "node.exit", signal="9"),
+        ev(100, "broker-a-0", "node.exit", signal=9),
         topic(120, "broker-a-0", "T", how="restore"),  # logged before the restart: belongs to the next life
         ev(150, "broker-a-0", "node.start"),
         topic(30, "broker-b-0", "T", named=False),     # name and id from the node table (b-0: none: id 0)

@@ -66,9 +66,14 @@ def broker_topics(run_dir: Path, topic: str, **match: Any) -> list[dict[str, Any
                        where=lambda e: e.get("topic") == topic and all(e.get(k) == v for k, v in match.items()))
 
 
-def brokers_of(queues: list[list[Any]]) -> set[str]:
-    """Broker names in a ``publish_queues`` / ``allocated`` list of ``[broker, qid]``."""
-    return {b for b, _ in queues}
+def brokers_of(queues: list[dict[str, Any]]) -> set[str]:
+    """Broker names in a ``publish_queues`` / ``allocated`` list of queues."""
+    return {q["broker"] for q in queues}
+
+
+def queue_keys(queues: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """``(broker, queue_id)`` of each queue in a ``publish_queues`` / ``allocated`` list."""
+    return {(q["broker"], q["queue_id"]) for q in queues}
 
 
 def moved_queues(run_dir: Path, group: str) -> set[tuple[str, str, int]]:
@@ -79,7 +84,7 @@ def moved_queues(run_dir: Path, group: str) -> set[tuple[str, str, int]]:
     held: dict[str, set[tuple[str, str, int]]] = defaultdict(set)
     ever: dict[str, set[tuple[str, str, int]]] = defaultdict(set)
     for e in rebalances(run_dir, group=group):
-        now = {(e["topic"], b, q) for b, q in e["allocated"]}
+        now = {(e["topic"], b, q) for b, q in queue_keys(e["allocated"])}
         mine = {k for k in held[e["node"]] if k[0] == e["topic"]}
         regained |= {k for k in now - mine if k in ever[e["node"]]}
         held[e["node"]] = (held[e["node"]] - mine) | now

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from rmqemu.emulator.testing import read_events
-from tests.eventdoc import contract_problems, kinds_written
+from tests.eventdoc import contract_problems, kinds_written, unreadable_files
 from tests.faults.live import (
     alive,
     kill_survivors,
@@ -68,6 +68,7 @@ def test_same_seed_same_nemesis_plan_other_seed_other_plan_and_replay(tmp_path: 
 
         assert started(runs["replay"]) == started(runs["a"])  # the same faults, on the same nodes
         assert contract_problems(runs["a"]) == [], "lines that break the event registry (rmqemu/event_kinds.py)"
+        assert unreadable_files(runs["a"]) == [], "lines the report's typed reader refuses as they are"
         assert {"node.start", "node.exit", "fault.start", "fault.end", "run.stop", "send"} <= kinds_written(runs["a"])
     finally:
         for run in runs.values():

@@ -62,3 +62,8 @@ def test_a_projects_own_reports_package_does_not_shadow_rmqemus(tmp_path: Path) 
                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "1 passed" in out.stdout
+    # a sweep's kept analyses are versioned by the installed copy's own sources
+    kept = subprocess.run([sys.executable, "-c", "from rmqemu.reports import stored; print(*stored._SOURCES)"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    assert all(p.startswith(str(site)) for p in kept.stdout.split()), kept.stdout

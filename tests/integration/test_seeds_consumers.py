@@ -15,6 +15,7 @@ from tests.integration.seeds_lib import (
     consumed,
     moved_queues,
     pulls,
+    queue_keys,
     rebalances,
     sends,
     topology,
@@ -48,7 +49,7 @@ def test_inconsistent_subscriptions_in_one_group(start_cluster) -> None:
         t0 = max(starts)
         snap: dict = {"t0": t0, "events": evs, "orphans": {}, "orphan_acks": {}}
         for n, topic in own.items():
-            held = {tuple(q) for e in reb[n] if e["ts"] >= t0 for q in e["allocated"]}
+            held = {q for e in reb[n] if e["ts"] >= t0 for q in queue_keys(e["allocated"])}
             snap["orphans"][topic] = queues[topic] - held
             snap["orphan_acks"][topic] = [  # sent after t0 (an ack logged after t0 may answer a send
                 # stored, pulled and consumed before t0, when the producer was slow to read it)
@@ -77,7 +78,7 @@ def test_inconsistent_subscriptions_in_one_group(start_cluster) -> None:
         # that does not subscribe the topic (docs/rocketmq-model.md §4.3)
         latest = [e for e in evs if e["kind"] == "rebalance" and e["node"] == node and e["topic"] == topic][-1]
         assert sorted(latest["cids"]) == ["127.0.0.1@cg-1-0", "127.0.0.1@cg-1-1"]
-        assert len(latest["allocated"]) == 4 and {tuple(q) for q in latest["allocated"]} < queues[topic]
+        assert len(latest["allocated"]) == 4 and queue_keys(latest["allocated"]) < queues[topic]
         other = ({"cg-1-0", "cg-1-1"} - {node}).pop()
         assert not [e for e in evs if e["kind"] == "rebalance" and e["node"] == other and e["topic"] == topic]
         orphans = snap["orphans"][topic]
@@ -117,7 +118,7 @@ def test_fault_free_quickstart_consumes_every_acked_message(start_cluster) -> No
     print(f"quickstart: {len(done)} acked, {len(counts)} consumed, {len(dups)} consumed twice or more, "
           f"{len(moved)} queues changed hands")
     # both consumers got work and the split is the AVG one over 2 brokers x 4 queues
-    finals = {n: {tuple(q) for q in rebalances(rd, n, topic="OrderTopic")[-1]["allocated"]}
+    finals = {n: queue_keys(rebalances(rd, n, topic="OrderTopic")[-1]["allocated"])
               for n in ("cg-1-0", "cg-1-1")}
     assert finals["cg-1-0"] | finals["cg-1-1"] == QUEUES and not finals["cg-1-0"] & finals["cg-1-1"]
     assert contract_problems(rd) == [], "lines that break the event registry (rmqemu/event_kinds.py)"

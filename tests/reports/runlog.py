@@ -29,7 +29,7 @@ def topic(ts: float, node: str, name: str, perm: int = 6, queues: int = 4, how: 
 
 
 def croute(ts: float, node: str, name: str, brokers: list[str], queues: int = 1) -> dict[str, Any]:
-    pq = [[b, q] for b in brokers for q in range(queues)]
+    pq = [{"broker": b, "queue_id": q} for b in brokers for q in range(queues)]
     return ev(ts, node, "client.route", topic=name, source="namesrv-0", publish_queues=pq, changed=True)
 
 

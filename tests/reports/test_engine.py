@@ -11,9 +11,13 @@ from typing import Any
 import pytest
 
 from rmqemu.reports import job
+from rmqemu.reports.core.analysis import TABLES
 from rmqemu.reports.engine import analyse_runs, names
 from rmqemu.reports.local import analyse_dirs
 from rmqemu.reports.metrics import document
+from rmqemu.reports.plan import plan
+from rmqemu.reports.results import rows
+from rmqemu.reports.rundir import event_files
 from tests.reports.runlog import write_run
 from tests.reports.test_availability import write_log
 from tests.reports.test_consumption import consumption_log
@@ -53,8 +57,21 @@ def test_spark_and_local_engines_give_the_same_metrics(spark, runs: list[str]) -
         assert canonical(together[run_dir]) == canonical(alone), Path(run_dir).name
 
 
-def test_runs_cut_node_by_node_give_the_metrics_of_runs_analysed_whole(spark, runs: list[str]) -> None:
-    """A large run's nodes go to separate tasks (``share_bytes`` 0 cuts these small ones so)."""
-    by_node = analyse_runs(spark, runs, names(["m."]), share_bytes=0)
-    for run_dir, result in zip(runs, by_node, strict=True):
-        assert canonical(document(result)) == canonical(document(analyse_dirs([run_dir])[0])), Path(run_dir).name
+def test_runs_cut_into_pieces_and_shares_give_the_metrics_of_runs_analysed_whole(spark, runs: list[str],
+                                                                                 tmp_path: Path) -> None:
+    """A large run is read in pieces and its nodes analysed in shares (``share_bytes`` 0 cuts
+    these small ones so: a share a node; ``piece_bytes`` 1000 cuts their larger files into byte
+    ranges that end inside lines): the same metrics, plot tables and Parquet tables."""
+    pieces = [p for task in plan([event_files(r) for r in runs], 0, 1000).reads for p in task.pieces]
+    assert len([p for p in pieces if p.start > 0]) >= 4  # files cut in byte ranges
+    tables = [str(tmp_path / str(i)) for i in range(len(runs))]
+    cut = analyse_runs(spark, runs, names(["m.", "p."]), tables_to=tables, share_bytes=0, piece_bytes=1000)
+    for run_dir, result, written in zip(runs, cut, tables, strict=True):
+        alone = analyse_dirs([run_dir])[0]
+        assert (result.meta.event_count, result.meta.bad_lines) == (alone.meta.event_count, alone.meta.bad_lines)
+        assert canonical(document(result)) == canonical(document(alone)), Path(run_dir).name
+        plots = {k for k in alone.tables if k.startswith("p.")}
+        assert plots and {k for k in result.tables if k.startswith("p.")} == plots
+        for name in plots:
+            assert rows(result.tables[name]) == rows(alone.tables[name]), name
+        assert {p.name for p in Path(written).iterdir()} == set(TABLES)

@@ -1,4 +1,4 @@
-"""Several runs in one report job: the runs are one table with a ``run`` column, and each
+"""Several runs in one report job: each run is read with its own manifest and lines, and each
 run's metrics are what a report of that run alone gives (and what the in-process analysis,
 :func:`tests.reports.runlog.metrics_of`, gives); the metrics-only function."""
 from __future__ import annotations
@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pyspark.sql import functions as F
 
 from rmqemu.errors import RunInputError
 from rmqemu.reports import job
 from rmqemu.reports.cli import report_command
-from rmqemu.reports.load import good_events, read_runs
+from rmqemu.reports.engine import analyse_runs, names
 from tests.reports.runlog import croute, exit_, fault, metrics_of, nroute, send, start, topic, write_run
 from tests.reports.test_kill import kill_scenario
 
@@ -46,23 +45,15 @@ def two_runs(tmp_path_factory) -> tuple[Path, Path]:
     return write_run(root / "kill", *kill_scenario()), write_run(root / "pause", *pause_scenario())
 
 
-def _counts(spark, run_dirs: list[str]) -> dict[int, int]:
-    """Readable lines per ``run`` of one :func:`read_runs` scan of ``run_dirs``."""
-    raw, _ = read_runs(spark, run_dirs)
-    events = good_events(raw)
-    assert "run" in events.columns
-    return {r["run"]: r["n"] for r in events.groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
-
-
-def test_runs_are_one_table_with_a_run_column(spark, two_runs):
+def test_each_run_is_read_with_its_own_manifest_and_lines(spark, two_runs):
     a, b = (str(p) for p in two_runs)
-    _, manifests = read_runs(spark, [a, b])
-    assert [m.run for m in manifests] == ["r1", "r1"]  # the manifests, in the order given
-    together = _counts(spark, [a, b])
-    alone = [_counts(spark, [p])[0] for p in (a, b)]
-    assert together == {0: alone[0], 1: alone[1]}  # ``run``: the index of the run dir
-    assert alone[0] != alone[1]
-    assert alone[0] == 23  # the kill scenario: 21 node lines + 2 fault lines
+    together = analyse_runs(spark, [a, b], names(["m.outcomes"]))
+    alone = [analyse_runs(spark, [p], names(["m.outcomes"]))[0] for p in (a, b)]
+    assert [r.meta.key for r in together] == [a, b] and [r.meta.id for r in together] == [0, 1]
+    assert [r.meta.manifest.run for r in together] == ["r1", "r1"]  # the manifests, in the order given
+    counts = [r.meta.event_count for r in together]
+    assert counts == [r.meta.event_count for r in alone] and counts[0] != counts[1]
+    assert counts[0] == 23  # the kill scenario: 21 node lines + 2 fault lines
 
 
 def test_two_runs_in_one_call_give_each_run_its_own_metrics(spark, two_runs):
@@ -128,13 +119,13 @@ def test_metrics_only_writes_nothing_and_equals_the_report(spark, two_runs):
 
 
 def test_runs_in_directories_with_spaces_percent_and_accents_keep_their_events(spark, tmp_path):
-    """One scan reads every run's files and tells them apart by the file path Spark gives
-    (percent-encoded): names that encoding changes must still find their run."""
+    """The tasks open the paths the driver listed: names a URI would encode are read as they are."""
     odd = write_run(tmp_path / "run é 100%+1", *kill_scenario())
     plain = write_run(tmp_path / "plain", *pause_scenario())
-    together = _counts(spark, [str(odd), str(plain)])
-    alone = [_counts(spark, [str(p)])[0] for p in (odd, plain)]
-    assert together == {0: alone[0], 1: alone[1]}
+    together = analyse_runs(spark, [str(odd), str(plain)], names(["m.outcomes"]))
+    alone = [analyse_runs(spark, [str(p)], names(["m.outcomes"]))[0] for p in (odd, plain)]
+    counts = [r.meta.event_count for r in together]
+    assert counts == [r.meta.event_count for r in alone] and counts[0] == 23
 
 
 def test_the_same_run_spelled_two_ways_is_bad_input(spark, two_runs):

@@ -1,7 +1,9 @@
 """The analysis gives the recorded real runs the metrics.json the previous engine gave them,
-up to float rounding: in this process (no JVM) and in Spark, both runs in one job. What was
-added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order, delays
-and retries sections) is checked apart: the runs have nothing for it."""
+up to float rounding: in this process (no JVM) and in Spark, both runs in one job. They were
+written before queues were objects: every line keeps the event registry once converted as the
+report converts it (docs/design.md §6, "Older runs"), and the queues are all that differs. What
+was added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order,
+delays and retries sections) is checked apart: the runs have nothing for it."""
 from __future__ import annotations
 
 import json
@@ -12,6 +14,7 @@ import pytest
 
 from rmqemu.reports.local import analyse_dirs
 from rmqemu.reports.metrics import document
+from tests.eventdoc import contract_problems, unreadable_files
 from tests.reports.recorded import RUNS, rounded, unpack
 
 
@@ -65,6 +68,16 @@ def same(got: dict, want: dict) -> bool:
         1.0, [], [], [])
     assert not any(v for k, v in {**delays, **retries}.items() if not k.startswith("tolerance_")), (delays, retries)
     return json.dumps(rounded(got), sort_keys=True) == json.dumps(rounded(want), sort_keys=True)
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_every_line_of_a_recorded_run_keeps_the_registry_once_converted(recorded, name: str) -> None:
+    run, _ = recorded[name]
+    assert contract_problems(run, upgrade=True) == []
+    as_written = contract_problems(run)
+    queues = (".publish_queues[", ".subscribe_queues[", ".allocated[", "... and ")  # and how many more
+    assert as_written and all(any(q in p for q in queues) for p in as_written), as_written
+    assert {p.split(": ")[0] for p in unreadable_files(run)} >= {"pg-1-0.jsonl"}  # the typed reader needs it
 
 
 @pytest.mark.parametrize("name", RUNS)

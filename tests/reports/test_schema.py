@@ -1,7 +1,7 @@
 """The read schema is the event registry's (:mod:`reports.core.schema`): every registered field is
 a column and every column a registered field, of the registered type unless
-``reports.core.schema.OVERRIDES`` says why; the Spark schema is that one plus the corrupt-record
-column; and a line of every kind with every field set is read whole, in this process and by Spark."""
+``reports.core.schema.OVERRIDES`` says why; and a line of every kind with every field set is
+read whole, in this process and in Spark's tasks."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,16 +17,17 @@ from tests.reports.runlog import write_run
 
 #: Column types the core relies on (casts, bit tests, list functions, the node table).
 _PAIRS = pa.list_(pa.list_(pa.string()))
+_QUEUES = pa.list_(pa.struct([pa.field("broker", pa.string()), pa.field("queue_id", pa.int32())]))
 RELIED_ON: dict[str, pa.DataType] = {
     "ts": pa.float64(), "local_ms": pa.float64(), "pid": pa.int64(), "broker_id": pa.int32(), "code": pa.int32(),
-    "signal": pa.string(), "targets": pa.list_(pa.string()),
+    "signal": pa.int32(), "targets": pa.list_(pa.string()),
     "params": pa.struct([pa.field("links", _PAIRS), pa.field("offset_ms", pa.float64())]),
     "read_queues": pa.int32(), "write_queues": pa.int32(), "perm": pa.int32(),
     "queue_datas": pa.list_(pa.struct([pa.field("broker", pa.string()), pa.field("read", pa.int32()),
                                        pa.field("write", pa.int32()), pa.field("perm", pa.int32())])),
-    "masters": pa.list_(pa.string()), "publish_queues": _PAIRS, "changed": pa.string(), "queue_id": pa.int32(),
+    "masters": pa.list_(pa.string()), "publish_queues": _QUEUES, "changed": pa.bool_(), "queue_id": pa.int32(),
     "attempt": pa.int32(), "latency_ms": pa.float64(), "msg_ids": pa.list_(pa.string()),
-    "cids": pa.list_(pa.string()), "allocated": _PAIRS,
+    "cids": pa.list_(pa.string()), "allocated": _QUEUES,
 }
 
 
@@ -46,7 +47,8 @@ def test_columns_have_the_registry_type_unless_overridden() -> None:
         expected = schema.OVERRIDES.get(f.name) or schema.arrow_type(events.columns()[f.name].type)
         assert f.type == expected, f.name
     assert schema.EVENTS.field("mode").type == pa.string()
-    assert schema.EVENTS.field("subscribe_queues").type == _PAIRS
+    assert schema.EVENTS.field("subscribe_queues").type == _QUEUES
+    assert set(schema.OVERRIDES) == {"params"}  # a projection, not another type
     for f in schema.OVERRIDES["params"]:
         events.KINDS["fault.start"].field("params").type.member(f.name)  # type: ignore[union-attr]
 
@@ -56,22 +58,12 @@ def test_the_types_the_reports_rely_on_did_not_change() -> None:
     assert {k: got[k] for k in RELIED_ON} == RELIED_ON
 
 
-def test_the_spark_schema_is_the_core_schema_plus_the_corrupt_record_column() -> None:
-    from rmqemu.reports.schema import CORRUPT_COLUMN, EVENT_SCHEMA  # pyspark types only: no JVM
-
-    assert EVENT_SCHEMA.fieldNames() == [f.name for f in schema.EVENT_FIELDS] + [CORRUPT_COLUMN]
-    assert EVENT_SCHEMA["ts"].dataType.simpleString() == "double"
-    assert EVENT_SCHEMA["queue_datas"].dataType.simpleString() == (
-        "array<struct<broker:string,read:int,write:int,perm:int>>")
-    assert EVENT_SCHEMA["allocated"].dataType.simpleString() == "array<array<string>>"
-
-
 def example(t: Type) -> Any:
     """A value of type ``t`` (every member of a struct set)."""
     if isinstance(t, Scalar):
         return {"str": "x", "int": 7, "long": 2**40, "float": 1.5, "bool": True}[t.name]
     if isinstance(t, Pair):
-        return [example(t.first), example(t.second)]
+        return [example(t.item), example(t.item)]
     if isinstance(t, ListOf):
         return [example(t.item)]
     if isinstance(t, MapOf):
@@ -96,8 +88,8 @@ def _assert_whole(rows: dict[str, dict[str, Any]]) -> None:
     for kind in events.KINDS.values():
         for f in kind.fields:
             assert rows[kind.name][f.name] is not None, f"{kind.name}.{f.name} was not read"
-    assert rows["send"]["mode"] == "x" and list(map(list, rows["client.route"]["subscribe_queues"])) == [["x", "7"]]
-    assert rows["node.exit"]["signal"] == "7" and rows["client.route"]["changed"] == "true"
+    assert rows["send"]["mode"] == "x" and rows["client.route"]["subscribe_queues"] == [{"broker": "x", "queue_id": 7}]
+    assert rows["node.exit"]["signal"] == 7 and rows["client.route"]["changed"] is True
 
 
 def test_a_full_line_of_every_kind_is_read_whole(full_lines) -> None:
@@ -109,12 +101,10 @@ def test_a_full_line_of_every_kind_is_read_whole(full_lines) -> None:
 
 
 @pytest.mark.spark
-def test_spark_reads_a_full_line_of_every_kind_whole(spark, full_lines) -> None:
-    from rmqemu.reports.load import file_stats, good_events, read_runs
+def test_spark_tasks_read_a_full_line_of_every_kind(spark, full_lines) -> None:
+    from rmqemu.reports.engine import analyse_runs, names
 
     run_dir, lines = full_lines
-    raw, _ = read_runs(spark, [run_dir])
-    assert sum(r["bad"] for r in file_stats(raw).collect()) == 0
-    got = good_events(raw).collect()
-    assert len(got) == len(lines)
-    _assert_whole({r["kind"]: r.asDict(recursive=True) for r in got})
+    for share_bytes in (1 << 30, 0):  # read by the task that analyses the run, and by a read task
+        meta = analyse_runs(spark, [run_dir], names(["m.outcomes"]), share_bytes=share_bytes)[0].meta
+        assert (meta.bad_lines, meta.event_count) == ({}, len(lines))

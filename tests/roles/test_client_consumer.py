@@ -67,7 +67,7 @@ def test_start_heartbeats_with_subscriptions_and_retry_topic():
     assert {s["topic"] for s in cd["subscriptionDataSet"]} == {"T", "%RETRY%cg-1"}
     assert all(s["subVersion"] == int(d.time.wall_ms) for s in cd["subscriptionDataSet"])
     ev = d.events("client.route")[0]
-    assert ev["publish_queues"] == ev["subscribe_queues"] == [["b1", i] for i in range(4)]
+    assert ev["publish_queues"] == ev["subscribe_queues"] == [{"broker": "b1", "queue_id": i} for i in range(4)]
 
 
 def test_route_event_without_a_master_keeps_the_subscribe_view_only():
@@ -75,7 +75,7 @@ def test_route_event_without_a_master_keeps_the_subscribe_view_only():
     d = make()
     serve_routes(d, {"T": route("b1", masters=False)})
     ev = [e for e in d.events("client.route") if e["topic"] == "T"][0]
-    assert ev["publish_queues"] == [] and ev["subscribe_queues"] == [["b1", i] for i in range(4)]
+    assert ev["publish_queues"] == [] and ev["subscribe_queues"] == [{"broker": "b1", "queue_id": i} for i in range(4)]
 
 
 def test_a_shared_instance_name_gives_a_shared_client_id_and_the_same_queues():
@@ -86,7 +86,7 @@ def test_a_shared_instance_name_gives_a_shared_client_id_and_the_same_queues():
     d = started(cids=[shared, shared], config={"clientIP": "10.0.0.1", "instanceName": "shared"})
     ev = d.events("rebalance")[-1]
     assert ev["cid"] == shared and ev["cids"] == [shared, shared]
-    assert ev["allocated"] == [["b1", i] for i in range(4)]  # b2's queues: nobody's
+    assert ev["allocated"] == [{"broker": "b1", "queue_id": i} for i in range(4)]  # b2's queues: nobody's
     hb = d.pending_to(code=RequestCode.HEART_BEAT)[0].frame.json_body()
     assert hb["clientID"] == shared
     unit = make(config={"instanceName": "x", "unitName": "u1"})
@@ -98,7 +98,7 @@ def test_rebalance_event_and_pulls_for_allocated_queues():
     ev = d.events("rebalance")[-1]
     assert ev["cids"] == ["127.0.0.1@cg-1-1", ME] and ev["strategy"] == "AVG" and ev["cid"] == ME
     # sorted cids: ME is index 0 -> first 4 of 8 sorted queues
-    assert ev["allocated"] == [["b1", i] for i in range(4)]
+    assert ev["allocated"] == [{"broker": "b1", "queue_id": i} for i in range(4)]
     pulls = d.pending_to(code=RequestCode.PULL_MESSAGE)
     assert sorted((r.addr, r.frame.fields["queueId"]) for r in pulls) == [("m-b1", i) for i in range(4)]
     f = pulls[0].frame.fields
@@ -144,7 +144,7 @@ def test_notify_consumer_ids_changed_triggers_rebalance():
     assert [r for r in d.pending_to(code=RequestCode.GET_CONSUMER_LIST_BY_GROUP)]
     cid_list(d, [ME, "127.0.0.1@cg-1-9"])
     ev = d.events("rebalance", since=m)[-1]
-    assert ev["allocated"] == [["b1", i] for i in range(4)]
+    assert ev["allocated"] == [{"broker": "b1", "queue_id": i} for i in range(4)]
     assert sorted(mq.pair() for mq in d.role.process_table if mq.topic == "T") == [["b1", i] for i in range(4)]
 
 

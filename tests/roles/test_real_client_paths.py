@@ -169,7 +169,8 @@ def test_a_real_clients_route_is_written_under_its_name_as_its_view():
     _, actions = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel=RM, peer="client@7")
     [route] = emitted(actions, "client.route")
     assert route.node == "client@7" and route.fields["source"] == "namesrv-0"
-    assert route.fields["publish_queues"] == [["broker-a", q] for q in range(4)] and route.fields["changed"]
+    assert route.fields["publish_queues"] == [{"broker": "broker-a", "queue_id": q} for q in range(4)]
+    assert route.fields["changed"]
     _, again = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, channel=RM, peer="client@7")
     assert not emitted(again, "client.route")[0].fields["changed"]
     _, unknown = ns.send(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "U"}, channel=RM, peer="client@7")
