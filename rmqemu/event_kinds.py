@@ -5,8 +5,8 @@ one here is renaming it in every run log. Order matters only for ``docs/events.m
 
 from __future__ import annotations
 
+from rmqemu import event_kinds_delay as delay_kinds
 from rmqemu import event_order
-from rmqemu.event_kinds_delay import DELAY
 from rmqemu.event_types import (
     BOOL,
     FLOAT,
@@ -216,15 +216,14 @@ PRODUCER = Section("Producer", (
               "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
-        Field("delay_level", INT, "the delay level it asked for (`DELAY` > 0, see `delay.park`)", ext=True),
-    ) + event_order.SEND_FIELDS),
+    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS),
     Kind("send.fail", "producer", "once per message that was given up", (
         Field("msg_id", STR, required=True), Field("topic", STR, required=True),
         Field("group", STR, required=True), Field("mode", STR, required=True),
         Field("attempts", INT, required=True), Field("code", INT, required=True, nullable=True),
         Field("error", STR, "e.g. `No route info of this topic: T`", required=True),
         Field("msg_ids", STRS, "a batch"),
-    ) + event_order.SEND_FIELDS, ext=True),
+    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS, ext=True),
 ))
 
 CONSUMER = Section("Consumer", (
@@ -300,5 +299,5 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
          ext=True),
 ))
 
-SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION, DELAY,
-                             FAULTS)
+SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION,
+                                 delay_kinds.DELAY, FAULTS)

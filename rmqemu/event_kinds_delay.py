@@ -27,6 +27,11 @@ _WHERE = (
     Field("reconsume_times", INT, "the message's reconsumeTimes (0 for a producer's send)", required=True),
 )
 
+#: Added to ``send`` and ``send.fail``: a delayed message's level, on its attempts and when it was given up.
+SEND_FIELDS = (
+    Field("delay_level", INT, "the delay level it asked for (`DELAY` > 0, see `delay.park`)", ext=True),
+)
+
 DELAY = Section("Delays, retries and consumer groups", (
     Kind("delay.park", "broker (master)", "a message with a delay level (`DELAY` > 0) was stored in "
          "`SCHEDULE_TOPIC_XXXX` instead of its topic: a producer's delayed send, a retry, a DLQ-bound send "

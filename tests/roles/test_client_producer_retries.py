@@ -2,6 +2,7 @@
 on a retry, codes that stop at once, a stored result past the timeout, and latency fault avoidance."""
 
 from rmqemu.emulator.protocol import RequestCode, ResponseCode
+from rmqemu.emulator.roles.workload import OutgoingMessage
 from tests.roles.fakes import response
 from tests.roles.test_client_producer import answer_route, make, msg, route, send
 
@@ -84,3 +85,15 @@ def test_latency_fault_avoids_isolated_broker():
         req = d.pending_to(code=RequestCode.SEND_MESSAGE_V2)[0]
         assert req.addr != bad
         d.answer(req, response(0))
+
+
+def test_a_delayed_message_given_up_says_its_level_on_every_line():
+    """A message with a delay level that fails every attempt: each ``send`` line and its
+    ``send.fail`` carry ``delay_level`` (the registry lists it on both kinds, so neither write raises)."""
+    d = make()
+    send(d, OutgoingMessage("T", b"hello", {"UNIQ_KEY": "m1", "DELAY": "5"}))
+    answer_route(d, route("b1"))
+    for _ in range(3):
+        d.answer(d.pending_to(code=RequestCode.SEND_MESSAGE_V2)[0], None)  # every attempt times out
+    assert [e["delay_level"] for e in d.events("send")] == [5, 5, 5]
+    assert d.events("send.fail")[-1]["delay_level"] == 5 and not d.role.sync_in_flight
