@@ -164,12 +164,13 @@ class Launcher:
         if not proc.expected_exit:
             self.died.append(proc.name)
             self.log(f"node {proc.name} exited unexpectedly ({info}); see {proc.log_path}")
-        self.write_exit(proc.name, info)
+        self.write_exit(proc.name, info, proc.killed_ms)
 
-    def write_exit(self, name: str, info: dict[str, int]) -> None:
+    def write_exit(self, name: str, info: dict[str, int], ts: float | None = None) -> None:
+        """Append ``name``'s ``node.exit`` stamped ``ts`` (a kill's send time), else now."""
         plan = self.plans[name]
-        event: dict[str, Any] = {"ts": host_ms(), "node": name, "kind": "node.exit", "role": plan.role,
-                                 "pid": self.procs[name].pid, **info}
+        event: dict[str, Any] = {"ts": host_ms() if ts is None else ts, "node": name, "kind": "node.exit",
+                                 "role": plan.role, "pid": self.procs[name].pid, **info}
         if plan.broker is not None:
             event.update(broker=plan.broker, broker_id=plan.broker_id)
         if not self.run_dir_deleted():

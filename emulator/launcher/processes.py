@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from rmqemu.emulator.launcher.signals import SpawnedProcess
+from rmqemu.emulator.node.clock import host_ms
 from rmqemu.errors import FaultError
 
 _PR_SET_PDEATHSIG = 1
@@ -44,6 +45,7 @@ class NodeProcess:
     exit_seen: bool = False
     expected_exit: bool = False  # set when a fault or a shutdown made it exit
     log_path: Path | None = field(default=None, repr=False)
+    killed_ms: float | None = None  # host ms as a SIGKILL was sent: when it died (docs/design.md §7)
 
     @property
     def pid(self) -> int:
@@ -64,8 +66,18 @@ class NodeProcess:
             return False
 
     def send_signal(self, sig: int) -> None:
-        """Signal through the pidfd after checking pid and create_time (emulator.launcher.signals)."""
-        self.ident.send(sig)
+        """Signal through the pidfd after checking pid and create_time (emulator.launcher.signals).
+        A SIGKILL cannot be caught: the moment before it was sent is when the node stopped,
+        no later than a peer can notice (a closed socket), which may be before the launcher
+        reaps it."""
+        before, sent_at = self.killed_ms, host_ms()
+        if sig == signal.SIGKILL:
+            self.killed_ms = sent_at
+        try:
+            self.ident.send(sig)
+        except BaseException:
+            self.killed_ms = before
+            raise
 
     def exit_info(self) -> dict[str, int]:
         """``{"code": n}`` or ``{"signal": n}`` for a process that has exited."""

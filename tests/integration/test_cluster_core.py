@@ -74,6 +74,9 @@ def test_sigkill_of_a_master_destroys_its_channel_and_the_slave_keeps_queue_data
         assert not ns_broker(c, "broker-a-0", "expired", node=ns)
     exit_ev = read_events(c.run_dir, "node.exit", node="broker-a-0")
     assert exit_ev and exit_ev[-1]["signal"] == signal.SIGKILL
+    # stamped as the kill was sent: no peer can have seen the death first (docs/design.md §7)
+    seen = [e["ts"] for ns in namesrvs(c) for e in ns_broker(c, "broker-a-0", "channel_destroy", node=ns)]
+    assert exit_ev[-1]["ts"] <= min(seen)
 
 
 def test_sigstop_expires_only_after_the_scaled_120s_and_sigcont_registers_again(start_cluster) -> None:
