@@ -191,3 +191,20 @@ def test_every_kind_the_source_writes_is_registered_and_every_registered_kind_is
         events.check(kind, names)  # the literal field names of those call sites
     assert {"reason", "restarted", "error"} <= source["fault.end"]  # the scan sees fields
     assert {"broker_addr", "broker", "broker_id", "change"} <= source["ns.broker"]
+
+
+def test_last_event_ms_is_the_latest_ts_of_the_files_tail(tmp_path: Path) -> None:
+    """A killed node's ``node.exit`` is never before its own last line (docs/design.md §7): the
+    launcher reads that line's ``ts`` from the tail of its file, past a cut or a torn line."""
+    from rmqemu.emulator.launcher.run_dir import last_event_ms
+
+    path = tmp_path / "broker-a-0.jsonl"
+    assert last_event_ms(path) is None  # no file yet
+    path.write_bytes(b"")
+    assert last_event_ms(path) is None
+    lines = [json.dumps({"ts": 1000.0 + i, "node": "broker-a-0", "kind": "x", "pad": "\u00e9" * 50})
+             for i in range(2000)]
+    path.write_text("\n".join(lines) + "\n" + '{"ts": 99999, "node": "broker-a-0", "kind"', encoding="utf-8")
+    assert last_event_ms(path, tail_bytes=4096) == 2999.0  # the torn last line is skipped
+    path.write_text(lines[0] + "\n", encoding="utf-8")
+    assert last_event_ms(path) == 1000.0  # a file shorter than the tail: its first line counts

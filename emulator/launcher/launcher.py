@@ -20,7 +20,7 @@ from rmqemu.emulator.launcher import manifest as _manifest
 from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready, remoting_clients
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
-from rmqemu.emulator.launcher.run_dir import append_event, new_run_dir, prepare_run_dir
+from rmqemu.emulator.launcher.run_dir import append_event, last_event_ms, new_run_dir, prepare_run_dir
 from rmqemu.emulator.launcher.shutdown import shut_down
 from rmqemu.emulator.launcher.topology import Topology
 from rmqemu.emulator.launcher.topology_load import NodePlan, plan_nodes
@@ -164,10 +164,13 @@ class Launcher:
         if not proc.expected_exit:
             self.died.append(proc.name)
             self.log(f"node {proc.name} exited unexpectedly ({info}); see {proc.log_path}")
-        self.write_exit(proc.name, info, proc.killed_ms)
+        ts = proc.killed_ms
+        if ts is not None:  # no earlier than its own last line: it may write until the signal lands
+            ts = max(ts, last_event_ms(self.run_dir / "events" / f"{proc.name}.jsonl") or ts)
+        self.write_exit(proc.name, info, ts)
 
     def write_exit(self, name: str, info: dict[str, int], ts: float | None = None) -> None:
-        """Append ``name``'s ``node.exit`` stamped ``ts`` (a kill's send time), else now."""
+        """Append ``name``'s ``node.exit`` stamped ``ts`` (a kill's time), else now."""
         plan = self.plans[name]
         event: dict[str, Any] = {"ts": host_ms() if ts is None else ts, "node": name, "kind": "node.exit",
                                  "role": plan.role, "pid": self.procs[name].pid, **info}

@@ -45,7 +45,7 @@ class NodeProcess:
     exit_seen: bool = False
     expected_exit: bool = False  # set when a fault or a shutdown made it exit
     log_path: Path | None = field(default=None, repr=False)
-    killed_ms: float | None = None  # host ms as a SIGKILL was sent: when it died (docs/design.md §7)
+    killed_ms: float | None = None  # host ms as a SIGKILL was sent (docs/design.md §7)
 
     @property
     def pid(self) -> int:
@@ -67,9 +67,8 @@ class NodeProcess:
 
     def send_signal(self, sig: int) -> None:
         """Signal through the pidfd after checking pid and create_time (emulator.launcher.signals).
-        A SIGKILL cannot be caught: the moment before it was sent is when the node stopped,
-        no later than a peer can notice (a closed socket), which may be before the launcher
-        reaps it."""
+        A SIGKILL cannot be caught: the node stops within moments of the send, before a peer can
+        notice (a closed socket), which may be before the launcher reaps it."""
         before, sent_at = self.killed_ms, host_ms()
         if sig == signal.SIGKILL:
             self.killed_ms = sent_at

@@ -98,6 +98,27 @@ def read_json(path: Path) -> Any:
         raise RunDirError(f"{path}: not valid JSON ({exc})") from None
 
 
+def last_event_ms(path: Path, tail_bytes: int = 65536) -> float | None:
+    """The latest ``ts`` among the last lines of a node's event file (None: no readable line).
+    A killed node may still write for a moment after the signal was sent; its ``node.exit``
+    must not come before its own last line (docs/design.md §7)."""
+    try:
+        with open(path, "rb") as f:
+            start = f.seek(max(0, f.seek(0, os.SEEK_END) - tail_bytes))
+            lines = f.read().split(b"\n")
+    except OSError:
+        return None
+    found: list[float] = []
+    for raw in lines[1:] if start else lines:  # the first piece is cut when the seek was not to 0
+        try:
+            ts = json.loads(raw).get("ts")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(ts, (int, float)):
+            found.append(float(ts))
+    return max(found, default=None)
+
+
 def append_event(path: Path, event: dict[str, Any]) -> None:
     """Append one event line for a node that cannot write it itself (``node.exit`` of a dead node),
     or a launcher/injector line of ``faults.jsonl``; refused (``ValueError``) unless its kind and
