@@ -53,6 +53,41 @@ def test_every_cited_section_exists() -> None:
     assert missing == []
 
 
+#: A repository path as code and docs name one: a top-level folder, then a path (a glob is
+#: matched; a ``<placeholder>`` part makes it a path of a run or a sweep, not of the repository).
+REPO_PATH = re.compile(r"(?<![\w./<-])((?:emulator|faults|reports|rmqemu|tests|docs|bench|topologies|\.ci)/"
+                       r"(?:[\w./*-]|<[^>]*>)*[\w*>/])")
+
+
+def _exists(ref: str) -> bool:
+    """``ref`` names something in the repository: a file or folder, a glob that matches, or an
+    installed module path (``rmqemu/reports/x.py`` is ``reports/x.py``)."""
+    if "<" in ref:
+        return True
+    for cand in (ref, ref.replace("rmqemu/", "", 1)):
+        if "*" in cand:
+            if any(ROOT.glob(cand)):
+                return True
+        elif (ROOT / cand).exists():
+            return True
+    return False
+
+
+def test_every_repository_path_named_exists() -> None:
+    """A path in a docstring, comment or doc points at something a reader can open."""
+    named, missing = 0, []
+    for path in tracked_files():
+        if path.name == "test_docs.py":
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            for match in REPO_PATH.finditer(line):
+                named += 1
+                if not _exists(match.group(1).rstrip(".")):
+                    missing.append(f"{path.relative_to(ROOT)}:{n}: {match.group(1)}")
+    assert named > 200, "the paths were not found"
+    assert missing == []
+
+
 def test_metrics_doc_is_the_registry() -> None:
     """docs/metrics.md is generated from rmqemu/metric_paths.py (`python -m rmqemu.metric_doc`)."""
     from rmqemu.metric_doc import markdown

@@ -107,7 +107,7 @@ def test_with_master_local2_each_run_is_a_spark_task_and_an_interrupt_leaves_no_
     SIGTERM stops them with their nodes; the next invocation completes the sweep and analyses
     it on the same session; a third skips every run. (A sweep of two runs: the analysis of
     more is the local test's, and each JVM here competes with the nodes for the host.)"""
-    (tmp_path / "tiny.yaml").write_text(TOPO.replace("duration: 100s", "duration: 1000s"))  # 10 s wall a run
+    (tmp_path / "tiny.yaml").write_text(TOPO.replace("duration: 100s", "duration: 400s"))  # 4 s wall a run
     (tmp_path / "sweep.yaml").write_text(PAIR)
     seen: list[tuple[int, float]] = []
     first = subprocess.Popen(rmqemu("sweep", "sweep.yaml", "--root", "runs", "--master", "local[2]", "--no-report"),

@@ -187,7 +187,7 @@ def test_stop_session_ends_the_jvm():
     code = textwrap.dedent("""
         from rmqemu.reports.cli import build_session, stop_session
         from pyspark import SparkContext
-        spark = build_session("local[1]")
+        spark = build_session("local[1]", small_input=True)
         assert spark.range(3).count() == 3
         proc = SparkContext._gateway.proc
         stop_session(spark)
