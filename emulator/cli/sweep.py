@@ -12,7 +12,7 @@ from rmqemu.emulator.cli.errors import handle_errors
 from rmqemu.emulator.cli.interrupts import stop_signals
 from rmqemu.emulator.launcher.run_dir import DEFAULT_ROOT
 from rmqemu.emulator.sweep.on_spark import SparkRuns, prepare_local_workers, spark_parallel
-from rmqemu.emulator.sweep.runner import RunResult, run_sweep, runs_at_once, sweep_dir
+from rmqemu.emulator.sweep.runner import RunResult, all_complete, run_sweep, runs_at_once, sweep_dir
 from rmqemu.emulator.sweep.spec import SweepSpec, load_sweep
 
 
@@ -42,6 +42,7 @@ def sweep_command(file: Path, root: Path, parallel: int | None, fresh: bool, mas
         try:
             if master:
                 prepare_local_workers(master)
+            if master and not all_complete(spec, out):  # else no run to start: a session only to analyse
                 click.echo(f"sweep {spec.name}: starting Spark ({master}), every run a Spark task", err=True)
                 spark = _build_session(master)
             results, failed = _run(spec, out, parallel, master, spark)
@@ -72,7 +73,8 @@ def _run(spec: SweepSpec, out: Path, parallel: int | None, master: str | None,
     if spark_runs is not None and master:
         explicit = parallel is not None or isinstance(spec.parallel, int)
         limit = spark_parallel(limit, spark_runs.slots, master, explicit)
-    where = f"as Spark tasks on {master}" if spark_runs is not None else "here"
+    where = (f"as Spark tasks on {master}" if spark_runs is not None
+             else "all complete before" if master else "here")
     click.echo(f"sweep {spec.name}: {len(spec.cells())} cell(s) x {len(spec.seeds)} seed(s) = {len(runs)} run(s), "
                f"{limit} at once, {where}, in {out}", err=True)
     failed: list[RunResult] = []

@@ -129,6 +129,11 @@ def sweep_dir(spec: SweepSpec, root: Path, fresh: bool = False) -> Path:
     return out
 
 
+def all_complete(spec: SweepSpec, out: Path) -> bool:
+    """Every run of the grid is complete (has its ``done.json``): a re-invocation runs nothing."""
+    return all((out / run.run_id / "done.json").is_file() for run in spec.runs())
+
+
 def run_sweep(spec: SweepSpec, out: Path, parallel: int | None = None,
               on_done: Callable[[RunResult], None] = lambda r: None,
               execute: Callable[[RunTask], RunResult] | None = None,

@@ -56,3 +56,4 @@ def test_a_two_run_sweep_on_the_cluster_runs_and_analyses_there(master: str, tmp
     again = run_cli("sweep", "sweep.yaml", "--root", "runs", "--master", master, cwd=tmp_path, timeout=600)
     assert again.returncode == 0, again.stderr
     assert "no Spark job: 2 run(s) analysed before" in again.stderr
+    assert "starting Spark" not in again.stderr  # nothing to run or analyse: no application on the cluster
