@@ -190,9 +190,9 @@ def _order(m: Metrics) -> list[Table]:
     changes that moved keys and the failed ordered sends when there are any."""
     o, scale = m.get("order") or {}, m["scale"]
     counts = ("units", "violated", "messages", "consumed", "out_of_order", "duplicates", "remapped", "handover",
-              "redelivery")
+              "redelivery", "unheld")
     out = [table(["group", "checked by", "keys or queues", "violated", "messages", "consumed", "out of order",
-                  "duplicates", "remapped", "handover", "redelivery"],
+                  "duplicates", "remapped", "handover", "redelivery", "unheld deliveries"],
                  ([r["group"], r["by"], *[fmt_num(r[k]) for k in counts]] for r in o.get("groups", [])),
                  [False, False] + [True] * len(counts), title="Order per orderly consumer group",
                  empty="No group consumed orderly (an orderly consumer says orderly: true, a real client takes "
@@ -200,7 +200,8 @@ def _order(m: Metrics) -> list[Table]:
                  caption="Per key: each acked ordered message's first consumption against its key's send order; per "
                          "queue (no key known: a real client's messages): in offset order. Cause, first match: "
                          "remapped (the key's queue changed between the two sends), handover (two consumers held "
-                         "the queue at overlapping times), redelivery.")]
+                         "the queue at overlapping times), redelivery. Unheld deliveries (left out): a real "
+                         "client's from a queue it held no lock on then, answers to pulls it gave up.")]
     changes = (o.get("remaps") or {}).get("changes") or []
     if changes:
         out.append(table(["producer", "topic", "at", "route before", "after", "queues", "stale before",

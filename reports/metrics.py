@@ -139,7 +139,7 @@ def _order(run: RunMeta, r: dict[str, Any]) -> dict[str, Any]:
         "queues": total(groups, "units", "queue"), "queues_violated": total(groups, "violated", "queue"),
         "out_of_order": total(groups, "out_of_order"), "duplicates": total(groups, "duplicates"),
         "violations": total(groups, "out_of_order") + total(groups, "duplicates"),
-        "by_cause": {c: total(groups, c) for c in CAUSES}, "groups": groups,
+        "by_cause": {c: total(groups, c) for c in CAUSES}, "unheld": total(groups, "unheld"), "groups": groups,
         "remaps": {"keys": moved["keys"], "moves": moved["moves"], "changes": changes},
         "failed_sends": {
             "total": total(failed, "sends"), "stale_route": sum(x["sends"] for x in failed if x["stale"]),

@@ -15,6 +15,9 @@ _CAUSE_TEXT = {
     "redelivery": "... of any other cause (the same consumer again, a later holder, a retry)",
 }
 
+_UNHELD = ("deliveries to a real client from a queue it held no lock on then (the answer to a pull it gave up "
+           "in a rebalance: the client drops it), left out of the check")
+
 
 def order_metrics() -> list[Metric]:
     """The paths of the ``order`` section, in document order."""
@@ -44,12 +47,14 @@ def order_metrics() -> list[Metric]:
     add("order.by_cause", GROUP, "the violations by cause, first match wins")
     for cause in CAUSES:
         add(f"order.by_cause.{cause}", COUNT, _CAUSE_TEXT[cause])
+    add("order.unheld", COUNT, _UNHELD)
     table("order.groups", "one row per (orderly group, check)", (
         ("group", TEXT, "the consumer group"), ("by", TEXT, "`key` (sharding keys) or `queue` (queue offsets)"),
         ("units", COUNT, "keys or queues checked"), ("violated", COUNT, "... with a violation"),
         ("messages", COUNT, "messages checked"), ("consumed", COUNT, "... of them consumed"),
         ("out_of_order", COUNT, "out-of-order messages"), ("duplicates", COUNT, "duplicate messages"),
-        *((cause, COUNT, f"violations caused by {cause}") for cause in CAUSES)))
+        *((cause, COUNT, f"violations caused by {cause}") for cause in CAUSES),
+        ("unheld", COUNT, "deliveries left out as unheld (`order.unheld`)")))
     add("order.remaps", GROUP, "keys moved to another queue by a producer's route change")
     add("order.remaps.keys", COUNT, "sharding keys sent to another queue than their previous attempt's")
     add("order.remaps.moves", COUNT, "such attempts (a key moved and moved back counts twice)")

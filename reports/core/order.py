@@ -16,7 +16,9 @@ consumed it more than once. Each violation has one cause, first match wins:
    after the other let it go, a retry through ``%RETRY%<group>``).
 
 The earlier message an out-of-order one is judged against is, of the key's earlier messages, the
-one consumed last. Deliveries are ordered by ``ts``, then read order, then place in the line.
+one consumed last. Deliveries are ordered by ``ts``, then read order, then place in the line. A
+real client's delivery from a queue it held no lock on is left out and counted ``unheld``
+(:func:`reports.core.order_locks.unheld`).
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ BY_KEY, BY_QUEUE = "key", "queue"
 OUT_OF_ORDER, DUPLICATE = "out_of_order", "duplicate"
 VIOLATION_COLUMNS = ["group", "by", "unit", "msg_id", "violation", "cause", "ts", "earlier", "producer", "topic",
                      "sent"]
-SUMMARY_COLUMNS = ["group", "by", "units", "violated", "messages", "consumed", "out_of_order", "duplicates", *CAUSES]
+SUMMARY_COLUMNS = ["group", "by", "units", "violated", "messages", "consumed", "out_of_order", "duplicates", *CAUSES,
+                   "unheld"]
 _DELIVERY = ["node", "ts", "order", *QUEUE]
 
 
@@ -158,14 +161,25 @@ def violations(seqs: pd.DataFrame, held: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"ts": float, "sent": float}).sort_values(["group", "ts"], kind="stable").reset_index(drop=True)
 
 
-def summary(seqs: pd.DataFrame, viol: pd.DataFrame) -> pd.DataFrame:
-    """:data:`SUMMARY_COLUMNS`: one row per (group, check) that checked something."""
+def unheld_checks(dl: pd.DataFrame, keyed: pd.DataFrame) -> pd.DataFrame:
+    """``group, by``: for each delivery left out as unheld (:func:`reports.core.order_locks.unheld`),
+    the check its message belongs to (by key when the group checks it by key, else by queue)."""
+    known = dl.merge(keyed[["group", "msg_id"]].drop_duplicates(), how="left", indicator=True)["_merge"] == "both"
+    return pd.DataFrame({"group": dl["group"].to_numpy(object),
+                         "by": np.where(known.to_numpy(bool), BY_KEY, BY_QUEUE).astype(object)})
+
+
+def summary(seqs: pd.DataFrame, viol: pd.DataFrame, unheld: pd.DataFrame) -> pd.DataFrame:
+    """:data:`SUMMARY_COLUMNS`: one row per (group, check) that checked something or left a
+    delivery out (``unheld``: :func:`unheld_checks`)."""
     keys = ["group", "by"]
-    if seqs.empty:
+    if seqs.empty and unheld.empty:
         return pd.DataFrame({c: pd.Series(dtype=object if c in keys else np.int64) for c in SUMMARY_COLUMNS})
     g = seqs.groupby(keys, sort=True)
+    index = pd.MultiIndex.from_frame(pd.concat([seqs[keys], unheld[keys]]).drop_duplicates()).sort_values()
     out = pd.DataFrame({"units": g["unit"].nunique(), "messages": g.size(),
-                        "consumed": g["n"].agg(lambda n: int((n > 0).sum()))})
+                        "consumed": g["n"].agg(lambda n: int((n > 0).sum()))}).reindex(index)
+    out["unheld"] = unheld.groupby(keys).size()
     v = viol.groupby(keys, sort=True)
     out["violated"] = v["unit"].nunique()
     kind = viol["violation"]

@@ -1,6 +1,7 @@
 """Who held an orderly queue when (docs/design.md §7 "Order"): the hold intervals of each
-consumer on each queue, and whether two deliveries came from consumers holding the queue at
-overlapping times (a *handover*).
+consumer on each queue, whether two deliveries came from consumers holding the queue at
+overlapping times (a *handover*), and which deliveries a real client had from a queue it did not
+hold (*unheld*: answers to pulls it gave up, which it drops).
 
 A consumer's hold of a queue, from its own ``orderly.lock`` lines (the lock that lets it
 consume): from ``locked`` to its next ``expired`` (dated ``ts - late_ms x scale``: the line is
@@ -90,6 +91,34 @@ def _broker_holds(lines: pd.DataFrame, exits: pd.DataFrame) -> list[tuple]:
     return rows
 
 
+def broker_seen(locks: pd.DataFrame) -> set[tuple[str, str]]:
+    """``(group, holder)`` of the holders seen only from ``broker.lock`` lines (real clients): a
+    ``peer`` with no ``orderly.lock`` line of its own in that group."""
+    own = locks[(locks["kind"] == ORDERLY_LOCK).to_numpy(bool)]
+    peers = locks[(locks["kind"] == BROKER_LOCK).to_numpy(bool)].dropna(subset=["group", "peer"])
+    return set(zip(peers["group"], peers["peer"], strict=True)) - set(zip(own["group"], own["node"], strict=True))
+
+
+def _pairs_in(group: pd.Series, node: pd.Series, pairs: set[tuple[str, str]]) -> np.ndarray:
+    return np.array([(g, n) in pairs for g, n in zip(group, node, strict=True)], dtype=bool)
+
+
+def unheld(h: pd.DataFrame, locks: pd.DataFrame, dl: pd.DataFrame, run_end: float) -> np.ndarray:
+    """For each delivery of ``dl`` (``group, node, ts, topic, broker, queue_id``): whether it went to
+    a holder seen from the broker's lock lines (:func:`broker_seen`) while it held no lock on
+    that queue (``h``: :func:`holds`, a hold still open at ``run_end`` includes it). An orderly
+    client consumes only from a queue it holds: such a delivery answers a pull it gave up when a
+    rebalance took the queue away (the broker still answers it, the client drops it) or that
+    outlived its lock, and was never consumed."""
+    seen = _pairs_in(dl["group"], dl["node"], broker_seen(locks))
+    if not seen.any():
+        return seen
+    h = h.assign(end=np.where(h["end"].to_numpy(float) >= run_end, np.inf, h["end"].to_numpy(float)))
+    found, _, _ = _hold(h, dl["group"].to_numpy(object), dl["node"].to_numpy(object), dl["ts"].to_numpy(float),
+                        [dl[c].astype(object).to_numpy(object) for c in QUEUE])
+    return seen & ~found
+
+
 def holds(locks: pd.DataFrame, lives: pd.DataFrame, scale: float, run_end: float) -> pd.DataFrame:
     """``group, topic, broker, queue_id, holder, start, end``: every hold (module docstring)."""
     own = locks[(locks["kind"] == ORDERLY_LOCK).to_numpy(bool)]
@@ -101,9 +130,7 @@ def holds(locks: pd.DataFrame, lives: pd.DataFrame, scale: float, run_end: float
     ended = lives[lives["end"].to_numpy(float) < run_end]
     seen = pd.DataFrame(_broker_holds(locks[(locks["kind"] == BROKER_LOCK).to_numpy(bool)],
                                       pd.DataFrame({"node": ended["node"], "ts": ended["end"]})), columns=HOLD_COLUMNS)
-    own_holders = set(zip(own["group"], own["node"], strict=True))
-    seen = seen.loc[np.array([(g, h) not in own_holders for g, h in zip(seen["group"], seen["holder"], strict=True)],
-                             dtype=bool)]
+    seen = seen.loc[_pairs_in(seen["group"], seen["holder"], broker_seen(locks))]
     seen = seen.sort_values([*HOLD_COLUMNS[:5], "start"], kind="stable").reset_index(drop=True)
     if len(seen):  # an extended hold ends where the holder's next hold of the queue begins
         same = (seen[HOLD_COLUMNS[:5]].astype(object).shift(-1) == seen[HOLD_COLUMNS[:5]].astype(object)).all(axis=1)

@@ -39,19 +39,31 @@ class OrderRun:
         return order.orderly_groups(self.t["consumer_lines"], self.t["lock_lines"])
 
     @cached_property
-    def sequences(self) -> pd.DataFrame:
+    def held(self) -> pd.DataFrame:
+        return order_locks.holds(self.t["lock_lines"], self.t["lives"], self.info.scale, self.info.run_end)
+
+    @cached_property
+    def checked(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The sequences the checker judges (per key, then per queue), and the ``group, by`` of each
+        delivery left out as unheld (a real client's, from a queue it did not hold then)."""
         lines = self.t["consumer_lines"]
         dl = order.deliveries(lines, self.groups)
+        left_out = order_locks.unheld(self.held, self.t["lock_lines"], dl, self.info.run_end)
+        out, dl = dl[left_out], dl[~left_out]
         keyed = order.key_sequences(order.ordered_acks(self.t["classified"]), dl, lines, self.groups)
         queued = order.queue_sequences(dl, keyed)
-        return pd.concat([keyed, queued], ignore_index=True) if len(queued) and len(keyed) else \
+        seqs = pd.concat([keyed, queued], ignore_index=True) if len(queued) and len(keyed) else \
             (queued if len(queued) else keyed)
+        return seqs, order.unheld_checks(out, keyed)
+
+    @property
+    def sequences(self) -> pd.DataFrame:
+        return self.checked[0]
 
     @cached_property
     def violations(self) -> pd.DataFrame:
         """:data:`reports.core.order.VIOLATION_COLUMNS` plus ``change`` (a remap's route change)."""
-        held = order_locks.holds(self.t["lock_lines"], self.t["lives"], self.info.scale, self.info.run_end)
-        viol = order.violations(self.sequences, held)
+        viol = order.violations(self.sequences, self.held)
         return viol.assign(change=order_routes.remap_changes(viol, self.moves))
 
     @cached_property
@@ -63,7 +75,7 @@ class OrderRun:
         return pd.DataFrame({"keys": [self.moves["key"].nunique()], "moves": [len(self.moves)]}, dtype=np.int64)
 
     def summary(self) -> pd.DataFrame:
-        return order.summary(self.sequences, self.violations)
+        return order.summary(self.sequences, self.violations, self.checked[1])
 
     def remaps(self) -> pd.DataFrame:
         return order_routes.remaps(self.moves, self.violations, self.t["route_changes"], self.t["client_intervals"])

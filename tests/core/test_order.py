@@ -100,7 +100,8 @@ def test_a_correct_history_has_no_violation() -> None:
                   lock(11, "cg-1", "locked", "broker-b", 0),
                   consume(13, "cg-0", ["m5"], "broker-a", 0, [2]), consume(14, "cg-1", ["m6"], "broker-b", 0, [2])])
     assert groups(t) == [{"group": "cg", "by": "key", "units": 2, "violated": 0, "messages": 6, "consumed": 6,
-                          "out_of_order": 0, "duplicates": 0, "remapped": 0, "handover": 0, "redelivery": 0}]
+                          "out_of_order": 0, "duplicates": 0, "remapped": 0, "handover": 0, "redelivery": 0,
+                          "unheld": 0}]
     assert t["order_violations"].empty and t["m.order_remaps"].empty and t["m.order_failed"].empty
     assert rows(t["m.order_availability"]) == [{"topic": T, "keys": 2, "unavailable_keys": 0, "windows": 0,
                                                 "total_ms": 0.0, "max_ms": 0.0}]
@@ -126,7 +127,8 @@ def remap_run() -> list[dict[str, Any]]:
 def test_a_remap_is_the_route_change_that_moved_the_key() -> None:
     t = analysed(remap_run())
     assert groups(t) == [{"group": "cg", "by": "key", "units": 1, "violated": 1, "messages": 2, "consumed": 2,
-                          "out_of_order": 1, "duplicates": 0, "remapped": 1, "handover": 0, "redelivery": 0}]
+                          "out_of_order": 1, "duplicates": 0, "remapped": 1, "handover": 0, "redelivery": 0,
+                          "unheld": 0}]
     assert causes(t) == [("k", "m2", "out_of_order", "remapped", "m1")]
     assert t["order_violations"]["change"].tolist() == [5.0]
     # the change of 5 moved k (the line at 5.2 repeats the route: no change); the view was stale until it
@@ -166,7 +168,7 @@ def test_handover_duplicates_and_the_out_of_order_message_of_overlapping_holders
                          ("k4", "m7", "out_of_order", "handover", "m6")]
     assert groups(t) == [{
         "group": "cg", "by": "key", "units": 2, "violated": 2, "messages": 5, "consumed": 5, "out_of_order": 1,
-        "duplicates": 2, "remapped": 0, "handover": 3, "redelivery": 0}]
+        "duplicates": 2, "remapped": 0, "handover": 3, "redelivery": 0, "unheld": 0}]
 
 
 def test_redeliveries_the_same_consumer_a_later_holder_and_a_retry() -> None:
@@ -188,7 +190,8 @@ def test_redeliveries_the_same_consumer_a_later_holder_and_a_retry() -> None:
     assert causes(t) == [("k1", "m1", "duplicate", "redelivery", None), ("k2", "m3", "duplicate", "redelivery", None),
                          ("k3", "m5", "out_of_order", "redelivery", "m4")]
     assert groups(t) == [{"group": "cg", "by": "key", "units": 3, "violated": 3, "messages": 4, "consumed": 4,
-                          "out_of_order": 1, "duplicates": 2, "remapped": 0, "handover": 0, "redelivery": 3}]
+                          "out_of_order": 1, "duplicates": 2, "remapped": 0, "handover": 0, "redelivery": 3,
+                          "unheld": 0}]
 
 
 def real_client_run() -> list[dict[str, Any]]:
@@ -213,7 +216,34 @@ def test_a_real_clients_queue_is_checked_in_offset_order_with_the_brokers_lock_h
     assert causes(t) == [(unit, "x1", "duplicate", "handover", None), (unit, "x2", "duplicate", "handover", None),
                          (unit, "x6", "out_of_order", "redelivery", "x5")]
     assert groups(t) == [{"group": "rg", "by": "queue", "units": 1, "violated": 1, "messages": 6, "consumed": 6,
-                          "out_of_order": 1, "duplicates": 2, "remapped": 0, "handover": 2, "redelivery": 1}]
+                          "out_of_order": 1, "duplicates": 2, "remapped": 0, "handover": 2, "redelivery": 1,
+                          "unheld": 0}]
+
+
+def unheld_run() -> list[dict[str, Any]]:
+    """Group rg: client@1 locks a:0 at 1 and is delivered offsets 0, 1 at 2; a rebalance takes the
+    queue away: it unlocks at 5 and client@2 locks it at 6. client@1's pull, still held by the
+    broker, is answered with offset 2 at 7 (the client drops it); client@2 is delivered 2 and 3 at
+    7.5. client@2 is delivered offset 0 of a:1, which it never locked, at 9. Group cg: cg-0 (an
+    emulated consumer: its own lock lines, its consume lines are its listener's) consumes b:0
+    offset 0 at 3, after its lock was dropped at 2: consumed all the same."""
+    return [*brokers("broker-a", "broker-b"), block(1, "broker-a-0", "client@1", "locked", "broker-a", 0),
+            consume(2, "client@1", ["x0", "x1"], "broker-a", 0, [0, 1], group="rg", orderly=None),
+            block(5, "broker-a-0", "client@1", "unlocked", "broker-a", 0),
+            block(6, "broker-a-0", "client@2", "locked", "broker-a", 0),
+            consume(7, "client@1", ["x2"], "broker-a", 0, [2], group="rg", orderly=None),
+            consume(7.5, "client@2", ["x2", "x3"], "broker-a", 0, [2, 3], group="rg", orderly=None),
+            consume(9, "client@2", ["y0"], "broker-a", 1, [0], group="rg", orderly=None),
+            lock(1, "cg-0", "locked", "broker-b", 0), lock(2, "cg-0", "dropped", "broker-b", 0),
+            consume(3, "cg-0", ["z0"], "broker-b", 0, [0], orderly=True)]
+
+
+def test_a_real_client_is_not_charged_with_what_it_was_delivered_from_a_queue_it_did_not_hold() -> None:
+    t = analysed(unheld_run())
+    assert t["order_violations"].empty
+    zeros = {"violated": 0, "out_of_order": 0, "duplicates": 0, "remapped": 0, "handover": 0, "redelivery": 0}
+    assert groups(t) == [{"group": "cg", "by": "queue", "units": 1, "messages": 1, "consumed": 1, **zeros, "unheld": 0},
+                         {"group": "rg", "by": "queue", "units": 1, "messages": 4, "consumed": 4, **zeros, "unheld": 2}]
 
 
 def test_holds_from_both_sides() -> None:
@@ -260,7 +290,8 @@ def test_the_registry_causes_are_the_checkers() -> None:
     assert metric_order.CAUSES == CAUSES
 
 
-@pytest.mark.parametrize("lines", [remap_run(), handover_run(), real_client_run()], ids=["remap", "handover", "real"])
+@pytest.mark.parametrize("lines", [remap_run(), handover_run(), real_client_run(), unheld_run()],
+                         ids=["remap", "handover", "real", "unheld"])
 def test_parts_of_one_node_each_give_the_order_of_all_nodes_together(lines: list[dict[str, Any]]) -> None:
     """The Spark engine may cut a run by node: the order tables must not change."""
     ev = events(lines)

@@ -1,4 +1,4 @@
-"""Fixtures for the real-client tests: the node programs a test starts are stopped at teardown."""
+"""Fixtures for the real-client tests: the client programs a test starts are stopped at teardown."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from tests.realclients.drivers import NodeProcs
 
 @pytest.fixture
 def node_procs(tmp_path: Path) -> Iterator[NodeProcs]:
-    """Start produce.js/consume.js through this; each is stopped (stdin closed, SIGTERM, SIGKILL to its
-    group) at teardown, pass or fail. Their output stays in ``tmp_path/realclients``."""
+    """Start produce.js/consume.js and the C++ client's programs through this; each is stopped (stdin
+    closed, SIGTERM, SIGKILL to its group) at teardown, pass or fail. Their output stays in
+    ``tmp_path/realclients``."""
     procs = NodeProcs(tmp_path / "realclients")
     try:
         yield procs

@@ -1,8 +1,9 @@
-"""Run the ali-ons programs in ``js/`` from a test: start, read what they printed, wait, stop.
+"""Run the real-client programs from a test (the ali-ons ones in ``js/``, the C++ client's in
+``cpp/``): start, read what they printed, wait, stop.
 
 Each program's stdout (one JSON object per line) goes straight to a file in the test's log
 directory, not to a pipe: nothing is lost when a test fails or the reader is slow, the file is
-there to read after the run, and there is no reader thread to manage. stderr (ali-ons' own
+there to read after the run, and there is no reader thread to manage. stderr (the client's own
 warnings) goes to a file beside it. Each program runs in its own session (process group) with a
 pipe on stdin: closing stdin asks it to stop, and if the test process dies the pipe closes and
 the program stops by itself. Tests poll (``wait_for``/``wait_for_line``); nothing here sleeps
@@ -16,19 +17,22 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from tests.realclients import pyclient
 from tests.realclients.alions import ali_ons_dir, node_path
 
 JS_DIR = Path(__file__).resolve().parent / "js"
+CPP_DRIVER = Path(__file__).resolve().parent / "cpp" / "orderly.py"
 T = TypeVar("T")
 _seq = itertools.count(1)
 
 
 class NodeProcess(subprocess.Popen[bytes]):
-    """A node program we started, with the files its output goes to."""
+    """A client program we started (node or the C++ client's Python), with the files its output goes to."""
 
     name: str
     stdout_path: Path
@@ -52,22 +56,40 @@ class NodeProcess(subprocess.Popen[bytes]):
                 f"last lines: {self.lines()[-5:]}\nstderr tail:\n{self.stderr_tail()}")
 
 
-def start_node(script: str, cfg: dict[str, Any], log_dir: Path, name: str | None = None,
-               env: dict[str, str] | None = None) -> NodeProcess:
-    """Run ``node js/<script> <config file>`` with NODE_PATH at ali-ons; output to files in ``log_dir``."""
+def start_program(argv: list[str], cfg: dict[str, Any], log_dir: Path, name: str,
+                  env: dict[str, str] | None = None) -> NodeProcess:
+    """Run ``argv + [config file]`` (``cfg`` as JSON) with our environment plus ``env``; output to files
+    in ``log_dir``, named after ``name``."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{name or Path(script).stem}-{next(_seq)}-{os.getpid()}"
+    stem = f"{name}-{next(_seq)}-{os.getpid()}"
     config_path = log_dir / f"{stem}.config.json"
     config_path.write_text(json.dumps(cfg, indent=2) + "\n")
     stdout_path, stderr_path = log_dir / f"{stem}.stdout.jsonl", log_dir / f"{stem}.stderr.log"
-    full_env = dict(os.environ)
-    full_env["NODE_PATH"] = str(ali_ons_dir() / "node_modules")
-    full_env.update(env or {})
+    full_env = {**os.environ, **(env or {})}
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = NodeProcess([node_path(), str(JS_DIR / script), str(config_path)], stdin=subprocess.PIPE,
-                           stdout=out, stderr=err, env=full_env, cwd=log_dir, start_new_session=True)
+        proc = NodeProcess([*argv, str(config_path)], stdin=subprocess.PIPE, stdout=out, stderr=err, env=full_env,
+                           cwd=log_dir, start_new_session=True)
     proc.name, proc.stdout_path, proc.stderr_path, proc.config_path = stem, stdout_path, stderr_path, config_path
     return proc
+
+
+def start_node(script: str, cfg: dict[str, Any], log_dir: Path, name: str | None = None,
+               env: dict[str, str] | None = None) -> NodeProcess:
+    """Run ``node js/<script> <config file>`` with NODE_PATH at ali-ons; output to files in ``log_dir``."""
+    return start_program([node_path(), str(JS_DIR / script)], cfg, log_dir, name or Path(script).stem,
+                         {"NODE_PATH": str(ali_ons_dir() / "node_modules"), **(env or {})})
+
+
+def start_cpp(cfg: dict[str, Any], log_dir: Path, name: str | None = None) -> NodeProcess:
+    """``cpp/orderly.py`` (``cfg["role"]``: producer or consumer) under the C++ client's venv, its
+    files kept in a directory of its own in ``log_dir``: the library writes its log to
+    ``$ROCKETMQ_CLIENT_LOG_DIR`` (else ``/logs/rocketmq-client``, at the filesystem's root; the
+    binding's ``set_log_root_path`` does nothing) and anything else under ``$HOME``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    name = name or str(cfg["role"])
+    home = Path(tempfile.mkdtemp(prefix=f"{name}-home-", dir=log_dir))
+    return start_program([str(pyclient.python()), str(CPP_DRIVER)], cfg, log_dir, name,
+                         {"HOME": str(home), "ROCKETMQ_CLIENT_LOG_DIR": str(home / "logs")})
 
 
 def start_producer(cfg: dict[str, Any], log_dir: Path, name: str | None = None) -> NodeProcess:
@@ -170,7 +192,7 @@ def stop_process(proc: NodeProcess, grace_s: float = 10.0, term_s: float = 5.0) 
 
 
 class NodeProcs:
-    """The node programs a test started; ``stop_all`` at teardown stops each (a pytest fixture's job)."""
+    """The client programs a test started; ``stop_all`` at teardown stops each (a pytest fixture's job)."""
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
@@ -184,6 +206,11 @@ class NodeProcs:
     def consumer(self, cfg: dict[str, Any], name: str | None = None) -> NodeProcess:
         """Start consume.js and track it."""
         self.procs.append(start_consumer(cfg, self.log_dir, name))
+        return self.procs[-1]
+
+    def cpp(self, cfg: dict[str, Any], name: str | None = None) -> NodeProcess:
+        """Start the C++ client's program (:func:`start_cpp`) and track it."""
+        self.procs.append(start_cpp(cfg, self.log_dir, name))
         return self.procs[-1]
 
     def stop_all(self, grace_s: float = 10.0) -> dict[str, int]:
