@@ -1,5 +1,6 @@
-"""A real distributed engine: a Spark standalone master and two one-core workers, local
-processes; ``rmqemu report --master`` and ``rmqemu sweep --master`` on it give the metrics of
+"""A real distributed engine: a Spark standalone master and a two-core worker, local processes
+(an application's executor is a JVM of its own with its own Python workers, apart from the
+driver); ``rmqemu report --master`` and ``rmqemu sweep --master`` on it give the metrics of
 local mode, and nothing is left running (docs/design.md §9)."""
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with standalone(tmp_path_factory.mktemp("spark")) as url:
+    with standalone(tmp_path_factory.mktemp("spark"), workers=1, cores=2) as url:
         yield url
 
 
