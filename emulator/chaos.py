@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from rmqemu.emulator.launcher.addresses import namesrv_addr
+from rmqemu.emulator.launcher.errorwatch import role_errors
 from rmqemu.emulator.launcher.fault_spec import parse_duration
 from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.run_events import read_events
 from rmqemu.emulator.launcher.topology import Topology
 from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology
-from rmqemu.errors import SpecError
+from rmqemu.errors import ClusterError, SpecError
 from rmqemu.faults.launch_glue import check_topology_faults
 from rmqemu.faults.supervisor_verbs import VerbServer
 
@@ -156,6 +157,15 @@ class Cluster:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.finish(drain=exc_type is None)  # a failing test does not wait for the consumers
+        if exc_type is None:
+            self.check_role_errors()
+
+    def check_role_errors(self) -> None:
+        """Raise :class:`~rmqemu.errors.ClusterError` if a node's role raised during the run (a
+        ``node.error``: a bug in rmqemu, and what that node did next may be wrong)."""
+        if found := role_errors(self.run_dir):
+            nodes = ", ".join(f"{node} ({n})" for node, n in sorted(found.items()))
+            raise ClusterError(f"role error(s), a bug in rmqemu: {nodes}; tracebacks in {self.run_dir / 'logs'}")
 
     # ------------------------------------------------------------------ fault verbs
 

@@ -90,7 +90,8 @@ def start_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Ca
     top-level keys (``duration="60s"``, ``faults=[]``). Every cluster is finished at teardown,
     whatever the test did: faults healed, every process stopped; after a failed test without
     the end-of-run drain (the run is evidence, not a measurement, and a stuck group would
-    hold the teardown for ``timing.drainTimeout``)."""
+    hold the teardown for ``timing.drainTimeout``). A passed test whose cluster had a role
+    error (``node.error``: a bug in rmqemu) errors at teardown."""
     from rmqemu.emulator.chaos import Cluster  # imported here: the plugin loads in every pytest run
 
     clusters: list[Cluster] = []
@@ -115,6 +116,8 @@ def start_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Ca
         for cluster in clusters:
             try:
                 cluster.finish(drain=drain)
+                if drain:  # the test passed: a role error (a bug in rmqemu) fails it here
+                    cluster.check_role_errors()
             except Exception as exc:  # noqa: BLE001 - finish the others, then report
                 errors.append(exc)
         if errors:

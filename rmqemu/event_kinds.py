@@ -117,8 +117,9 @@ NODES = Section("Nodes", (
              Field("p99_ms", FLOAT, "99th percentile (nearest rank) of lateness, wall ms", required=True),
              Field("max_ms", FLOAT, "largest lateness, wall ms", required=True),
          )),
-    Kind("node.error", "a node whose role raised", "the node goes on; an error in the role's `start` makes it "
-         "exit with code 4", (
+    Kind("node.error", "a node whose role raised", "a bug in rmqemu: the node goes on (an error in the role's "
+         "`start` makes it exit with code 4), `launch` says so on stderr as it comes and the run broke (exit 3; "
+         "`emulator.Cluster` and `start_cluster` raise ClusterError after the run)", (
              Field("error", STR, "`Type: message`", required=True),
          ), ext=True),
     Kind("wire.bad_frame", "any node", "a frame that could not be decoded (`reason`: not JSON, too large, "

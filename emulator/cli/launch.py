@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rmqemu.emulator.launcher.errorwatch import ErrorWatch
 from rmqemu.emulator.launcher.lagwatch import LagWatch
 from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.topology import Topology
@@ -25,10 +26,11 @@ class RunResult:
     run_dir: Path
     died: list[str] = field(default_factory=list)
     seed: int = 0
+    role_errors: dict[str, int] = field(default_factory=dict)  # node -> node.error lines (a bug in rmqemu)
 
     @property
     def ok(self) -> bool:
-        return not self.died
+        return not self.died and not self.role_errors
 
 
 class Progress:
@@ -74,6 +76,12 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
         t0 = time.monotonic()
         watch = LagWatch(cluster.run_dir, topo.timing.scale, [p.config for p in cluster.plans.values()],
                          stopped=lambda: cluster.stopped, since_ms=host_ms())
+        errors = ErrorWatch(cluster.run_dir)
+
+        def tell(lines: list[str]) -> None:
+            for line in lines:
+                bar.interrupt()
+                say(line)
 
         def elapsed_ms() -> float:
             return (time.monotonic() - t0) * 1000
@@ -83,9 +91,8 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
             while True:
                 left = end - elapsed_ms()
                 cluster.pump(max(0.0, min(left, 50.0)))
-                if (warning := watch.poll()) is not None:
-                    bar.interrupt()
-                    say(warning)
+                tell([warning] if (warning := watch.poll()) is not None else [])
+                tell(errors.poll())
                 bar.update(elapsed_ms())
                 if left <= 0:
                     return
@@ -99,6 +106,8 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
             bar.done()
             cluster.pump(0)
             result.died = list(cluster.died)
+    tell(errors.poll(force=True))  # what the nodes wrote up to their exit
+    result.role_errors = dict(errors.counts)
     return result
 
 

@@ -97,8 +97,8 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
     """Run a topology to completion (default: topologies/quickstart.yaml).
 
     Exit 0 done (with --report: every expectation held), 1 an expectation failed, 2 bad input,
-    3 the run broke (a node died without a fault, a node did not start, a fault step failed,
-    the report's Spark job failed), 130/143 interrupted."""
+    3 the run broke (a node died without a fault, a node's role raised, a node did not start, a
+    fault step failed, the report's Spark job failed), 130/143 interrupted."""
     if replay is not None and file is None:  # the replayed run's topology, as it resolved it
         topo = check_topology_faults(parse_topology(read_json(resolve_run(replay) / "manifest.json")["topology"],
                                                     str(replay)), str(replay))
@@ -150,8 +150,13 @@ def launch(file: Path | None, root: Path, run_dir: Path | None, seed: int | None
         code = report_command.main([str(result.run_dir)], standalone_mode=False, obj={"background": session})
         code = code if isinstance(code, int) else 0
     if not result.ok:  # a broken run outranks a failed expectation: its metrics measure the breakage
-        click.echo(f"error: node(s) died without a fault: {', '.join(result.died)} (seed {topo.seed}; "
-                   f"logs in {result.run_dir}/logs)", err=True)
+        if result.died:
+            click.echo(f"error: node(s) died without a fault: {', '.join(result.died)} (seed {topo.seed}; "
+                       f"logs in {result.run_dir}/logs)", err=True)
+        if result.role_errors:
+            nodes = ", ".join(f"{node} ({n})" for node, n in sorted(result.role_errors.items()))
+            click.echo(f"error: role error(s), a bug in rmqemu: {nodes} (seed {topo.seed}; tracebacks in "
+                       f"{result.run_dir}/logs)", err=True)
         sys.exit(3)
     if code:
         sys.exit(code)

@@ -13,8 +13,10 @@ import psutil
 import pytest
 
 from rmqemu import emulator
+from rmqemu.emulator.launcher.run_dir import append_event
+from rmqemu.emulator.node.clock import host_ms
 from rmqemu.emulator.testing import expect_metrics, read_events
-from rmqemu.errors import FaultError, SpecError
+from rmqemu.errors import ClusterError, FaultError, SpecError
 
 TOPOLOGY: dict[str, Any] = {
     "name": "api", "seed": 5, "timing": {"scale": 0.01}, "namesrvs": 1,
@@ -81,8 +83,15 @@ def test_link_delay_shows_in_send_latency_and_resume_ends_a_timed_pause(tmp_path
         assert not pause.active and _status(c, "cg-0") != psutil.STATUS_STOPPED
 
 
-def test_bad_arguments_are_the_error_trees_errors(tmp_path: Path) -> None:
-    with emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
+def test_bad_arguments_are_the_error_trees_errors_and_a_role_error_breaks_the_run(tmp_path: Path) -> None:
+    """... and a ``node.error`` (what a node's runtime writes when its role raises: a bug in
+    rmqemu) makes the ``with`` block raise ClusterError once the run is finished."""
+    with pytest.raises(ClusterError, match=r"role error\(s\), a bug in rmqemu: broker-a-0 \(2\)"), \
+            emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
+        for error in ("TypeError: x", "KeyError: '\u2603'"):
+            append_event(c.run_dir / "events" / "broker-a-0.jsonl", {"ts": host_ms(), "node": "broker-a-0",
+                                                                     "kind": "node.error", "local_ms": host_ms(),
+                                                                     "error": error})
         with pytest.raises(FaultError, match="no-such-node"):
             c.kill("no-such-node")
         with pytest.raises(SpecError):

@@ -16,6 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from rmqemu.emulator.launcher.run_dir import append_event
+from rmqemu.emulator.node.clock import host_ms
 from rmqemu.emulator.testing import kill_survivors
 from rmqemu.emulator.testing import process_alive as alive
 from rmqemu.emulator.testing import run_processes as node_procs
@@ -97,7 +99,9 @@ def test_up_status_down_leaves_no_process(tmp_path: Path) -> None:
                 pass
 
 
-def test_launch_exits_non_zero_when_a_node_dies_without_a_fault(tmp_path: Path) -> None:
+def test_launch_exits_3_when_a_node_dies_without_a_fault_or_a_role_raises(tmp_path: Path) -> None:
+    """The run broke twice (docs/design.md §8): the slave killed behind the injector's back, and a
+    ``node.error`` in the master's event file, as its runtime writes one when its role raises."""
     topo = tmp_path / "t.yaml"
     topo.write_text(TOPO.replace("duration: 100000s", "duration: 600s"))
     run_dir = tmp_path / "run"
@@ -109,9 +113,14 @@ def test_launch_exits_non_zero_when_a_node_dies_without_a_fault(tmp_path: Path) 
         procs = node_procs(run_dir)
         slave = json.loads((run_dir / "manifest.json").read_text())["nodes"]["broker-a-1"]
         os.kill(slave["pid"], signal.SIGKILL)  # not through the injector: an unexplained death
+        append_event(run_dir / "events" / "broker-a-0.jsonl", {"ts": host_ms(), "node": "broker-a-0",
+                                                               "kind": "node.error", "local_ms": host_ms(),
+                                                               "error": "KeyError: 'caf\u00e9'"})
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 3  # the run broke (docs/design.md §8)
         assert "died without a fault: broker-a-1" in err and "seed" in err
+        assert "error: broker-a-0's role raised KeyError: 'caf\u00e9': a bug in rmqemu" in err  # said as it came
+        assert "role error(s), a bug in rmqemu: broker-a-0 (1)" in err
         exit_ev = [json.loads(x) for x in (run_dir / "events" / "broker-a-1.jsonl").read_text().splitlines()
                    if '"node.exit"' in x]
         assert exit_ev and exit_ev[0]["signal"] == signal.SIGKILL
