@@ -119,7 +119,7 @@ NODES = Section("Nodes", (
          )),
     Kind("node.error", "a node whose role raised", "a bug in rmqemu: the node goes on (an error in the role's "
          "`start` makes it exit with code 4), `launch` says so on stderr as it comes and the run broke (exit 3; "
-         "`emulator.Cluster` and `start_cluster` raise ClusterError after the run)", (
+         "`emulator.Cluster` and `start_cluster` raise ClusterError after the run; `status` names the node)", (
              Field("error", STR, "`Type: message`", required=True),
          ), ext=True),
     Kind("wire.bad_frame", "any node", "a frame that could not be decoded (`reason`: not JSON, too large, "

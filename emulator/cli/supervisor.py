@@ -23,6 +23,7 @@ from rmqemu.emulator.cli.interrupts import finish as finish_interrupted
 from rmqemu.emulator.cli.interrupts import stop_signals
 from rmqemu.emulator.cli.supervisor_record import is_running, remove_record, write_record
 from rmqemu.emulator.launcher.addresses import namesrv_addr, remoting_clients
+from rmqemu.emulator.launcher.errorwatch import ErrorWatch
 from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.run_dir import read_json, write_json
 from rmqemu.emulator.launcher.topology_load import load_topology
@@ -46,9 +47,12 @@ def node_status(cluster: Launcher) -> dict[str, Any]:
     return out
 
 
-def cluster_status(cluster: Launcher) -> dict[str, Any]:
-    """``status``: the nodes, and with remoting on the namesrvAddr line and each node's real clients."""
-    res = {"run": str(cluster.run_dir), "nodes": node_status(cluster), "died": cluster.died}
+def cluster_status(cluster: Launcher, errors: ErrorWatch) -> dict[str, Any]:
+    """``status``: the nodes, the role errors so far (``node -> count``: a bug in rmqemu), and
+    with remoting on the namesrvAddr line and each node's real clients."""
+    errors.poll(force=True)  # only the bytes written since the last status
+    res = {"run": str(cluster.run_dir), "nodes": node_status(cluster), "died": cluster.died,
+           "role_errors": dict(errors.counts)}
     if cluster.remoting_addrs:
         res.update(namesrv_addr=namesrv_addr(cluster), remoting_clients=remoting_clients(cluster))
     return res
@@ -60,8 +64,9 @@ class Supervisor:
     def __init__(self, cluster: Launcher) -> None:
         self.cluster = cluster
         self.running = True
+        self.errors = ErrorWatch(cluster.run_dir)
         self.commands: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "status": lambda _a: cluster_status(cluster),
+            "status": lambda _a: cluster_status(cluster, self.errors),
             "down": self._down,
             "state": lambda a: cluster.state(a["node"]),
         }

@@ -69,6 +69,9 @@ def status(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_R
         if n.get("remoting_addr"):
             line += f"  remoting {n['remoting_addr']}{client_list(clients, name)}"
         echo(line)
+    if errors := res.get("role_errors"):
+        nodes = ", ".join(f"{node} ({count})" for node, count in sorted(errors.items()))
+        echo(f"role errors, a bug in rmqemu: {nodes}; tracebacks in {Path(res['run']) / 'logs'}")
 
 
 def client_list(clients: dict[str, list[str] | None], node: str) -> str:

@@ -84,7 +84,14 @@ def test_up_status_down_leaves_no_process(tmp_path: Path) -> None:
         status = subprocess.run(rmqemu("status", "--run", str(run_dir)), capture_output=True, text=True,
                                 timeout=60, cwd=tmp_path)
         assert status.returncode == 0, status.stderr
-        assert status.stdout.count(" up ") == 3
+        assert status.stdout.count(" up ") == 3 and "role errors" not in status.stdout
+        append_event(run_dir / "events" / "broker-a-1.jsonl", {"ts": host_ms(), "node": "broker-a-1",
+                                                               "kind": "node.error", "local_ms": host_ms(),
+                                                               "error": "TypeError: \u00fc"})
+        status = subprocess.run(rmqemu("status", "--run", str(run_dir)), capture_output=True, text=True,
+                                timeout=60, cwd=tmp_path)
+        assert status.returncode == 0, status.stderr
+        assert "role errors, a bug in rmqemu: broker-a-1 (1); tracebacks in " in status.stdout
         down = subprocess.run(rmqemu("down", "--run", str(run_dir)), capture_output=True, text=True,
                               timeout=120, cwd=tmp_path)
         assert down.returncode == 0, down.stderr
