@@ -91,7 +91,8 @@ def run_topology(topo: Topology, run_dir: Path | None = None, root: Path = Path(
             while True:
                 left = end - elapsed_ms()
                 cluster.pump(max(0.0, min(left, 50.0)))
-                tell([warning] if (warning := watch.poll()) is not None else [])
+                if (warning := watch.poll()) is not None:
+                    tell([warning])
                 tell(errors.poll())
                 bar.update(elapsed_ms())
                 if left <= 0:
