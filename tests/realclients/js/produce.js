@@ -3,8 +3,9 @@
 //
 // Sends `count` messages one after another with an ali-ons Producer and prints one JSON line per send:
 //   {"i", "ok", "status", "msgId", "queue": {"broker", "queueId"}, "queueOffset", "ms", "sha256", "size",
-//    "body_b64" (bodies up to 4 KiB), "tags", "keys", "delayTimeLevel", "born" (ms before send()), "ts", and on
-//    failure "error", "error_name", "error_code"}
+//    "body_b64" (bodies up to 4 KiB), "tags", "keys", "properties" (the message's properties as ali-ons sends
+//    them, null ones left out), "delayTimeLevel", "born" (ms before send()), "ts", and on failure "error",
+//    "error_name", "error_code"}
 // then {"done": true, "sent", "failed", "stopped", "unhandled", "client_errors"} and {"closed": bool, "close_ms"}.
 // "ok" means producer.send() resolved; "status" is ali-ons' SendStatus (SEND_OK, FLUSH_DISK_TIMEOUT, ...).
 // A failed send does not end the run. Exit 0 after a run; 2 for a bad config; 1 for a crash.
@@ -12,7 +13,9 @@
 //
 // Config: nameSrv ("h:p;h:p" or list), topic, producerGroup, count, bodies (base64 list, used in turn),
 // body_size (random bytes when no bodies; default: a short text body), tags (string or list used in turn),
-// keys (true: "key-<i>", or a list of strings), delay_levels (a list used in turn: msg.delayTimeLevel, 0 none),
+// keys (true: "key-<i>"; a list of strings: those on every message; a list of lists: used in turn; [] none;
+// ali-ons joins them with " " and trims), user_properties (a list of {name: value} used in turn, set in
+// msg.properties: ali-ons has no setter), delay_levels (a list used in turn: msg.delayTimeLevel, 0 none),
 // interval_ms, sendTimeout (ali-ons sendMsgTimeout),
 // retryTimesWhenSendFailed, compressMsgBodyOverHowmuch, the client intervals (pollNameServerInteval,
 // heartbeatBrokerInterval, ...), options (passed verbatim to new Producer), stdin_eof_stops,
@@ -23,8 +26,8 @@ const c = require('./common');
 
 const PRODUCER_KEYS = [ 'sendMsgTimeout', 'retryTimesWhenSendFailed', 'compressMsgBodyOverHowmuch',
   'retryAnotherBrokerWhenNotStoreOK', 'createTopicKey', 'defaultTopicQueueNums' ];
-const ALLOWED = [ 'nameSrv', 'topic', 'producerGroup', 'count', 'bodies', 'body_size', 'tags', 'keys', 'delay_levels',
-  'interval_ms', 'sendTimeout', 'options', 'stdin_eof_stops', 'ready_timeout_ms', 'close_timeout_ms',
+const ALLOWED = [ 'nameSrv', 'topic', 'producerGroup', 'count', 'bodies', 'body_size', 'tags', 'keys', 'user_properties',
+  'delay_levels', 'interval_ms', 'sendTimeout', 'options', 'stdin_eof_stops', 'ready_timeout_ms', 'close_timeout_ms',
   'pollNameServerInteval', 'heartbeatBrokerInterval', 'persistConsumerOffsetInterval', 'rebalanceInterval',
   'instanceName', 'clientIP', 'responseTimeout', 'connectTimeout' ].concat(PRODUCER_KEYS);
 const PRINT_BODY_MAX = 4096;
@@ -46,6 +49,16 @@ const tagList = cfg.tags === undefined || cfg.tags === null ? [ null ] : [].conc
 if (cfg.delay_levels !== undefined && (!Array.isArray(cfg.delay_levels) || !cfg.delay_levels.length
     || cfg.delay_levels.some(l => !Number.isInteger(l) || l < 0))) c.fatal('config.delay_levels must be a non-empty list of ints >= 0');
 const delayLevels = cfg.delay_levels || [ 0 ];
+const strings = l => Array.isArray(l) && l.every(k => typeof k === 'string');
+if (cfg.keys !== undefined && cfg.keys !== true && !(strings(cfg.keys) || (Array.isArray(cfg.keys) && cfg.keys.length
+    && cfg.keys.every(strings)))) c.fatal('config.keys must be true, a list of strings or a non-empty list of lists of strings');
+const keysEach = Array.isArray(cfg.keys) && cfg.keys.length > 0 && cfg.keys.every(Array.isArray);
+if (cfg.user_properties !== undefined && (!Array.isArray(cfg.user_properties) || !cfg.user_properties.length
+    || cfg.user_properties.some(p => !p || typeof p !== 'object' || Array.isArray(p)
+      || Object.values(p).some(v => typeof v !== 'string')))) {
+  c.fatal('config.user_properties must be a non-empty list of {name: string value} objects');
+}
+const userProperties = cfg.user_properties || [ {} ];
 const options = c.clientOptions(cfg, PRODUCER_KEYS, { producerGroup });
 
 let stopping = false;
@@ -64,8 +77,14 @@ function bodyFor(i) {
 
 function keysFor(i) {
   if (cfg.keys === true) return [ `key-${i}` ];
-  if (Array.isArray(cfg.keys)) return cfg.keys.map(String);
-  return null;
+  const keys = keysEach ? cfg.keys[i % cfg.keys.length] : cfg.keys;
+  return Array.isArray(keys) && keys.length ? keys : null;
+}
+
+// the properties ali-ons puts in the request (messageProperties2String) but the null ones: a message
+// without tags has TAGS null, which ali-ons writes as the text "null"
+function sentProperties(msg) {
+  return Object.fromEntries(Object.entries(msg.properties).filter(([ , v ]) => v !== null && v !== undefined));
 }
 
 async function main() {
@@ -91,7 +110,9 @@ async function main() {
     if (body.length <= PRINT_BODY_MAX) line.body_b64 = body.toString('base64');
     const msg = new Message(topic, tags, Buffer.from(body));
     if (keys) msg.keys = keys;
+    Object.assign(msg.properties, userProperties[i % userProperties.length]);
     if (delayTimeLevel > 0) msg.delayTimeLevel = delayTimeLevel;
+    line.properties = sentProperties(msg);
     const started = Date.now();
     line.born = started;
     try {
