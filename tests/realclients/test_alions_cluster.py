@@ -35,8 +35,11 @@ TOPOLOGY: dict[str, Any] = {
 # ali-ons's intervals, shortened so that a route change and a rebalance take a second, not 30
 FAST = {"pollNameServerInteval": 1000, "heartbeatBrokerInterval": 2000, "rebalanceInterval": 1000,
         "persistConsumerOffsetInterval": 1000}
-# a text body, a binary one over 4 KiB (ali-ons deflates it: sysFlag bit 0) and a small binary one
-BODIES = [b"hello from ali-ons", os.urandom(5000), bytes(range(256))]
+# a text body, a binary one over 4 KiB (ali-ons deflates it: sysFlag bit 0), a small binary one, and
+# JSON as JavaScript writes it: CR and LF escaped, U+2028, U+0085 and U+2029 left as they are
+BODIES = [b"hello from ali-ons", os.urandom(5000), bytes(range(256)),
+          json.dumps({"note": "line\u2028separator\u0085next line\u2029paragraph\r\nend"}, ensure_ascii=False,
+                     separators=(",", ":")).encode()]
 SENDS = 90
 DELAY_MS = {0: 0, 1: 1000}  # 4.9's level 1
 DEFAULT_LEVELS_MS = {2: 5000, 3: 10000, 4: 30000, 5: 60000}
