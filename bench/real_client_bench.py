@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rmqemu import emulator  # noqa: E402
+from rmqemu import emulator, jsonlines  # noqa: E402
 from tests.realclients.drivers import NodeProcess, start_consumer, start_node, start_producer, stop_process  # noqa: E402
 
 TOPIC = "BenchTopic"
@@ -83,9 +83,9 @@ class EventTail:
         with open(self.path, "rb") as f:
             f.seek(self.pos)
             data = f.read()
-        cut = data.rfind(b"\n") + 1
+        cut = jsonlines.complete_length(data)
         self.pos += cut
-        return [json.loads(raw) for raw in data[:cut].splitlines() if raw.strip()]
+        return jsonlines.parse(data[:cut]).records
 
 
 def run_alions(c: emulator.Cluster, args: argparse.Namespace, log_dir: Path,

@@ -178,6 +178,18 @@ BROKER = Section("Broker", (
         Field("master_offset", LONG, "on connecting: the master's max offset", nullable=True),
         Field("reason", STR, "on disconnecting: why"),
     ), ext=True),
+    Kind("broker.store", "broker (master and slave)", "a queue file read back at start, or a replicated "
+         "transfer, held something that is not a stored message (docs/design.md §6, \"JSON-lines files\"); "
+         "also a line in `logs/<node>.log`", (
+             Field("queue_file", STR, "the queue file, relative to the broker's store directory", required=True),
+             Field("problem", STR, "`bad_line`: a complete line that is no stored message of this queue, or `gap`: "
+                   "queue offsets with no message, served as lost while later messages keep their offsets",
+                   required=True),
+             Field("reason", STR, "what was wrong, for a person", required=True),
+             Field("line", INT, "the 1-based line number in the file (absent for a transfer)"),
+             Field("offset", LONG, "gap: the first queue offset without a message"),
+             Field("count", INT, "gap: how many offsets"),
+         ), ext=True),
 ))
 
 CLIENTS = Section("Clients (a real client's lines are written by the namesrv or broker that answered it)", (

@@ -27,6 +27,7 @@ from typing import Any, Iterator
 
 import psutil
 
+from rmqemu import jsonlines
 from rmqemu.emulator.cli.supervisor_record import attach
 from rmqemu.emulator.launcher.run_dir import append_event
 from rmqemu.emulator.node.clock import host_ms
@@ -91,12 +92,8 @@ def _exit_events(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     """Every ``node.exit`` of each node, from its event file."""
     out: dict[str, list[dict[str, Any]]] = {}
     for f in (run_dir / "events").glob("*.jsonl"):
-        for line in f.read_text(errors="replace").splitlines():
-            if '"node.exit"' in line:
-                try:
-                    out.setdefault(f.stem, []).append(json.loads(line))
-                except ValueError:
-                    continue
+        for e in jsonlines.records(f, needle=b'"node.exit"'):
+            out.setdefault(f.stem, []).append(e)
     return out
 
 

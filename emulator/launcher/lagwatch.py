@@ -18,13 +18,12 @@ couple of lines, not one per second.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rmqemu import timing
+from rmqemu import jsonlines, timing
 
 CHECK_EVERY_MS = 1000.0  # node.lag comes at most once per wall second per node
 
@@ -43,16 +42,9 @@ class TailReader:
                 data = f.read()
         except OSError:
             return []
-        end = data.rfind(b"\n") + 1
+        end = jsonlines.complete_length(data)
         self.offset += end
-        out = []
-        for raw in data[:end].splitlines():
-            if needle.encode() in raw:
-                try:
-                    out.append(json.loads(raw))
-                except ValueError:
-                    pass
-        return out
+        return jsonlines.parse(data[:end], needle.encode()).records
 
 
 class LagWatch:

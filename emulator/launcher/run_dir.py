@@ -21,6 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from rmqemu import jsonlines
 from rmqemu.errors import RunDirError
 from rmqemu.events import check_line
 
@@ -105,17 +106,13 @@ def last_event_ms(path: Path, tail_bytes: int = 65536) -> float | None:
     try:
         with open(path, "rb") as f:
             start = f.seek(max(0, f.seek(0, os.SEEK_END) - tail_bytes))
-            lines = f.read().split(b"\n")
+            data = f.read()
     except OSError:
         return None
-    found: list[float] = []
-    for raw in lines[1:] if start else lines:  # the first piece is cut when the seek was not to 0
-        try:
-            ts = json.loads(raw).get("ts")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(ts, (int, float)):
-            found.append(float(ts))
+    if start:  # the first line is cut when the seek was not to 0
+        data = data[data.find(b"\n") + 1:]
+    found = [float(ts) for e in jsonlines.parse(data).records
+             if isinstance(ts := e.get("ts"), (int, float)) and not isinstance(ts, bool)]
     return max(found, default=None)
 
 
@@ -124,6 +121,7 @@ def append_event(path: Path, event: dict[str, Any]) -> None:
     or a launcher/injector line of ``faults.jsonl``; refused (``ValueError``) unless its kind and
     fields are registered (:mod:`rmqemu.events`)."""
     check_line(event)
+    start = "" if jsonlines.ends_a_line(path) else "\n"  # after a dead node's torn line: a line of its own
     with open(path, "a") as f:
-        f.write(json.dumps(event, default=str) + "\n")
+        f.write(start + json.dumps(event, default=str) + "\n")
         f.flush()

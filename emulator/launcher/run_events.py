@@ -6,24 +6,22 @@ pytest plugin (which re-exports :func:`read_events`), tests and benchmarks.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
+
+from rmqemu import jsonlines
 
 
 def read_events(run_dir: Path, kind: str | None = None, node: str | None = None,
                 where: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
-    """All events of a run (``faults.jsonl`` included), ordered by ``ts``; a torn last line is skipped."""
+    """All events of a run (``faults.jsonl`` included), ordered by ``ts``; a torn last line and bad lines are skipped
+    (:mod:`rmqemu.jsonlines`)."""
     files = sorted((run_dir / "events").glob("*.jsonl")) + [run_dir / "faults.jsonl"]
     out = []
     for f in files:
         if not f.exists() or (node is not None and f.stem != node and f.name != "faults.jsonl"):
             continue
-        for line in f.read_text().splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
+        for ev in jsonlines.records(f):
             if (kind is None or ev.get("kind") == kind) and (node is None or ev.get("node") == node) \
                     and (where is None or where(ev)):
                 out.append(ev)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Protocol, TextIO
 
-from rmqemu import wire_json
+from rmqemu import jsonlines, wire_json
 from rmqemu.emulator.node.clock import host_ms
 from rmqemu.emulator.transport._guard import EventGate
 from rmqemu.events import check as check_event
@@ -25,7 +25,12 @@ class EventLog:
         self.node = node
         self.local_ms = local_ms
         self.host = host
-        self.file: BinaryIO | None = open(path, "ab") if path is not None else None
+        self.file: BinaryIO | None = None
+        if path is not None:
+            ended = jsonlines.ends_a_line(path)  # a restarted node: its last run's torn line stays
+            self.file = open(path, "ab")  # one bad line (docs/design.md §6), not glued to our first
+            if not ended:
+                self.file.write(b"\n")
         self.written = 0
         self.bad_request_gate = EventGate()
 
@@ -100,11 +105,22 @@ class StoreDir:
         return path
 
     def read(self, relpath: str) -> str | None:
-        """The file's text; an empty or unreadable file falls back to ``<file>.bak`` as
-        ``ConfigManager.load`` does (docs/rocketmq-model.md §2.6). None when neither exists."""
+        """The file's text; None when it does not exist.
+
+        A config file that is empty or unreadable falls back to ``<file>.bak`` as
+        ``ConfigManager.load`` does (docs/rocketmq-model.md §2.6). A JSON-lines log (``.jsonl``,
+        the queue files) is append-only and has no ``.bak``: it is read as it is, newlines
+        untouched, and a character a kill cut in half (only ever in its torn last line, which
+        the reader drops: docs/design.md §6) reads as U+FFFD instead of losing the file."""
         if self.root is None:
             return None
         path = self._path(relpath)
+        if relpath.endswith(".jsonl"):
+            try:
+                with open(path, "rb") as b:
+                    return b.read().decode("utf-8", errors="replace")
+            except FileNotFoundError:
+                return None
         for candidate in (path, path + ".bak"):
             try:
                 with open(candidate, encoding="utf-8") as f:
@@ -147,6 +163,7 @@ class StoreDir:
                 self.close()
             path = self._path(relpath)
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            jsonlines.cut_torn_line(path)  # a kill's half line must not swallow the next one
             f = self._appending[relpath] = open(path, "a", encoding="utf-8")
         f.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
         f.flush()

@@ -273,6 +273,7 @@ class Runtime:
             actions.Request: self._request,
             actions.Oneway: lambda a: self.transport.send_to_addr(a.addr, a.frame) and None,
             actions.Emit: lambda a: self.events.write(a.kind, a.fields, a.node) and None,
+            actions.Log: lambda a: print(a.text, flush=True),
             actions.Persist: lambda a: self.store.persist(a.relpath, a.text),
             actions.Append: lambda a: self.store.append(a.relpath, a.lines),
             actions.Every: self._every,

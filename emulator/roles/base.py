@@ -121,6 +121,14 @@ class Emit:
 
 
 @dataclass(frozen=True)
+class Log:
+    """One line for a person in the node's log (``logs/<node>.log``): what an operator must
+    see without reading the events, such as a damaged store file."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Persist:
     """Replace a file under the node's store dir atomically (MixAll.string2File: tmp, bak, rename)."""
 
@@ -181,7 +189,7 @@ class Exit:
     code: int = 0
 
 
-Action = Union[Reply, Oneway, Request, Emit, Persist, Append, Every, After, Cancel, CloseChannel, Exit]
+Action = Union[Reply, Oneway, Request, Emit, Log, Persist, Append, Every, After, Cancel, CloseChannel, Exit]
 
 
 # ----------------------------------------------------------------------------- the role interface

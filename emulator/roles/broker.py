@@ -51,6 +51,7 @@ from rmqemu.emulator.roles.send_back import SendBack
 from rmqemu.emulator.roles.send_processor import SendProcessor
 from rmqemu.emulator.roles.server_dispatch import Handler, dispatch
 from rmqemu.emulator.roles.slave_sync import SlaveSync
+from rmqemu.emulator.roles.store_restore import restore
 from rmqemu.emulator.roles.topic_config_manager import TopicConfigManager
 
 StoreReader = Callable[[str], "str | None"]
@@ -143,9 +144,10 @@ class Broker(Role):
         actions: list[Action] = self.topics.load(self.read_store, now.wall_ms)
         self.sub_groups.load(self.read_store)
         self.offsets.load(self.read_store)
-        self.store.restore(self.read_store, list(dict.fromkeys([
+        restored = restore(self.store, self.read_store, list(dict.fromkeys([
             *((t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))),
             *self.schedule.queues()])))
+        actions += [a for p in restored.problems for a in p.actions(self.name)]
         self.schedule.load(self.read_store)
         period = max(10000, min(self.cfg.registerNameServerPeriod, 60000))
         actions += [

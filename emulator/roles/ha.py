@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, After, Cancel, Emit, Inbound, Now, Reply
+from rmqemu.emulator.roles.message_store import transfer_body
 from rmqemu.emulator.roles.server_dispatch import h_int
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class HAService:
         """One batch from ``offset`` (empty = the heartbeat)."""
         lines, nxt = self.broker.store.transfer_from(offset, self.cfg.haTransferBatchSize)
         fields = {"masterPhyOffset": offset, "nextOffset": nxt, "maxOffset": self.broker.store.max_phy_offset()}
-        return Reply(msg.channel, msg.frame.response(R.SUCCESS, fields=fields, body="\n".join(lines).encode()))
+        return Reply(msg.channel, msg.frame.response(R.SUCCESS, fields=fields, body=transfer_body(lines)))
 
     def on_hold_timeout(self, name: str, now: Now) -> list[Action]:
         h = self.held.pop(name, None)

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from rmqemu.emulator.protocol import EmulatorCode, Frame, request
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, After, Cancel, Emit, Now, Request
+from rmqemu.emulator.roles.message_store import transfer_lines
+from rmqemu.emulator.roles.store_restore import replicated_gaps
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker import Broker
@@ -96,11 +98,12 @@ class HAClient:
                                               "offset": self.broker.store.max_phy_offset(),
                                               "master_offset": resp.fields.get("maxOffset")}))
         if resp.body:
-            batch = self.broker.store.append_replicated(resp.body.decode("utf-8", errors="replace").split("\n"))
+            batch = self.broker.store.append_replicated(transfer_lines(resp.body))
             self.batches += 1
             self.accepted += batch.accepted
             self.rejected += batch.rejected
             actions += batch.appends
+            actions += [a for p in replicated_gaps(batch.gaps) for a in p.actions(self.broker.name)]
         return actions + self._request(now)
 
     def _close(self, reason: str) -> list[Action]:

@@ -3,8 +3,9 @@
 RocketMQ writes every message to one commit log and indexes it per queue; the emulator keeps a
 list per queue and a running "commit log offset" so that ``offsetMsgId`` and
 CONSUMER_SEND_MSG_BACK's look-up by offset work as in RocketMQ. Durability: each put returns an
-``Append`` of one JSON line to ``store/commitlog/<topic>/<qid>.jsonl``; :meth:`MessageStore.restore`
-reads those files back at start (queues of the topics the restored topic table lists).
+``Append`` of one JSON line to ``store/commitlog/<topic>/<qid>.jsonl``;
+:mod:`emulator.roles.store_restore` reads those files back at start (queues of the topics the
+restored topic table lists).
 
 ``get`` implements ``DefaultMessageStore.getMessage``'s status decisions, including
 ``nextOffsetCorrection`` (a slave without ``offsetCheckInSlave`` never moves a consumer's offset).
@@ -14,7 +15,7 @@ virtual commit log -- ``commitLogOffset`` plus ``storeSize``, the length of its 
 ``transfer_from`` can hand a slave "everything from offset X" as the very lines the master wrote,
 and ``append_replicated`` stores them on the slave unchanged (same topics, queue ids, queue
 offsets, msgIds and commit-log offsets, as RocketMQ's byte-for-byte copy gives). ``storeSize`` is
-not in the line; ``restore`` recomputes it from the line's length, so master and slave agree on
+not in the line; the restore recomputes it from the line's length, so master and slave agree on
 every offset after restarts too.
 """
 
@@ -24,13 +25,14 @@ import base64
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from rmqemu import wire_json
 from rmqemu.emulator.roles.base import Append, Persist
 
 MAX_FILTER_SCAN = 16000 // 20  # maxFilterMessageCount / CQ_STORE_UNIT_SIZE: entries scanned per pull
 MAX_TRANSFER_COUNT = 32  # maxTransferCountOnMessageInMemory
+LOST = "lost"  # the key of a queue entry whose message could not be restored (MessageStore.place)
 
 
 class GetMessageStatus(Enum):
@@ -94,9 +96,29 @@ def queue_file(topic: str, queue_id: int) -> str:
     return f"store/commitlog/{topic}/{queue_id}.jsonl"
 
 
+def record_problem(record: dict[str, Any]) -> str | None:
+    """Why a JSON object read from a queue file or a transfer is no stored message, or None."""
+    for key in ("topic", "queueId", "queueOffset", "commitLogOffset"):
+        value = record.get(key)
+        if key == "topic" and not isinstance(value, str) or key != "topic" and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            return f"{key} is {value!r:.40}, not a {'topic name' if key == 'topic' else 'whole number >= 0'}"
+    return None
+
+
 def record_line(record: dict[str, Any]) -> str:
     """The stored line of a record: its JSON without ``storeSize`` (which is this line's length)."""
     return wire_json.dumps({k: v for k, v in record.items() if k != "storeSize"}).decode()
+
+
+def transfer_body(lines: list[str]) -> bytes:
+    """An HA transfer's body: the records' lines, one per line (docs/design.md §6)."""
+    return "\n".join(lines).encode()
+
+
+def transfer_lines(body: bytes) -> list[str]:
+    """The lines of a transfer's body, for :meth:`MessageStore.append_replicated`."""
+    return body.decode("utf-8", errors="replace").split("\n")
 
 
 @dataclass
@@ -107,7 +129,8 @@ class ReplicaBatch:
     queues: set[tuple[str, int]]
     accepted: int = 0
     skipped: int = 0  # already held (a repeated transfer)
-    rejected: int = 0  # unreadable, or a queue offset that does not follow ours (diverged logs)
+    rejected: int = 0  # unreadable, or a queue offset we already hold (diverged logs)
+    gaps: list[tuple[str, int, int, int]] = field(default_factory=list)  # (topic, queue, first, count) lost
 
 
 class MessageStore:
@@ -149,7 +172,7 @@ class MessageStore:
     def _index(self, record: dict[str, Any]) -> None:
         q = self.queues.setdefault((record["topic"], record["queueId"]), [])
         if record["queueOffset"] != len(q):
-            return  # a torn or duplicated line; RocketMQ's recovery truncates likewise
+            return  # not the next offset: place() decides what a restored or replicated one means
         record.setdefault("storeSize", len(record_line(record)))
         q.append(record)
         self.by_commit_offset[record["commitLogOffset"]] = record
@@ -162,32 +185,32 @@ class MessageStore:
         gone = [k for k in self.queues if k[0] == topic]
         for k in gone:
             for r in self.queues.pop(k):
-                self.by_commit_offset.pop(r["commitLogOffset"], None)
+                self.by_commit_offset.pop(r.get("commitLogOffset", -1), None)
         if gone:
             self.log = [r for r in self.log if r["topic"] != topic]
             self.log_offsets = [r["commitLogOffset"] for r in self.log]
         return [Persist(queue_file(t, q), "") for t, q in gone]
 
-    def restore(self, read_store: Callable[[str], str | None], queues: Iterable[tuple[str, int]]) -> int:
-        """Reload the queue files of ``queues``; returns how many messages came back."""
-        n = 0
-        for topic, qid in queues:
-            text = read_store(queue_file(topic, qid))
-            for line in (text or "").splitlines():
-                try:
-                    record = wire_json.loads(line)
-                except ValueError:
-                    continue  # a torn last line from a killed broker
-                if not isinstance(record, dict):
-                    continue
-                record["storeSize"] = len(line)
-                before = len(self.queues.get((topic, qid), []))
-                self._index(record)
-                n += len(self.queues[(topic, qid)]) - before
-        order = sorted(range(len(self.log)), key=lambda i: self.log_offsets[i])  # files are per queue
+    def place(self, record: dict[str, Any]) -> int:
+        """Index a restored or replicated record (``storeSize`` set) at its own queue offset, never
+        at the next free one: how many offsets before it were missing, each kept as a lost entry
+        so every later message keeps its offset (docs/design.md §6, "JSON-lines files"); -1 when
+        the queue already holds that offset (a repeated line, or logs that diverged)."""
+        q = self.queues.setdefault((record["topic"], record["queueId"]), [])
+        missing = record["queueOffset"] - len(q)
+        if missing < 0:
+            return -1
+        for k in range(len(q), record["queueOffset"]):
+            q.append({"topic": record["topic"], "queueId": record["queueId"], "queueOffset": k, LOST: True,
+                      "storeTimestamp": record.get("storeTimestamp", 0), "properties": {}})
+        self._index(record)
+        return missing
+
+    def sort_log(self) -> None:
+        """Put the commit-log view back in offset order after a restore (the files are per queue)."""
+        order = sorted(range(len(self.log)), key=lambda i: self.log_offsets[i])
         self.log = [self.log[i] for i in order]
         self.log_offsets = [self.log_offsets[i] for i in order]
-        return n
 
     # ------------------------------------------------------------------ HA (commit-log view)
 
@@ -215,26 +238,29 @@ class MessageStore:
     def append_replicated(self, lines: list[str]) -> ReplicaBatch:
         """A slave stores what its master transferred (``HAClient.dispatchReadRequest`` then
         ``appendToCommitLog``; the reput builds the consume queues): each line goes unchanged to
-        its queue file. A record below our max offset is one we have; one whose queue offset does
-        not follow ours is refused (logs that diverged, e.g. a master that lost its last write
-        in a kill), but still moves our offset so the same record is not asked for again."""
+        its queue file. A record below our max offset is one we have; one whose queue offset we
+        already hold is refused (logs that diverged, e.g. a master that lost its last write in a
+        kill), but still moves our offset so the same record is not asked for again; one past
+        a gap keeps its offset, the gap kept as lost (:meth:`place`)."""
         batch = ReplicaBatch([], set())
         by_file: dict[str, list[str]] = {}
         for line in lines:
             try:
                 record = wire_json.loads(line)
-                offset, topic, qid = int(record["commitLogOffset"]), str(record["topic"]), int(record["queueId"])
-            except (ValueError, TypeError, KeyError):
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or record_problem(record) is not None:
                 batch.rejected += 1
                 continue
+            offset, topic, qid = record["commitLogOffset"], record["topic"], record["queueId"]
             if offset < self.next_commit_offset:
                 batch.skipped += 1
                 continue
             record["storeSize"] = len(line)
-            before = self.max_offset(topic, qid)
-            self._index(record)
-            if self.max_offset(topic, qid) > before:
+            missing = self.place(record)
+            if missing >= 0:
                 batch.accepted += 1
+                batch.gaps += [(topic, qid, record["queueOffset"] - missing, missing)] if missing else []
                 batch.queues.add((topic, qid))
                 by_file.setdefault(queue_file(topic, qid), []).append(line)
             else:
@@ -276,12 +302,15 @@ class MessageStore:
             return GetResult(S.OFFSET_OVERFLOW_BADLY, self._correct(offset, lo if lo == 0 else hi), lo, hi)
         limit = min(max(1, max_msgs), MAX_TRANSFER_COUNT)
         found: list[dict[str, Any]] = []
+        lost = False
         i = offset
         while i < hi and i - offset < max(MAX_FILTER_SCAN, max_msgs) and len(found) < limit:
-            if matches(q[i]):
+            if LOST in q[i]:  # the commit log has no message there: RocketMQ's MESSAGE_WAS_REMOVING
+                lost = True
+            elif matches(q[i]):
                 found.append(q[i])
             i += 1
-        status = S.FOUND if found else S.NO_MATCHED_MESSAGE
+        status = S.FOUND if found else S.MESSAGE_WAS_REMOVING if lost else S.NO_MATCHED_MESSAGE
         return GetResult(status, i, lo, hi, found)
 
     def snapshot(self) -> dict[str, Any]:

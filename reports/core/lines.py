@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import json as pa_json
 
+from rmqemu import jsonlines
 from rmqemu.events import upgrade
 from rmqemu.reports.core.schema import EVENTS, FILE, SEQ
 
@@ -147,25 +148,12 @@ def _typed(lines: list[bytes], schema: pa.Schema) -> tuple[pa.Table, np.ndarray]
 
 def _line_by_line(data: bytes, schema: pa.Schema) -> tuple[pa.Table, np.ndarray, int]:
     """The slow path: ``(table, line offsets of its rows, broken lines)``."""
-    kept: list[bytes] = []
-    offsets: list[int] = []
-    bad = at = 0
-    for raw in data.split(b"\n"):
-        line, where = raw.strip(), at
-        at += len(raw) + 1
-        if not line:
-            continue
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            bad += 1
-            continue
-        if not isinstance(rec, dict):
-            bad += 1
-            continue
-        new = upgrade(rec)
-        kept.append(line if new is rec else orjson.dumps(new))
-        offsets.append(where)
+    # a piece is whole lines, but a file's last may lack its newline: a line here, bad if torn
+    parsed = jsonlines.parse(data if data.endswith(b"\n") else data + b"\n")
+    bad = len(parsed.bad)
+    kept = [line if (new := upgrade(rec)) is rec else orjson.dumps(new)
+            for rec, line in zip(parsed.records, parsed.lines, strict=True)]
+    offsets = parsed.starts
     if not kept:
         return schema.empty_table(), np.zeros(0, np.int64), bad
     table, ok = _typed(kept, schema)

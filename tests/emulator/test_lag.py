@@ -3,13 +3,12 @@ on a fake clock."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmqemu import timing
+from rmqemu import jsonlines, timing
 from rmqemu.emulator.node.clock import ClusterTime, FakeClock, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.lag import LagMeter, percentile, window_ms
@@ -73,7 +72,7 @@ def lag_rig(tmp_path: Path):
                  mono=clock, cluster_time=ClusterTime(scale=0.01))
 
     def lags() -> list[dict[str, Any]]:
-        lines = [json.loads(x) for x in (tmp_path / "probe.jsonl").read_text().splitlines()]
+        lines = jsonlines.records(tmp_path / "probe.jsonl")
         return [e for e in lines if e["kind"] == "node.lag"]
 
     return rt, clock, lags

@@ -3,13 +3,12 @@ change what ends up on disk or on the wire."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
 
-from rmqemu import wire_json
+from rmqemu import jsonlines, wire_json
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.protocol import BadFrame, Frame, decode, encode, encode_body
 
@@ -54,12 +53,11 @@ def test_event_lines_are_compact_json_one_per_line(tmp_path: Path) -> None:
     log.write("node.start", {"role": "probe", "pid": 1})
     log.write("node.error", {"error": "caf\u00e9 \u2603"})
     log.close()
-    lines = (tmp_path / "n.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(x) for x in lines] == [
+    assert jsonlines.records(tmp_path / "n.jsonl") == [
         {"ts": 7.0, "node": "n-0", "kind": "node.start", "local_ms": 5.0, "role": "probe", "pid": 1},
         {"ts": 7.0, "node": "n-0", "kind": "node.error", "local_ms": 5.0, "error": "caf\u00e9 \u2603"},
     ]
-    assert " " not in lines[0]
+    assert b" " not in (tmp_path / "n.jsonl").read_bytes().split(b"\n")[0]
 
 
 def test_frames_round_trip_and_bodies_sort_their_keys() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rmqemu import jsonlines
 from rmqemu.emulator.node.clock import ClockSetting, FakeClock, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
@@ -94,7 +94,7 @@ def rig(tmp_path: Path):
                  start_fields={"pid": 1}, stop_grace_ms=500)
 
     def read_events(kind: str | None = None) -> list[dict[str, Any]]:
-        lines = [json.loads(x) for x in (tmp_path / "probe.jsonl").read_text().splitlines()]
+        lines = jsonlines.records(tmp_path / "probe.jsonl")
         return [e for e in lines if kind is None or e["kind"] == kind]
 
     return rt, role, transport, clock, read_events

@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from rmqemu import jsonlines
 from rmqemu.emulator.protocol import (
     MAX_HEADER_BYTES,
     MAX_JSON_DEPTH,
@@ -137,5 +138,5 @@ def test_a_flood_of_refused_requests_is_rate_limited_in_the_event_log(tmp_path) 
         log.write("wire.bad_frame", {"peer": "mallory", "code": 103, "error": "KeyError: 'brokerName'"})
     log.write("wire.bad_frame", {"peer": "mallory", "reason": "header is not JSON"})  # the transport's: own gate
     log.close()
-    lines = [json.loads(line) for line in (tmp_path / "n.jsonl").read_text().splitlines()]
+    lines = jsonlines.records(tmp_path / "n.jsonl")
     assert [("code" in e, e.get("suppressed")) for e in lines] == [(True, 0), (False, None)]

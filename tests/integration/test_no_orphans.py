@@ -18,7 +18,7 @@ import pytest
 
 from rmqemu.emulator.launcher.run_dir import append_event
 from rmqemu.emulator.node.clock import host_ms
-from rmqemu.emulator.testing import kill_survivors
+from rmqemu.emulator.testing import kill_survivors, read_events
 from rmqemu.emulator.testing import process_alive as alive
 from rmqemu.emulator.testing import run_processes as node_procs
 from tests.faults.live import rmqemu, wait_until
@@ -58,8 +58,7 @@ def test_launcher_interrupted_or_killed_leaves_no_node(tmp_path: Path, how: str)
             assert proc.returncode == 130
             err = proc.stderr.read().decode()
             assert "interrupted" in err and "seed 42" in err and f"--replay {run_dir}" in err
-            exits = [json.loads(line) for f in (run_dir / "events").glob("*.jsonl")
-                     for line in f.read_text().splitlines() if '"node.exit"' in line]
+            exits = read_events(run_dir, kind="node.exit")
             assert len(exits) == 3
     finally:
         if proc.poll() is None:
@@ -128,8 +127,7 @@ def test_launch_exits_3_when_a_node_dies_without_a_fault_or_a_role_raises(tmp_pa
         assert "died without a fault: broker-a-1" in err and "seed" in err
         assert "error: broker-a-0's role raised KeyError: 'caf\u00e9': a bug in rmqemu" in err  # said as it came
         assert "role error(s), a bug in rmqemu: broker-a-0 (1)" in err
-        exit_ev = [json.loads(x) for x in (run_dir / "events" / "broker-a-1.jsonl").read_text().splitlines()
-                   if '"node.exit"' in x]
+        exit_ev = read_events(run_dir, kind="node.exit", node="broker-a-1")
         assert exit_ev and exit_ev[0]["signal"] == signal.SIGKILL
     finally:
         if proc.poll() is None:

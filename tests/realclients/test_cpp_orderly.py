@@ -191,7 +191,7 @@ def bend(run_dir: Path, node: str, unit: str, offset: int) -> None:
     """Rewrite the ``consume`` line of ``node`` that delivered ``offset`` of ``unit`` to say ``offset - 1``."""
     topic, broker, qid = unit.split(":")
     for path in (run_dir / "events").glob("*.jsonl"):
-        rows = path.read_text().splitlines()
+        rows = path.read_text().split("\n")[:-1]  # JSON lines end at "\n" only
         for i, raw in enumerate(rows):
             e = json.loads(raw)
             where = (e.get("kind"), e.get("node"), e.get("topic"), e.get("broker"), str(e.get("queue_id")))
