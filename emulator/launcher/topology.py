@@ -16,6 +16,7 @@ from rmqemu.emulator.launcher import limits
 from rmqemu.emulator.launcher import topology_order as order
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_problems
+from rmqemu.emulator.roles.bodies import BodyKind
 from rmqemu.emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
 from rmqemu.emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
 from rmqemu.emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
@@ -131,6 +132,10 @@ class ProducerEntry(BaseModel):
         "DELAY of each message (docs/rocketmq-model.md §2.9): 0 none, 1 (1 s) .. 18 (2 h) with the default "
         "messageDelayLevel, higher is capped by the broker; a list is used round-robin ([0, 3]: every other "
         "message waits 10 s). Not with batch > 1"))
+    body: BodyKind = Field("filler", description=(
+        "what each body of `size` bytes is (docs/design.md §5 'Message bodies'): filler (<msg id>|xxx..), text "
+        "(Unicode rich in line breaks, NUL, quotes, astral characters), bytes (never valid UTF-8), mixed (each "
+        "message one of the three)"))
 
     @field_validator("group")
     @classmethod

@@ -191,7 +191,8 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
     counters: dict[str, int] = {}
     for p in topo.producers:
         workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,
-                    "batch": p.batch, "keys": p.keys, "delay_level": p.delay_level, **ordered_workload(p.ordered)}
+                    "batch": p.batch, "keys": p.keys, "delay_level": p.delay_level, "body": p.body,
+                    **ordered_workload(p.ordered)}
         for _ in range(p.instances):
             i = counters.get(p.group, 0)
             counters[p.group] = i + 1

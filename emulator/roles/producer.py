@@ -53,7 +53,8 @@ class Producer(Role):
         self.publish_table: dict[str, TopicPublishInfo] = {}
         self.flow = SelectSendFlow(self)
         self.workload = workload
-        self.factory = MessageFactory(name, workload, self.rng) if workload else None
+        self.factory = (MessageFactory(name, workload, self.rng, random.Random(f"{seed}:{name}:body"))
+                        if workload else None)
         self.keys = (KeyPicker(name, workload.ordered, random.Random(f"{seed}:{name}:keys"))
                      if workload and workload.ordered else None)
         self.pacer: Pacer | None = None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Callable
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
 from rmqemu.emulator.roles.base import Action, Emit, Now, Oneway, ReplyHandler, Request
+from rmqemu.emulator.roles.message_store import body_fields
 from rmqemu.emulator.roles.route_cache import MessageQueue, TopicPublishInfo
 from rmqemu.emulator.roles.validators import MQClientError, check_message, no_name_server_error, no_route_error
 from rmqemu.emulator.roles.workload import OutgoingMessage
@@ -107,9 +108,11 @@ class SendFlow:
 
     @staticmethod
     def body_of(job: SendJob) -> bytes:
+        """One message's body as it is; a batch as the JSON list that send_processor.batch_messages
+        reads, each body as the store keeps it (``body``, or ``body64`` when it is no UTF-8)."""
         if len(job.msgs) == 1:
             return job.msgs[0].body
-        return json.dumps([{"body": m.body.decode(errors="replace"), "properties": m.properties}
+        return json.dumps([{**body_fields(m.body), "properties": m.properties}
                            for m in job.msgs], separators=(",", ":")).encode()
 
     def _find_publish_info(self, topic: str, now: Now,

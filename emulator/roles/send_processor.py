@@ -4,8 +4,8 @@ and CONSUMER_SEND_MSG_BACK (36) (docs/rocketmq-model.md §2.3, §2.4, §2.5, §4
 Header fields (RocketMQ names, V2 uses the same here): producerGroup, topic, defaultTopic,
 defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties (a dict, or RocketMQ's
 ``k\\u0001v\\u0002`` string), reconsumeTimes, unitMode, batch, maxReconsumeTimes. Body: the message
-body, bytes kept as sent; for a batch a JSON list of ``{"body": str, "properties": {...}}`` from
-rmqemu's producers, RocketMQ's packed binary from a real client. Response fields: msgId
+body, bytes kept as sent; for a batch a JSON list of ``{"body": str or "body64": base64,
+"properties": {...}}`` from rmqemu's producers, RocketMQ's packed binary from a real client. Response fields: msgId
 (the broker's offsetMsgId; comma-joined for a batch), queueId, queueOffset (the first for a batch).
 
 CONSUMER_SEND_MSG_BACK and the ``%RETRY%`` send path's retry/DLQ decision: emulator/roles/send_back.py.
@@ -35,6 +35,7 @@ from rmqemu.emulator.protocol import Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, Inbound, Now, Reply
 from rmqemu.emulator.roles.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
+from rmqemu.emulator.roles.message_store import body_bytes
 from rmqemu.emulator.roles.schedule import DelayLevelError, delay_level_of
 from rmqemu.emulator.roles.server_dispatch import HeaderError, h_bool, h_int, h_str
 from rmqemu.emulator.roles.topic_config import (
@@ -103,7 +104,7 @@ def batch_messages(msg: Inbound) -> list[tuple[bytes, dict[str, str]]]:
     items = msg.frame.json_body() or []
     if not isinstance(items, list):
         return []
-    return [(str(m.get("body", "")).encode(), parse_properties(m.get("properties"))) for m in items]
+    return [(body_bytes(m), parse_properties(m.get("properties"))) for m in items]
 
 
 def human_ms(ms: float) -> str:

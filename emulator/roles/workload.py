@@ -21,6 +21,9 @@ keys ``<node>:<i>``, so every key has one producer; key ``i`` always uses topic 
 len(topics)``; each message's key is drawn by a :class:`KeyPicker` (seeded ``random``, or
 ``cycle``) with its own ``random.Random``, so the key sequence of a seed does not depend on
 anything else the producer draws. The key is also the message's ``KEYS`` property.
+
+Bodies (``body:``, :mod:`.bodies`, docs/design.md §5 "Message bodies") are ``size`` bytes of
+filler, hostile text or bytes, drawn from a ``random.Random`` of their own for the same reason.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from typing import Any
+
+from rmqemu.emulator.roles.bodies import body_kind_problem, make_body
 
 MIN_TICK_MS = 2.0  # wall ms: a Python process cannot usefully wake more often than this
 MODES = ("sync", "async", "oneway")
@@ -58,6 +63,7 @@ class ProducerWorkload:
     count: int | None = None  # stop after this many messages (None: until the node stops)
     ordered: "OrderedWorkload | None" = None
     delay_level: int | list[int] = 0
+    body: str = "filler"
 
     @property
     def delay_levels(self) -> list[int]:
@@ -66,7 +72,8 @@ class ProducerWorkload:
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "ProducerWorkload":
         d = dict(d or {})
-        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count", "ordered", "delay_level"}
+        unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count", "ordered", "delay_level",
+                               "body"}
         if unknown:
             raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
         ordered = d.pop("ordered", None)
@@ -89,6 +96,9 @@ class ProducerWorkload:
         problem = delay_level_problem(w.delay_level, w.batch)
         if problem:
             raise ValueError(f"workload.delay_level: {problem}")
+        problem = body_kind_problem(w.body)
+        if problem:
+            raise ValueError(f"workload.body: {problem}")
         return w
 
     def period_ms(self) -> float | None:
@@ -165,10 +175,14 @@ class Pacer:
 
 
 class MessageFactory:
-    def __init__(self, node: str, workload: ProducerWorkload, rng: random.Random) -> None:
+    """The producer's messages in turn; ``rng`` draws message keys, ``bodies`` the bodies."""
+
+    def __init__(self, node: str, workload: ProducerWorkload, rng: random.Random,
+                 bodies: random.Random | None = None) -> None:
         self.node = node
         self.workload = workload
         self.rng = rng
+        self.bodies = bodies or random.Random(node)
         self.counter = 0
         self.incarnation = "0"
 
@@ -191,8 +205,8 @@ class MessageFactory:
             props["KEYS"] = key[1]
         elif self.workload.keys:
             props["KEYS"] = f"key-{self.rng.randrange(10**8):08d}"
-        filler = (msg_id + "|").encode() + b"x" * self.workload.size
-        return OutgoingMessage(topic, filler[: self.workload.size], props)
+        body = make_body(self.workload.body, self.workload.size, msg_id, self.bodies)
+        return OutgoingMessage(topic, body, props)
 
 
 @dataclass

@@ -180,3 +180,15 @@ def test_a_producers_delay_level_is_one_level_or_a_round_robin_list() -> None:
     schema = json.loads(CliRunner().invoke(main, ["schema"]).output)
     text = json.dumps(schema)
     assert "used round-robin" in text and "docs/rocketmq-model.md \\u00a72.9" in text
+
+
+def test_a_producers_body_kind_reaches_its_workload_and_a_bad_one_is_named() -> None:
+    """docs/design.md §5 "Message bodies": filler by default; the kinds are the schema's enum."""
+    producer = {"group": "pg", "topics": ["T"]}
+    topo = parse_topology({**BASE, "producers": [producer, {**producer, "group": "pg-2", "body": "mixed"}]}, "t.yaml")
+    assert [n.workload["body"] for n in plan_nodes(topo) if n.role == "producer"] == ["filler", "mixed"]
+    for bad in ("Text", 1, None):
+        assert problems({**BASE, "producers": [{**producer, "body": bad}]}) == [
+            "producers[0].body: Input should be 'filler', 'text', 'bytes' or 'mixed'"]
+    schema = json.loads(CliRunner().invoke(main, ["schema"]).output)
+    assert schema["$defs"]["ProducerEntry"]["properties"]["body"]["enum"] == ["filler", "text", "bytes", "mixed"]

@@ -22,7 +22,7 @@ TOPOLOGY: dict[str, Any] = {
     "name": "api", "seed": 5, "timing": {"scale": 0.01}, "namesrvs": 1,
     "brokers": [{"name": "broker-a", "slaves": 0}, {"name": "broker-b", "slaves": 0}],
     "topics": [{"name": "T", "brokers": ["broker-a", "broker-b"], "queues": 2}],
-    "producers": [{"group": "pg", "topics": ["T"], "rate": 5}],
+    "producers": [{"group": "pg", "topics": ["T"], "rate": 5, "body": "mixed"}],  # docs/design.md §5
     "consumers": [{"group": "cg", "subscribe": ["T"]}],
     "duration": "600s",
 }

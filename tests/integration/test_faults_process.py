@@ -1,7 +1,8 @@
 """Process faults (pause, stop, kill + restart) on real processes, and signal safety.
 
 Effects are read from the nodes' events: the producer's ``send`` outcomes, the namesrv's
-``ns.broker`` changes, the broker's ``broker.topic`` on restart, ``node.exit`` / ``node.start``.
+``ns.broker`` changes, the broker's ``broker.topic`` on restart, ``node.exit`` / ``node.start``,
+the consumer's ``consume``; and from a restarted broker's state (what its store brought back).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections import Counter
 from typing import Any
 
 import psutil
@@ -16,14 +18,17 @@ import pytest
 
 from rmqemu.emulator.launcher.fault_spec import FaultSpec
 from rmqemu.emulator.launcher.signals import SpawnedProcess
-from rmqemu.emulator.node.clock import mono_ms
+from rmqemu.emulator.node.clock import host_ms, mono_ms
 from rmqemu.emulator.testing import read_events
 from rmqemu.errors import ProcessGone, UnsafeSignal
 from rmqemu.faults.injector import Injector
 from rmqemu.faults.interpreter import run_plan
 from rmqemu.faults.kinds import KillFault, PauseFault
 from rmqemu.faults.schedule import plan_from_specs
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 from tests.faults.live import SCALE, alive, fault_events, manifest_procs, ns_broker, sends
+from tests.integration.seeds_lib import acked, consumed
 
 BASE = {"name": "faults-process", "timing": {"scale": SCALE}, "namesrvs": 1, "duration": "100000s",
         "brokers": [{"name": "broker-a"}, {"name": "broker-b"}]}
@@ -89,6 +94,38 @@ def test_scheduled_kill_with_restart_after_restores_topics_from_the_store(start_
     assert (c.launcher.procs["broker-a-0"].pid, c.launcher.procs["broker-a-0"].create_time) in manifest_procs(c.run_dir)
     c.wait_for(lambda: ns_broker(c, "broker-a-0", "register", after=killed), 30, "broker-a-0 registered again")
     assert [e["fault_id"] for e in read_events(c.run_dir, "fault.end")] == ["f1", "f1.restart"]
+
+
+# docs/design.md §5 "Message bodies": text rich in line breaks a JSON line keeps unescaped, and bytes
+HOSTILE = {**WITH_PRODUCER, "producers": [{**WITH_PRODUCER["producers"][0], "body": "mixed"}],
+           "consumers": [{"group": "cg-1", "subscribe": ["T"]}]}
+
+
+def test_a_restarted_master_brings_back_every_acked_body_and_they_are_all_consumed(start_cluster) -> None:
+    """The consumer is paused while broker-a-0 takes 40 acked ``mixed`` bodies, so that they are
+    only in its store when it is SIGKILLed; restarted, it must hold them all again (per queue) and
+    the resumed consumer consume every one: the report counts none lost."""
+    c = start_cluster(HOSTILE)
+    rd = c.run_dir
+    c.wait_for(lambda: consumed(rd, "cg-1"), 60, "a first consumed message")
+    with c.pause("cg-1-0"):
+        paused_at = host_ms()
+        c.wait_for(lambda: len([e for e in acked(rd, "pg-1-0").values() if e["ts"] > paused_at]) >= 40, 60,
+                   "40 messages acked while the consumer is paused")
+        kill = c.kill("broker-a-0", restart_after="10s")
+        killed_at = fault_events(c, kill.fault_id)[0]["ts"]
+        c.wait_for(lambda: not kill.active, 60, "broker-a-0 restarted")
+        c.wait_for(lambda: ns_broker(c, "broker-a-0", "register", after=killed_at), 30, "broker-a-0 registered")
+    before_kill = {m: e for m, e in acked(rd, "pg-1-0").items() if e["ts"] < killed_at}
+    per_queue = Counter(f"T:{e['queue_id']}" for e in before_kill.values())
+    restored = c.state("broker-a-0")["queues"]
+    assert all(restored.get(q, 0) >= n for q, n in per_queue.items()), (
+        f"acked before the kill, per queue: {dict(per_queue)}; the restarted store holds {restored}")
+    c.wait_for(lambda: set(before_kill) <= set(consumed(rd, "cg-1")), 30,
+               f"the {len(before_kill)} messages acked before the kill consumed")
+    m = document(analyse_dirs([str(c.finish())], plots_too=False)[0])["consumption"]
+    [t] = m["by_topic"]
+    assert (m["lost"], m["lost_per_group"], m["gone"]) == (0, 0, 0) and t["acked"] >= len(before_kill), m
 
 
 def test_a_pid_the_run_did_not_spawn_is_never_signalled(start_cluster) -> None:

@@ -30,7 +30,7 @@ TOPO = {
     "namesrvs": 1,
     "brokers": [{"name": "broker-a", "slaves": 1, "autoCreateTopicEnable": False}],
     "topics": [{"name": "T", "brokers": ["broker-a"], "queues": 4}],
-    "producers": [{"group": "pg-1", "topics": ["T"], "rate": 0.5, "size": 64, "mode": "sync"}],
+    "producers": [{"group": "pg-1", "topics": ["T"], "rate": 0.5, "size": 64, "mode": "sync", "body": "mixed"}],
     "consumers": [{"group": "cg-1", "instances": 1, "subscribe": ["T"], "allocate": "AVG"}],
     "duration": "100000s",
 }
