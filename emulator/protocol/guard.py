@@ -6,6 +6,7 @@ turns any input into a sane JSON value or :class:`BadFrame`, nothing else.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rmqemu import wire_json
@@ -47,6 +48,19 @@ def _check_depth(value: Any) -> None:
             stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
 
 
+# an escape sequence: a surrogate pair, a lone surrogate, or any other (kept, and consumed whole
+# so that an escaped backslash before "u" is never taken for the start of an escape)
+_LONE_SURROGATE = re.compile(rb"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u(d[89a-f][0-9a-f]{2})|\\.",
+                             re.IGNORECASE | re.DOTALL)
+
+
+def _as_java_encodes(m: re.Match[bytes]) -> bytes:
+    """A lone surrogate escape becomes ``?``, what Java's UTF-8 encoder writes for it: a JS
+    client writes ``\\ud800`` for a lone surrogate, RocketMQ's fastjson takes it into a Java
+    string, and the broker stores that string's UTF-8 bytes. Anything else stays as it is."""
+    return b"?" if m.group(3) else m.group(0)
+
+
 def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
     """JSON from untrusted bytes: :class:`BadFrame` for anything but a sane JSON value.
 
@@ -57,13 +71,19 @@ def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
     ones parse as finite floats). Nesting is bounded tighter, to :data:`MAX_JSON_DEPTH`, because
     what a role does with a 1,000-deep value (an event line: orjson writes at most 254 levels;
     ``repr``) would raise far from here; the exact walk runs only when a byte scan says the
-    input could nest that deep, so an ordinary header costs one ``translate``."""
+    input could nest that deep, so an ordinary header costs one ``translate``. A lone surrogate
+    escape (JavaScript writes one for half an emoji) reads as ``?``, as RocketMQ stores it."""
     if len(data) > max_bytes:
         raise BadFrame(f"{what} is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
         value = wire_json.loads(data)
-    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError
-        raise BadFrame(f"{what} is not JSON: {str(exc)[:200]}") from None
+    except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+        if "surrogate" not in str(exc):
+            raise BadFrame(f"{what} is not JSON: {str(exc)[:200]}") from None
+        try:
+            value = wire_json.loads(_LONE_SURROGATE.sub(_as_java_encodes, data))
+        except ValueError as again:
+            raise BadFrame(f"{what} is not JSON: {str(again)[:200]}") from None
     if not _surely_shallow(data):
         _check_depth(value)
     return value

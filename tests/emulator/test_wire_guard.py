@@ -9,6 +9,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqemu import jsonlines
 from rmqemu.emulator.protocol import (
@@ -140,3 +142,19 @@ def test_a_flood_of_refused_requests_is_rate_limited_in_the_event_log(tmp_path) 
     log.close()
     lines = jsonlines.records(tmp_path / "n.jsonl")
     assert [("code" in e, e.get("suppressed")) for e in lines] == [(True, 0), (False, None)]
+
+
+lone_surrogates = st.integers(0xD800, 0xDFFF).map(chr)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.characters(codec="utf-8"), lone_surrogates), max_size=12))
+def test_a_lone_surrogate_escape_reads_as_java_stores_it_and_nothing_else_changes(chars: list[str]) -> None:
+    """JavaScript (ali-ons) writes half an emoji in a key as a ``\\udXXX`` escape; RocketMQ's
+    broker stores a ``?`` for it. "x" between the characters: no two halves make a pair."""
+    value = "x".join(chars)
+    header = json.dumps({"code": 10, "extFields": {"keys": value, "path": "C:\\ud800"}}).encode()
+    got = loads_checked(header, "header", MAX_HEADER_BYTES)
+    assert got["extFields"]["keys"] == "".join("?" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+    assert got["extFields"]["path"] == "C:\\ud800"  # an escaped backslash before "u" is text
+    assert loads_checked(b'["\\ud83d\\ude00", "\\uD83D"]', "body", 100) == ["\U0001F600", "?"]
