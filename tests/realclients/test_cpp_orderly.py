@@ -24,7 +24,7 @@ from tests.realclients.drivers import NodeProcess, NodeProcs, wait_for, wait_for
 
 pytestmark = pytest.mark.integration
 
-TOPIC, GROUP = "RealTopic", "CG_CPP"
+TOPIC, GROUP, BROKERS = "RealTopic", "CG_CPP", ("broker-a-0", "broker-b-0")
 TOPOLOGY: dict[str, Any] = {
     "name": "cpp-orderly", "seed": 11, "timing": {"scale": 1.0}, "namesrvs": 1,
     "brokers": [{"name": "broker-a", "slaves": 0, "autoCreateTopicEnable": True},
@@ -60,6 +60,18 @@ def holders(c: emulator.Cluster) -> dict[str, list[str]]:
         if e["topic"] == TOPIC and e["change"] in ("locked", "taken_over") and e["peer"] not in out[unit]:
             out[unit].append(e["peer"])
     return dict(out)
+
+
+def committed(c: emulator.Cluster) -> dict[str, int]:
+    """Queue (``broker:id``) of the topic -> the offset the group committed there."""
+    return {f"{node[:-2]}:{q}": off for node in BROKERS
+            for q, off in c.state(node)["offsets"].get(f"{TOPIC}@{GROUP}", {}).items()}
+
+
+def stored_counts(c: emulator.Cluster) -> dict[str, int]:
+    """Queue (``broker:id``) of the topic -> how many messages its broker holds."""
+    return {f"{node[:-2]}:{key.rpartition(':')[2]}": n for node in BROKERS
+            for key, n in c.state(node)["queues"].items() if key.rpartition(":")[0] == TOPIC}
 
 
 def per_queue_truth(lines: dict[str, list[dict[str, Any]]], unit_of: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -114,6 +126,10 @@ def test_an_orderly_cpp_consumer_hands_queues_over_and_each_queue_is_checked_in_
         sent = send(producer, FIRST, 1)
         assert len(sent) == FIRST, producer.describe()
         wait_for(lambda: {m["msgId"] for m in consumed(a)} >= set(sent), 60, "A consuming batch 1", describe=a.describe)
+        # this C++ client reads a new queue's start offset from the broker before it takes the lock
+        # (Java's RebalancePushImpl locks first): B must find A's batch-1 offsets committed, or it
+        # starts a queue at A's previous commit and the messages between are delivered twice
+        c.wait_for(lambda: committed(c) == stored_counts(c), 30, "A's batch-1 offsets committed (5 s persist)")
         joined = time.monotonic()
         b = node_procs.cpp({"role": "consumer", "group": GROUP, **common}, "consumer-b")
         pa, pb = f"client@{a.pid}", f"client@{b.pid}"
