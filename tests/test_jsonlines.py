@@ -15,11 +15,11 @@ from tests import strategies
 text = strategies.text()
 values = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | text,
                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
-                      max_leaves=8)
+                      max_leaves=6)
 objects = st.dictionaries(text, values, max_size=5)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(objects, max_size=8))
 def test_what_the_writers_write_reads_back_whole_as_bytes_and_as_text(records: list[dict]) -> None:
     data = b"".join(wire_json.dumps_line(r) for r in records)
@@ -36,7 +36,7 @@ def test_the_characters_splitlines_breaks_at_stay_inside_their_line() -> None:
     assert jsonlines.parse(line * 3).records == [{"body": "a\u2028b\x85c\u2029d"}] * 3
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(objects, min_size=2, max_size=6), st.data())
 def test_a_torn_last_line_is_skipped_quietly_and_only_it(records: list[dict], data: st.DataObject) -> None:
     lines = [wire_json.dumps_line(r) for r in records]
@@ -46,7 +46,7 @@ def test_a_torn_last_line_is_skipped_quietly_and_only_it(records: list[dict], da
     assert parsed.records == records[:-1] and parsed.bad == [] and parsed.torn == last[:cut]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(objects, min_size=1, max_size=6), st.data())
 def test_a_bad_line_in_the_middle_is_given_back_and_moves_nothing(records: list[dict], data: st.DataObject) -> None:
     at = data.draw(st.integers(0, len(records)))
