@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, After, Cancel, Emit, Inbound, Now, Reply
-from rmqemu.emulator.roles.message_store import transfer_body
 from rmqemu.emulator.roles.server_dispatch import h_int
+from rmqemu.emulator.roles.store_replica import transfer_body
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker import Broker

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rmqemu.emulator.protocol import EmulatorCode, Frame, request
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.base import Action, After, Cancel, Emit, Now, Request
-from rmqemu.emulator.roles.message_store import transfer_lines
+from rmqemu.emulator.roles.store_replica import append_replicated, transfer_lines
 from rmqemu.emulator.roles.store_restore import replicated_gaps
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class HAClient:
                                               "offset": self.broker.store.max_phy_offset(),
                                               "master_offset": resp.fields.get("maxOffset")}))
         if resp.body:
-            batch = self.broker.store.append_replicated(transfer_lines(resp.body))
+            batch = append_replicated(self.broker.store, transfer_lines(resp.body))
             self.batches += 1
             self.accepted += batch.accepted
             self.rejected += batch.rejected

@@ -13,8 +13,8 @@ restored topic table lists).
 Commit-log view for HA replication (emulator/roles/ha.py): every record keeps its place in one
 virtual commit log -- ``commitLogOffset`` plus ``storeSize``, the length of its JSON line -- so
 ``transfer_from`` can hand a slave "everything from offset X" as the very lines the master wrote,
-and ``append_replicated`` stores them on the slave unchanged (same topics, queue ids, queue
-offsets, msgIds and commit-log offsets, as RocketMQ's byte-for-byte copy gives). ``storeSize`` is
+and the slave stores them unchanged (:mod:`emulator.roles.store_replica`: same topics, queue
+ids, queue offsets, msgIds and commit-log offsets, as RocketMQ's byte-for-byte copy gives). ``storeSize`` is
 not in the line; the restore recomputes it from the line's length, so master and slave agree on
 every offset after restarts too.
 """
@@ -109,28 +109,6 @@ def record_problem(record: dict[str, Any]) -> str | None:
 def record_line(record: dict[str, Any]) -> str:
     """The stored line of a record: its JSON without ``storeSize`` (which is this line's length)."""
     return wire_json.dumps({k: v for k, v in record.items() if k != "storeSize"}).decode()
-
-
-def transfer_body(lines: list[str]) -> bytes:
-    """An HA transfer's body: the records' lines, one per line (docs/design.md §6)."""
-    return "\n".join(lines).encode()
-
-
-def transfer_lines(body: bytes) -> list[str]:
-    """The lines of a transfer's body, for :meth:`MessageStore.append_replicated`."""
-    return body.decode("utf-8", errors="replace").split("\n")
-
-
-@dataclass
-class ReplicaBatch:
-    """What :meth:`MessageStore.append_replicated` did with one HA transfer."""
-
-    appends: list[Append]
-    queues: set[tuple[str, int]]
-    accepted: int = 0
-    skipped: int = 0  # already held (a repeated transfer)
-    rejected: int = 0  # unreadable, or a queue offset we already hold (diverged logs)
-    gaps: list[tuple[str, int, int, int]] = field(default_factory=list)  # (topic, queue, first, count) lost
 
 
 class MessageStore:
@@ -234,40 +212,6 @@ class MessageStore:
             nxt = r["commitLogOffset"] + r["storeSize"]
             i += 1
         return lines, nxt
-
-    def append_replicated(self, lines: list[str]) -> ReplicaBatch:
-        """A slave stores what its master transferred (``HAClient.dispatchReadRequest`` then
-        ``appendToCommitLog``; the reput builds the consume queues): each line goes unchanged to
-        its queue file. A record below our max offset is one we have; one whose queue offset we
-        already hold is refused (logs that diverged, e.g. a master that lost its last write in a
-        kill), but still moves our offset so the same record is not asked for again; one past
-        a gap keeps its offset, the gap kept as lost (:meth:`place`)."""
-        batch = ReplicaBatch([], set())
-        by_file: dict[str, list[str]] = {}
-        for line in lines:
-            try:
-                record = wire_json.loads(line)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict) or record_problem(record) is not None:
-                batch.rejected += 1
-                continue
-            offset, topic, qid = record["commitLogOffset"], record["topic"], record["queueId"]
-            if offset < self.next_commit_offset:
-                batch.skipped += 1
-                continue
-            record["storeSize"] = len(line)
-            missing = self.place(record)
-            if missing >= 0:
-                batch.accepted += 1
-                batch.gaps += [(topic, qid, record["queueOffset"] - missing, missing)] if missing else []
-                batch.queues.add((topic, qid))
-                by_file.setdefault(queue_file(topic, qid), []).append(line)
-            else:
-                batch.rejected += 1
-            self.next_commit_offset = max(self.next_commit_offset, offset + len(line))
-        batch.appends = [Append(path, tuple(ls)) for path, ls in by_file.items()]
-        return batch
 
     # ------------------------------------------------------------------ reads
 

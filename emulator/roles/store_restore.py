@@ -84,7 +84,7 @@ def restore(store: MessageStore, read_store: Callable[[str], str | None],
 
 
 def replicated_gaps(gaps: list[tuple[str, int, int, int]]) -> list[StoreProblem]:
-    """The gaps a slave kept as lost in one transfer (``ReplicaBatch.gaps``)."""
+    """The gaps a slave kept as lost in one transfer (:class:`emulator.roles.store_replica.ReplicaBatch` ``gaps``)."""
     return [StoreProblem(queue_file(topic, qid), "gap", f"{_offsets(first, count)} in the master's transfer: "
                          "served as lost", 0, first, count)
             for topic, qid, first, count in gaps]

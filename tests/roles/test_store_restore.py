@@ -19,9 +19,8 @@ from rmqemu.emulator.roles.message_store import (
     MessageStore,
     body_bytes,
     queue_file,
-    transfer_body,
-    transfer_lines,
 )
+from rmqemu.emulator.roles.store_replica import append_replicated, transfer_body, transfer_lines
 from rmqemu.emulator.roles.store_restore import restore
 from tests import strategies
 
@@ -71,7 +70,7 @@ def test_every_message_comes_back_after_a_restart_and_on_the_restarted_slave(msg
         slave = MessageStore("127.0.0.1:10911", is_slave=True)
         while slave.max_phy_offset() < store.max_phy_offset():  # HAConnection's transfers, as bytes
             lines, _ = store.transfer_from(slave.max_phy_offset(), batch_bytes)
-            batch = slave.append_replicated(transfer_lines(transfer_body(lines)))
+            batch = append_replicated(slave, transfer_lines(transfer_body(lines)))
             assert batch.rejected == 0 and batch.gaps == []
             for a in batch.appends:
                 slave_dir.append(a.relpath, a.lines)
@@ -129,6 +128,6 @@ def test_a_slave_keeps_a_gap_in_its_masters_transfer_at_its_offsets() -> None:
         master.put("Topic", 0, f"m{i}", {}, wall_ms=i)
     lines, _ = master.transfer_from(0, 1 << 20)
     slave = MessageStore("127.0.0.1:10911", is_slave=True)
-    batch = slave.append_replicated([lines[0], lines[2], lines[3]])
+    batch = append_replicated(slave, [lines[0], lines[2], lines[3]])
     assert (batch.accepted, batch.rejected, batch.gaps) == (3, 0, [("Topic", 0, 1, 1)])
     assert [m["queueOffset"] for m in slave.get("Topic", 0, 0, 32).messages] == [0, 2, 3]
