@@ -180,7 +180,7 @@ BROKER = Section("Broker", (
     ), ext=True),
     Kind("broker.store", "broker (master and slave)", "a queue file read back at start, or a replicated "
          "transfer, held something that is not a stored message (docs/design.md §6, \"JSON-lines files\"); "
-         "also a line in `logs/<node>.log`", (
+         "also a line in `logs/<node>.log` and a warning from `rmqemu launch`", (
              Field("queue_file", STR, "the queue file, relative to the broker's store directory", required=True),
              Field("problem", STR, "`bad_line`: a complete line that is no stored message of this queue, or `gap`: "
                    "queue offsets with no message, served as lost while later messages keep their offsets",

@@ -1,4 +1,5 @@
-"""Role errors, said while a run goes on and counted at its end (docs/design.md §8, exit 3).
+"""Role errors, said while a run goes on and counted at its end (docs/design.md §8, exit 3), and
+damaged store files a broker found, said as warnings.
 
 A role whose code raises is a bug in rmqemu, not RocketMQ behaviour: the node's runtime turns
 the exception into a ``node.error`` line and a traceback in ``logs/<node>.log`` and goes on, but
@@ -16,11 +17,13 @@ from pathlib import Path
 
 from rmqemu.emulator.launcher.lagwatch import CHECK_EVERY_MS, TailReader
 
-NEEDLE = '"node.error"'
+ERROR, STORE = "node.error", "broker.store"
 
 
 class ErrorWatch:
-    """Reads ``node.error`` lines as they come; :meth:`poll` returns the lines to print."""
+    """Reads ``node.error`` lines as they come, and ``broker.store`` lines (a broker found a
+    damaged queue file: docs/design.md §6, "JSON-lines files"), which are said as warnings and
+    do not break the run; :meth:`poll` returns the lines to print."""
 
     def __init__(self, run_dir: Path, mono: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
         self.run_dir = run_dir
@@ -39,10 +42,13 @@ class ErrorWatch:
         out = []
         for path in sorted((self.run_dir / "events").glob("*.jsonl")):
             reader = self.readers.setdefault(path, TailReader(path))
-            for e in reader.lines(NEEDLE):
-                if e.get("kind") != "node.error":
-                    continue
+            for e in reader.lines(f'"{ERROR}"', f'"{STORE}"'):
                 node = str(e.get("node"))
+                if e.get("kind") == STORE:
+                    where = f"{e.get('queue_file')}" + (f" line {e['line']}" if e.get("line") else "")
+                    out.append(f"warning: {node}'s store: {where}: {e.get('reason')} (docs/design.md §6)")
+                if e.get("kind") != ERROR:
+                    continue
                 self.counts[node] = self.counts.get(node, 0) + 1
                 if self.counts[node] == 1:
                     out.append(f"error: {node}'s role raised {e.get('error')}: a bug in rmqemu; the node goes on, "

@@ -35,7 +35,8 @@ class TailReader:
         self.path = path
         self.offset = 0
 
-    def lines(self, needle: str) -> list[dict[str, Any]]:
+    def lines(self, *needles: str) -> list[dict[str, Any]]:
+        """The new complete lines that hold one of ``needles``, parsed (only those are)."""
         try:
             with self.path.open("rb") as f:
                 f.seek(self.offset)
@@ -44,7 +45,11 @@ class TailReader:
             return []
         end = jsonlines.complete_length(data)
         self.offset += end
-        return jsonlines.parse(data[:end], needle.encode()).records
+        if len(needles) == 1:
+            return jsonlines.parse(data[:end], needles[0].encode()).records
+        wanted = [n.encode() for n in needles]
+        lines, _ = jsonlines.split(data[:end])
+        return jsonlines.parse(b"".join(line + b"\n" for line in lines if any(n in line for n in wanted))).records
 
 
 class LagWatch:

@@ -46,3 +46,18 @@ def test_any_error_text_is_said_as_written(tmp_path_factory, text: str) -> None:
     append(run / "events" / "n-0.jsonl", error("n-0", 1.0, text))
     [line] = ErrorWatch(run).poll(force=True)
     assert f"role raised {text}: a bug in rmqemu" in line
+
+
+def test_a_damaged_store_file_is_a_warning_not_a_role_error(tmp_path: Path) -> None:
+    ev = tmp_path / "events"
+    ev.mkdir()
+    store = {"ts": 5.0, "node": "broker-a-0", "kind": "broker.store", "local_ms": 5.0,
+             "queue_file": "store/commitlog/T/0.jsonl", "problem": "gap", "line": 3, "offset": 1, "count": 1,
+             "reason": "no message at queue offset 1 before line 3: served as lost"}
+    append(ev / "broker-a-0.jsonl", lag("broker-a-0", 1000, 1.0), store, error("broker-a-0", 6, "KeyError: 'x'"))
+    watch = ErrorWatch(tmp_path)
+    warning, said = watch.poll(force=True)
+    assert warning == ("warning: broker-a-0's store: store/commitlog/T/0.jsonl line 3: no message at queue "
+                       "offset 1 before line 3: served as lost (docs/design.md §6)")
+    assert said.startswith("error: broker-a-0's role raised KeyError")
+    assert watch.counts == {"broker-a-0": 1} == role_errors(tmp_path)

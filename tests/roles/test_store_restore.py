@@ -131,3 +131,24 @@ def test_a_slave_keeps_a_gap_in_its_masters_transfer_at_its_offsets() -> None:
     batch = append_replicated(slave, [lines[0], lines[2], lines[3]])
     assert (batch.accepted, batch.rejected, batch.gaps) == (3, 0, [("Topic", 0, 1, 1)])
     assert [m["queueOffset"] for m in slave.get("Topic", 0, 0, 32).messages] == [0, 2, 3]
+
+
+def test_a_restarted_broker_says_what_its_damaged_queue_file_cost() -> None:
+    """Through the broker's start over the runtime: the event, the log line, the offsets kept."""
+    from tests.roles.broker_helpers import broker, send
+    from tests.roles.fakes import FakeStore
+
+    store = FakeStore()
+    first = broker(store=store, config={"autoCreateTopicEnable": True})
+    for i in range(3):
+        send(first, "A", body=f"m{i}\u2028", queue_id=0, props={"UNIQ_KEY": f"U{i}"})
+    path = queue_file("A", 0)
+    lines = store.files[path].split("\n")
+    store.files[path] = "\n".join([lines[0], lines[1][:30], *lines[2:]])
+    again = broker(store=store, time=first.time, config={"autoCreateTopicEnable": True})
+    found = again.events("broker.store")
+    assert [(e["problem"], e.get("offset")) for e in found] == [("bad_line", None), ("gap", 1)]
+    assert found[1]["queue_file"] == path
+    logged = [a.text for a in again.actions if isinstance(a, Log)]
+    assert len(logged) == 2 and logged[1].startswith(f"broker-a-0: store: {path} line 3: no message at queue offset 1")
+    assert [m["queueOffset"] for m in again.role.store.get("A", 0, 0, 32).messages] == [0, 2]
