@@ -23,6 +23,8 @@ from rmqemu.emulator.roles.message_store import (
 from rmqemu.emulator.roles.store_replica import append_replicated, transfer_body, transfer_lines
 from rmqemu.emulator.roles.store_restore import restore
 from tests import strategies
+from tests.roles.broker_helpers import broker, send
+from tests.roles.fakes import FakeStore
 
 text = strategies.text()
 messages = st.lists(st.tuples(st.integers(0, 2), strategies.bodies(), st.dictionaries(text, text, max_size=3)),
@@ -135,9 +137,6 @@ def test_a_slave_keeps_a_gap_in_its_masters_transfer_at_its_offsets() -> None:
 
 def test_a_restarted_broker_says_what_its_damaged_queue_file_cost() -> None:
     """Through the broker's start over the runtime: the event, the log line, the offsets kept."""
-    from tests.roles.broker_helpers import broker, send
-    from tests.roles.fakes import FakeStore
-
     store = FakeStore()
     first = broker(store=store, config={"autoCreateTopicEnable": True})
     for i in range(3):
