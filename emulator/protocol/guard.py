@@ -71,17 +71,18 @@ def loads_checked(data: bytes, what: str, max_bytes: int) -> Any:
     ones parse as finite floats). Nesting is bounded tighter, to :data:`MAX_JSON_DEPTH`, because
     what a role does with a 1,000-deep value (an event line: orjson writes at most 254 levels;
     ``repr``) would raise far from here; the exact walk runs only when a byte scan says the
-    input could nest that deep, so an ordinary header costs one ``translate``. A lone surrogate
-    escape (JavaScript writes one for half an emoji) reads as ``?``, as RocketMQ stores it."""
+    input could nest that deep, so an ordinary header costs one ``translate``. Text that is not
+    UTF-8 reads as RocketMQ reads it: a malformed byte sequence as U+FFFD, a lone surrogate escape
+    (JavaScript writes one for half an emoji) as ``?``, what Java's UTF-8 encoder stores."""
     if len(data) > max_bytes:
         raise BadFrame(f"{what} is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
         value = wire_json.loads(data)
     except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
-        if "surrogate" not in str(exc):
+        if "surrogate" not in str(exc) and "UTF-8" not in str(exc):
             raise BadFrame(f"{what} is not JSON: {str(exc)[:200]}") from None
-        try:
-            value = wire_json.loads(_LONE_SURROGATE.sub(_as_java_encodes, data))
+        try:  # RocketMQ decodes a header with new String(bytes, UTF_8) before fastjson parses it
+            value = wire_json.loads(_LONE_SURROGATE.sub(_as_java_encodes, data.decode("utf-8", "replace").encode()))
         except ValueError as again:
             raise BadFrame(f"{what} is not JSON: {str(again)[:200]}") from None
     if not _surely_shallow(data):

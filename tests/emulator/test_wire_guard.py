@@ -158,3 +158,11 @@ def test_a_lone_surrogate_escape_reads_as_java_stores_it_and_nothing_else_change
     assert got["extFields"]["keys"] == "".join("?" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
     assert got["extFields"]["path"] == "C:\\ud800"  # an escaped backslash before "u" is text
     assert loads_checked(b'["\\ud83d\\ude00", "\\uD83D"]', "body", 100) == ["\U0001F600", "?"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=40).filter(lambda b: not any(c in b for c in b'"\\') and all(c >= 0x20 for c in b)))
+def test_bytes_that_are_not_utf8_read_as_javas_new_string_reads_them(raw: bytes) -> None:
+    """``new String(bytes, UTF_8)``: each malformed sequence becomes U+FFFD; the rest is kept."""
+    got = loads_checked(b'{"code": 10, "remark": "' + raw + b'"}', "header", MAX_HEADER_BYTES)
+    assert got["remark"] == raw.decode("utf-8", "replace")
