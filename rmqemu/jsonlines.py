@@ -58,16 +58,16 @@ def complete_length(data: bytes) -> int:
     return data.rfind(b"\n") + 1
 
 
-def parse(data: AnyStr, needle: AnyStr | None = None) -> Parsed[AnyStr]:
+def parse(data: AnyStr, *needles: AnyStr) -> Parsed[AnyStr]:
     """Every complete line of ``data`` read as one JSON object. Blank lines are skipped;
-    ``needle``: only lines holding it are parsed (the rest are neither records nor bad)."""
+    ``needles``: only lines holding one of them are parsed (the rest are neither records nor bad)."""
     lines, tail = split(data)
     out: Parsed[AnyStr] = Parsed(torn=tail or None)
     blank = b" \t\r" if isinstance(data, bytes) else " \t\r"  # JSON's whitespace, not Unicode's
     at = 0
     for number, line in enumerate(lines, 1):
         start, at = at, at + len(line) + 1
-        if not line.strip(blank) or (needle is not None and needle not in line):
+        if not line.strip(blank) or (needles and not any(n in line for n in needles)):
             continue
         try:
             record = orjson.loads(line)
@@ -89,18 +89,18 @@ def _bad(number: int, start: int, reason: str, line: str | bytes) -> BadLine:
     return BadLine(number, start, reason, head[:SHOWN])
 
 
-def read(path: Path, needle: bytes | None = None) -> Parsed[bytes]:
+def read(path: Path, *needles: bytes) -> Parsed[bytes]:
     """:func:`parse` of a file's bytes; a file that does not exist reads as empty."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         data = b""
-    return parse(data, needle)
+    return parse(data, *needles)
 
 
-def records(path: Path, needle: bytes | None = None) -> list[dict[str, Any]]:
+def records(path: Path, *needles: bytes) -> list[dict[str, Any]]:
     """The JSON objects of a file's complete lines (bad and torn lines left out)."""
-    return read(path, needle).records
+    return read(path, *needles).records
 
 
 def ends_a_line(path: str | Path) -> bool:

@@ -92,7 +92,7 @@ def _exit_events(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     """Every ``node.exit`` of each node, from its event file."""
     out: dict[str, list[dict[str, Any]]] = {}
     for f in (run_dir / "events").glob("*.jsonl"):
-        for e in jsonlines.records(f, needle=b'"node.exit"'):
+        for e in jsonlines.records(f, b'"node.exit"'):
             out.setdefault(f.stem, []).append(e)
     return out
 

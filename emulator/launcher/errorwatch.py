@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rmqemu.emulator.launcher.lagwatch import CHECK_EVERY_MS, TailReader
+from rmqemu.emulator.roles.store_restore import said
 
 ERROR, STORE = "node.error", "broker.store"
 
@@ -45,8 +46,8 @@ class ErrorWatch:
             for e in reader.lines(f'"{ERROR}"', f'"{STORE}"'):
                 node = str(e.get("node"))
                 if e.get("kind") == STORE:
-                    where = f"{e.get('queue_file')}" + (f" line {e['line']}" if e.get("line") else "")
-                    out.append(f"warning: {node}'s store: {where}: {e.get('reason')} (docs/design.md §6)")
+                    problem = said(str(e.get("queue_file")), e.get("line"), str(e.get("reason")))
+                    out.append(f"warning: {node}'s store: {problem} (docs/design.md §6)")
                 if e.get("kind") != ERROR:
                     continue
                 self.counts[node] = self.counts.get(node, 0) + 1

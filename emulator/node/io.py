@@ -27,8 +27,10 @@ class EventLog:
         self.host = host
         self.file: BinaryIO | None = None
         if path is not None:
-            ended = jsonlines.ends_a_line(path)  # a restarted node: its last run's torn line stays
-            self.file = open(path, "ab")  # one bad line (docs/design.md §6), not glued to our first
+            # a restarted node: its last run's torn line stays one bad line (docs/design.md §6),
+            # not glued to our first
+            ended = jsonlines.ends_a_line(path)
+            self.file = open(path, "ab")
             if not ended:
                 self.file.write(b"\n")
         self.written = 0

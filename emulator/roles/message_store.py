@@ -98,11 +98,12 @@ def queue_file(topic: str, queue_id: int) -> str:
 
 def record_problem(record: dict[str, Any]) -> str | None:
     """Why a JSON object read from a queue file or a transfer is no stored message, or None."""
-    for key in ("topic", "queueId", "queueOffset", "commitLogOffset"):
+    if not isinstance(record.get("topic"), str):
+        return f"topic is {record.get('topic')!r:.40}, not a topic name"
+    for key in ("queueId", "queueOffset", "commitLogOffset"):
         value = record.get(key)
-        if key == "topic" and not isinstance(value, str) or key != "topic" and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            return f"{key} is {value!r:.40}, not a {'topic name' if key == 'topic' else 'whole number >= 0'}"
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return f"{key} is {value!r:.40}, not a whole number >= 0"
     return None
 
 

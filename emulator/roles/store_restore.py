@@ -39,8 +39,7 @@ class StoreProblem:
             fields["line"] = self.line
         if self.problem == "gap":
             fields.update(offset=self.offset, count=self.count)
-        where = f"{self.file}" + (f" line {self.line}" if self.line else "")
-        return [Emit("broker.store", fields), Log(f"{node}: store: {where}: {self.reason}")]
+        return [Emit("broker.store", fields), Log(f"{node}: store: {said(self.file, self.line, self.reason)}")]
 
 
 @dataclass
@@ -88,6 +87,11 @@ def replicated_gaps(gaps: list[tuple[str, int, int, int]]) -> list[StoreProblem]
     return [StoreProblem(queue_file(topic, qid), "gap", f"{_offsets(first, count)} in the master's transfer: "
                          "served as lost", 0, first, count)
             for topic, qid, first, count in gaps]
+
+
+def said(file: str, line: int | None, reason: str) -> str:
+    """How a store problem reads to a person: the node's log line, ``rmqemu launch``'s warning."""
+    return f"{file}" + (f" line {line}" if line else "") + f": {reason}"
 
 
 def _offsets(first: int, count: int) -> str:

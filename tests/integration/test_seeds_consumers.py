@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 from rmqemu.emulator.testing import read_events
 from tests.eventdoc import contract_problems
@@ -95,7 +97,7 @@ def test_inconsistent_subscriptions_in_one_group(start_cluster) -> None:
         assert msgs and not [e["msg_id"] for e in msgs if e["msg_id"] in group_consumed], topic
 
 
-def host_stalled(rd, send: dict) -> bool:
+def host_stalled(rd: Path, send: dict[str, Any]) -> bool:
     """A send that timed out while a node of the run was late by half its wait or more: the host
     did not run the cluster in time (its timing health, docs/design.md §9), which a 2-core host
     running other tests beside this one sometimes does at scale 0.01."""
