@@ -27,6 +27,21 @@ def sends(run_dir: Path, node: str | None = None, **match: Any) -> list[dict[str
                        where=lambda e: all(e.get(k) == v for k, v in match.items()))
 
 
+def stalled_by_host(run_dir: Path, failed: list[dict[str, Any]]) -> set[str]:
+    """The msg_ids of the ``failed`` sends that timed out while a node of the run was late by half
+    the send's wait or more (its ``node.lag``: the host did not run the cluster in time,
+    docs/design.md §9). A 2-core host running other tests' clusters and JVMs beside this one
+    sometimes stalls every node for ~200 ms, the wall floor of a send's timeout at scale 0.01."""
+    lags = read_events(run_dir, "node.lag")
+
+    def stalled(send: dict[str, Any]) -> bool:
+        wait = send.get("latency_ms") or 0.0
+        return send["outcome"] == "timeout" and any(
+            lag["ts"] >= send["ts"] - wait and lag["ts"] - lag["window_ms"] <= send["ts"] and lag["max_ms"] >= wait / 2
+            for lag in lags)
+    return {e["msg_id"] for e in failed if stalled(e)}
+
+
 def acked(run_dir: Path, node: str | None = None) -> dict[str, dict[str, Any]]:
     """msg_id -> the ``send`` attempt that stored it (outcome ok), batches expanded."""
     out: dict[str, dict[str, Any]] = {}

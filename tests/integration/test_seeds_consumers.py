@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
-from pathlib import Path
-from typing import Any
 
 from rmqemu.emulator.testing import read_events
 from tests.eventdoc import contract_problems
@@ -20,6 +18,7 @@ from tests.integration.seeds_lib import (
     queue_keys,
     rebalances,
     sends,
+    stalled_by_host,
     topology,
 )
 
@@ -97,16 +96,6 @@ def test_inconsistent_subscriptions_in_one_group(start_cluster) -> None:
         assert msgs and not [e["msg_id"] for e in msgs if e["msg_id"] in group_consumed], topic
 
 
-def host_stalled(rd: Path, send: dict[str, Any]) -> bool:
-    """A send that timed out while a node of the run was late by half its wait or more: the host
-    did not run the cluster in time (its timing health, docs/design.md §9), which a 2-core host
-    running other tests beside this one sometimes does at scale 0.01."""
-    start = send["ts"] - (send.get("latency_ms") or 0.0)
-    return send["outcome"] == "timeout" and any(
-        lag["ts"] >= start and lag["ts"] - lag["window_ms"] <= send["ts"]
-        and lag["max_ms"] >= 0.5 * (send.get("latency_ms") or 0.0) for lag in read_events(rd, "node.lag"))
-
-
 def test_fault_free_quickstart_consumes_every_acked_message(start_cluster) -> None:
     c = start_cluster(TOPOLOGIES / "quickstart.yaml")
     rd = c.run_dir
@@ -118,7 +107,7 @@ def test_fault_free_quickstart_consumes_every_acked_message(start_cluster) -> No
                "every acked message consumed by cg-1")
     attempts = sends(rd, "pg-1-0")
     bad = [e for e in attempts if e["outcome"] != "ok"]
-    stalled = {e["msg_id"] for e in bad if host_stalled(rd, e)}  # the host's, not the cluster's
+    stalled = stalled_by_host(rd, bad)  # the host's, not the cluster's
     bad = [e for e in bad if e["msg_id"] not in stalled]
     assert bad == [], f"{len(bad)} failed attempts in a fault-free run, e.g. {bad[:3]}"
     assert not [e for e in read_events(rd, "send.fail") if e["msg_id"] not in stalled]
