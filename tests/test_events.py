@@ -11,7 +11,7 @@ import pytest
 from rmqemu import events
 from rmqemu.emulator.launcher.run_dir import append_event
 from rmqemu.emulator.node.io import EventLog
-from rmqemu.emulator.roles.base import Emit
+from rmqemu.emulator.roles.common.base import Emit
 from rmqemu.event_doc import REGENERATE
 from rmqemu.event_kinds import SECTIONS
 

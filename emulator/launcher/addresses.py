@@ -12,7 +12,7 @@ import socket
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rmqemu.emulator.launcher.topology_remoting import ROLES, Remoting
-from rmqemu.emulator.roles.node_spec import remoting_host_port
+from rmqemu.emulator.roles.common.node_spec import remoting_host_port
 from rmqemu.errors import ControlError, TopologyError
 
 if TYPE_CHECKING:

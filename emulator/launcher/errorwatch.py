@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rmqemu.emulator.launcher.lagwatch import CHECK_EVERY_MS, TailReader
-from rmqemu.emulator.roles.store_restore import said
+from rmqemu.emulator.roles.store.restore import said
 
 ERROR, STORE = "node.error", "broker.store"
 

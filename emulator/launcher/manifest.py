@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.launcher.addresses import spec_remoting
 from rmqemu.emulator.launcher.run_dir import write_json
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 
 if TYPE_CHECKING:
     from rmqemu.emulator.launcher.launcher import Launcher

@@ -16,11 +16,11 @@ from rmqemu.emulator.launcher import limits
 from rmqemu.emulator.launcher import topology_order as order
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_problems
-from rmqemu.emulator.roles.bodies import BodyKind
-from rmqemu.emulator.roles.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
-from rmqemu.emulator.roles.client_config import ConsumerConfig, ProducerConfig, config_from_dict
-from rmqemu.emulator.roles.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
-from rmqemu.emulator.roles.workload import delay_level_problem
+from rmqemu.emulator.roles.client.bodies import BodyKind
+from rmqemu.emulator.roles.client.client_config import ConsumerConfig, ProducerConfig, config_from_dict
+from rmqemu.emulator.roles.client.workload import delay_level_problem
+from rmqemu.emulator.roles.common.broker_config import ConfigError, broker_configs_from_dict, namesrv_configs_from_dict
+from rmqemu.emulator.roles.common.node_spec import DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
 from rmqemu.verdicts import EXPECT_RULE_SCHEMA, expect_problems
 
 

@@ -20,7 +20,7 @@ from rmqemu.emulator.launcher import topology_remoting as _remoting_models
 from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
 from rmqemu.emulator.launcher.topology_order import ordered_workload
 from rmqemu.emulator.launcher.topology_yaml import read_yaml, with_lines
-from rmqemu.emulator.roles.broker_config import did_you_mean
+from rmqemu.emulator.roles.common.broker_config import did_you_mean
 from rmqemu.errors import TopologyError
 
 

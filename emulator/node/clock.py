@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from rmqemu.emulator.roles.base import Now
+from rmqemu.emulator.roles.common.base import Now
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from rmqemu.emulator.node.clock import ClusterTime, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.profiling import run_profiled
 from rmqemu.emulator.node.runtime import Runtime
-from rmqemu.emulator.roles.node_spec import NodeSpec, remoting_host_port
+from rmqemu.emulator.roles.common.node_spec import NodeSpec, remoting_host_port
 from rmqemu.emulator.roles.registry import build_role
 from rmqemu.emulator.transport.zmq_node import ZmqTransport
 

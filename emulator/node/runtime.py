@@ -3,7 +3,7 @@
 A zmq poll loop (measured about 2x cheaper and with tighter timers than asyncio on this machine)
 that interleaves four sources: frames and channel events from the :class:`Transport`, periodic and
 one-shot timers on the monotonic clock, request timeouts, and control-plane commands. The role
-(:mod:`emulator.roles.base`) sees none of it: it gets ``(input, now)`` and returns actions.
+(:mod:`emulator.roles.common.base`) sees none of it: it gets ``(input, now)`` and returns actions.
 
 Timers run at a fixed rate like ``scheduleAtFixedRate``; a run that falls a whole period behind
 (the process was SIGSTOPped) skips the missed runs instead of firing them back to back, which for
@@ -37,8 +37,8 @@ from rmqemu.emulator.node.io import EventLog, NodeStore
 from rmqemu.emulator.node.lag import LagMeter, window_ms
 from rmqemu.emulator.node.links import rules_from_wire
 from rmqemu.emulator.node.timers import PendingRequests, TimerTable
-from rmqemu.emulator.roles import base as actions
-from rmqemu.emulator.roles.base import Action, ChannelEvent, Every, Exit, Inbound, Now, Request, Role
+from rmqemu.emulator.roles.common import base as actions
+from rmqemu.emulator.roles.common.base import Action, ChannelEvent, Every, Exit, Inbound, Now, Request, Role
 from rmqemu.emulator.transport import base as wire
 from rmqemu.emulator.transport.base import ControlCommand, Received, Transport
 

@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Iterator
 
-from rmqemu.emulator.roles.base import Request
+from rmqemu.emulator.roles.common.base import Request
 
 MIN_PERIOD_MS = 0.001  # a zero period would fire forever without the clock moving
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-from rmqemu.emulator.roles.base import Role
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.common.base import Role
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 
 ROLE_CLASSES = {
-    "namesrv": "rmqemu.emulator.roles.namesrv:NameServer",
-    "broker": "rmqemu.emulator.roles.broker:Broker",
-    "producer": "rmqemu.emulator.roles.producer:Producer",
-    "consumer": "rmqemu.emulator.roles.consumer:Consumer",
+    "namesrv": "rmqemu.emulator.roles.namesrv.namesrv:NameServer",
+    "broker": "rmqemu.emulator.roles.broker.broker:Broker",
+    "producer": "rmqemu.emulator.roles.client.producer:Producer",
+    "consumer": "rmqemu.emulator.roles.client.consumer:Consumer",
 }
 
 

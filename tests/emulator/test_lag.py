@@ -13,7 +13,7 @@ from rmqemu.emulator.node.clock import ClusterTime, FakeClock, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.lag import LagMeter, percentile, window_ms
 from rmqemu.emulator.node.runtime import Runtime
-from rmqemu.emulator.roles.base import Action, Every, Now, Role
+from rmqemu.emulator.roles.common.base import Action, Every, Now, Role
 from rmqemu.emulator.transport.fake import FakeTransport
 
 

@@ -24,7 +24,7 @@ from rmqemu.emulator.protocol.message_ext import (
     properties_to_string,
     string_to_properties,
 )
-from rmqemu.emulator.roles.message_store import offset_msg_id
+from rmqemu.emulator.roles.store.message_store import offset_msg_id
 
 STORE = "192.168.1.10:10911"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 
 
 def test_round_trip_through_json(tmp_path: Path) -> None:

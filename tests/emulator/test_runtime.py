@@ -12,7 +12,7 @@ from rmqemu.emulator.node.clock import ClockSetting, FakeClock, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
 from rmqemu.emulator.protocol import Frame, request
-from rmqemu.emulator.roles.base import (
+from rmqemu.emulator.roles.common.base import (
     Action,
     After,
     Append,

@@ -11,7 +11,7 @@ from rmqemu.emulator.node.clock import ClusterTime, FakeClock, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
 from rmqemu.emulator.node.runtime import Runtime
 from rmqemu.emulator.protocol import request
-from rmqemu.emulator.roles.base import After, Every, Request
+from rmqemu.emulator.roles.common.base import After, Every, Request
 from rmqemu.emulator.transport.fake import FakeTransport
 from tests.emulator.test_runtime import PEER, Probe, run_until
 

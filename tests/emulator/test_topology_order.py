@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rmqemu.emulator.launcher.topology_load import parse_topology, plan_nodes
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.registry import build_role
 from tests.emulator.test_topology import BASE, problems
 

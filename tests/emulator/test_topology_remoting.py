@@ -17,7 +17,7 @@ from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.topology import Topology
 from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology
 from rmqemu.emulator.launcher.topology_remoting import remoting_warnings
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.errors import TopologyError
 
 BASE: dict[str, Any] = {

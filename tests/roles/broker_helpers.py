@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.broker import Broker
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.broker.broker import Broker
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 
 from .fakes import Driver, FakeStore, FakeTime
 

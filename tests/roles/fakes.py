@@ -42,7 +42,7 @@ from rmqemu.emulator.node.io import EventLog
 from rmqemu.emulator.node.runtime import Runtime
 from rmqemu.emulator.node.timers import Timer
 from rmqemu.emulator.protocol import ChannelEvent, Flag, Frame, encode_body
-from rmqemu.emulator.roles.base import Action, Emit, Exit, Now, Oneway, Reply, Request, Role
+from rmqemu.emulator.roles.common.base import Action, Emit, Exit, Now, Oneway, Reply, Request, Role
 from rmqemu.emulator.transport.base import Received, SendFailed, out_channel
 from rmqemu.emulator.transport.fake import FakeTransport
 

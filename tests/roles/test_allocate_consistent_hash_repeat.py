@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rmqemu.emulator.roles.allocate import consistent_hash_ring, make_consistent_hash, md5_hash
-from rmqemu.emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.client.allocate import consistent_hash_ring, make_consistent_hash, md5_hash
+from rmqemu.emulator.roles.client.route_cache import MessageQueue
 
 CIDS = ["CID-0", "CID-0", "CID-1"]
 # Java: for each queue in order, router.routeNode(mq.toString()).getKey()

@@ -1,4 +1,4 @@
-"""Producer bodies (``body:``, emulator/roles/bodies.py): their size and kind for any seed, the same
+"""Producer bodies (``body:``, emulator/roles/client/bodies.py): their size and kind for any seed, the same
 bodies for the same seed, and a batch of them stored and pulled back byte for byte."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqemu.emulator.protocol import RequestCode
-from rmqemu.emulator.roles.bodies import DRAWN, KINDS, LINE_BREAKS, make_body
-from rmqemu.emulator.roles.message_store import body_bytes
-from rmqemu.emulator.roles.workload import MessageFactory, OutgoingMessage, ProducerWorkload
+from rmqemu.emulator.roles.client.bodies import DRAWN, KINDS, LINE_BREAKS, make_body
+from rmqemu.emulator.roles.client.workload import MessageFactory, OutgoingMessage, ProducerWorkload
+from rmqemu.emulator.roles.store.message_store import body_bytes
 
 from .broker_helpers import broker, heartbeat, pull
 from .test_client_producer import answer_route, make, route

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rmqemu.emulator.roles.broker_config import (
+from rmqemu.emulator.roles.common.broker_config import (
     BrokerConfig,
     ConfigError,
     MessageStoreConfig,

@@ -6,7 +6,7 @@ import json
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.base import After, Cancel, CloseChannel, Reply
+from rmqemu.emulator.roles.common.base import After, Cancel, CloseChannel, Reply
 
 from .broker_helpers import broker, heartbeat, pull, send
 from .fakes import FakeStore

@@ -9,8 +9,8 @@ from typing import Any
 from rmqemu.emulator.protocol import EmulatorCode, Flag, Frame
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.base import After, Cancel, Request
-from rmqemu.emulator.roles.ha_client import RETRY_TIMER
+from rmqemu.emulator.roles.broker.ha_client import RETRY_TIMER
+from rmqemu.emulator.roles.common.base import After, Cancel, Request
 
 from .broker_helpers import MASTER_ADDR, broker, heartbeat, pull, send
 from .fakes import Driver, FakeStore, FakeTime, response

@@ -6,7 +6,7 @@ import json
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode
-from rmqemu.emulator.roles.queue_processor import LOCK_MAX_LIVE_MS
+from rmqemu.emulator.roles.broker.queue_processor import LOCK_MAX_LIVE_MS
 
 from .broker_helpers import broker
 from .fakes import Driver, FakeStore

@@ -9,7 +9,7 @@ import pytest
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode
-from rmqemu.emulator.roles.base import Every, Oneway, Request
+from rmqemu.emulator.roles.common.base import Every, Oneway, Request
 
 from .broker_helpers import MASTER_ADDR, NS1, NS2, broker, send
 from .fakes import FakeStore, response

@@ -9,7 +9,7 @@ import pytest
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Flag, ResponseCode
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.base import Oneway, Persist
+from rmqemu.emulator.roles.common.base import Oneway, Persist
 from tests.roles.broker_helpers import NS1, NS2, broker, send
 from tests.roles.fakes import FakeStore
 from tests.roles.test_broker_topics import topic_events

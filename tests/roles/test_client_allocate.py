@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from rmqemu.emulator.roles.allocate import (
+from rmqemu.emulator.roles.client.allocate import (
     AllocateError,
     allocate_averagely,
     allocate_averagely_by_circle,
@@ -14,7 +14,7 @@ from rmqemu.emulator.roles.allocate import (
     make_consistent_hash,
     strategy_from_spec,
 )
-from rmqemu.emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.client.route_cache import MessageQueue
 
 MQS = [MessageQueue("T", "b1", i) for i in range(4)] + [MessageQueue("T", "b2", i) for i in range(4)]
 CIDS = ["c0", "c1", "c2"]
@@ -87,7 +87,7 @@ def test_consistent_hash_matches_independent_computation():
 
 def test_consistent_hash_known_value():
     # MD5("a-0") = 0x2d7d4a2b..., first four bytes big-endian unsigned
-    from rmqemu.emulator.roles.allocate import md5_hash
+    from rmqemu.emulator.roles.client.allocate import md5_hash
     assert md5_hash("a-0") == int(hashlib.md5(b"a-0").hexdigest()[:8], 16)
 
 

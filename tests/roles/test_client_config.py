@@ -2,7 +2,7 @@
 
 import pytest
 
-from rmqemu.emulator.roles.client_config import (
+from rmqemu.emulator.roles.client.client_config import (
     ConfigError,
     ConsumerConfig,
     ProducerConfig,

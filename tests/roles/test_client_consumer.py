@@ -1,10 +1,10 @@
 """Push consumer role driven with hand-built frames and a fake clock (docs/rocketmq-model.md §4)."""
 
 from rmqemu.emulator.protocol import RequestCode, ResponseCode, oneway
-from rmqemu.emulator.roles.base import Oneway
-from rmqemu.emulator.roles.consumer import Consumer
-from rmqemu.emulator.roles.node_spec import NodeSpec
-from rmqemu.emulator.roles.subscription import build_subscription_data, java_string_hash
+from rmqemu.emulator.roles.client.consumer import Consumer
+from rmqemu.emulator.roles.client.subscription import build_subscription_data, java_string_hash
+from rmqemu.emulator.roles.common.base import Oneway
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from tests.roles.fakes import Driver, response
 
 NS = ["127.0.0.1:9001"]

@@ -5,8 +5,8 @@ import random
 import pytest
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX
-from rmqemu.emulator.roles.fault_strategy import MQFaultStrategy, compute_not_available_duration
-from rmqemu.emulator.roles.route_cache import (
+from rmqemu.emulator.roles.client.fault_strategy import MQFaultStrategy, compute_not_available_duration
+from rmqemu.emulator.roles.client.route_cache import (
     MessageQueue,
     ThreadLocalIndex,
     TopicPublishInfo,
@@ -16,8 +16,8 @@ from rmqemu.emulator.roles.route_cache import (
     to_publish_info,
     to_subscribe_info,
 )
-from rmqemu.emulator.roles.send_flow import should_retry_sync
-from rmqemu.emulator.roles.validators import (
+from rmqemu.emulator.roles.client.send_flow import should_retry_sync
+from rmqemu.emulator.roles.client.validators import (
     MQClientError,
     check_group,
     check_message,

@@ -3,10 +3,10 @@
 import pytest
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, RequestCode, ResponseCode
-from rmqemu.emulator.roles.base import Oneway
-from rmqemu.emulator.roles.node_spec import NodeSpec
-from rmqemu.emulator.roles.producer import Producer
-from rmqemu.emulator.roles.workload import OutgoingMessage
+from rmqemu.emulator.roles.client.producer import Producer
+from rmqemu.emulator.roles.client.workload import OutgoingMessage
+from rmqemu.emulator.roles.common.base import Oneway
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from tests.roles.fakes import Driver, response
 
 NS = ["127.0.0.1:9001", "127.0.0.1:9002"]

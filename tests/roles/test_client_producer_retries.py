@@ -2,7 +2,7 @@
 on a retry, codes that stop at once, a stored result past the timeout, and latency fault avoidance."""
 
 from rmqemu.emulator.protocol import RequestCode, ResponseCode
-from rmqemu.emulator.roles.workload import OutgoingMessage
+from rmqemu.emulator.roles.client.workload import OutgoingMessage
 from tests.roles.fakes import response
 from tests.roles.test_client_producer import answer_route, make, msg, route, send
 

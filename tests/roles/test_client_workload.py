@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.client.workload import ConsumerWorkload, MessageFactory, Pacer, ProducerWorkload
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.registry import build_role
-from rmqemu.emulator.roles.workload import ConsumerWorkload, MessageFactory, Pacer, ProducerWorkload
 
 
 def test_rate_is_per_cluster_second():

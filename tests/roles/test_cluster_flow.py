@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode
-from rmqemu.emulator.roles.broker import Broker
-from rmqemu.emulator.roles.namesrv import NameServer
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.broker.broker import Broker
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
+from rmqemu.emulator.roles.namesrv.namesrv import NameServer
 
 from .broker_helpers import NS1, send, spec
 from .fakes import Driver, FakeStore, FakeTime

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import oneway
-from rmqemu.emulator.roles.route_cache import MessageQueue
+from rmqemu.emulator.roles.client.route_cache import MessageQueue
 
 from .fakes import response
 from .test_client_consumer import ME, route, started

@@ -12,7 +12,7 @@ The refresh is a request here, so the second look happens when its answer comes.
 from __future__ import annotations
 
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.base import Oneway, Request
+from rmqemu.emulator.roles.common.base import Oneway, Request
 
 from .broker_helpers import broker
 from .fakes import Driver, response

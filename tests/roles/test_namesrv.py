@@ -8,8 +8,8 @@ import pytest
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.namesrv import NameServer, crc32
-from rmqemu.emulator.roles.node_spec import NodeSpec
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
+from rmqemu.emulator.roles.namesrv.namesrv import NameServer, crc32
 
 from .fakes import Driver
 

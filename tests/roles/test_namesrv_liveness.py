@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode
-from rmqemu.emulator.roles.base import CloseChannel, Every
+from rmqemu.emulator.roles.common.base import CloseChannel, Every
 from tests.roles.test_namesrv import A0, A1, B0, d, register, route, topic  # noqa: F401  (the fixture)
 
 EXPIRY = 120000

@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from rmqemu import wire_json
 from rmqemu.emulator.protocol import RequestCode, ResponseCode
-from rmqemu.emulator.roles.route_cache import MessageQueue
-from rmqemu.emulator.roles.send_flow import ACCESS_BROKER_TIMEOUT, BROKER_NOT_EXIST_EXCEPTION
-from rmqemu.emulator.roles.send_select import hash_index, select_message_queue_by_hash
-from rmqemu.emulator.roles.subscription import java_string_hash
-from rmqemu.emulator.roles.validators import DEFAULT_FAQ_URL
-from rmqemu.emulator.roles.workload import KeyPicker, MessageFactory, OrderedWorkload, ProducerWorkload
+from rmqemu.emulator.roles.client.route_cache import MessageQueue
+from rmqemu.emulator.roles.client.send_flow import ACCESS_BROKER_TIMEOUT, BROKER_NOT_EXIST_EXCEPTION
+from rmqemu.emulator.roles.client.send_select import hash_index, select_message_queue_by_hash
+from rmqemu.emulator.roles.client.subscription import java_string_hash
+from rmqemu.emulator.roles.client.validators import DEFAULT_FAQ_URL
+from rmqemu.emulator.roles.client.workload import KeyPicker, MessageFactory, OrderedWorkload, ProducerWorkload
 from tests.roles.fakes import response
 from tests.roles.test_client_producer import answer_route, make, msg, route
 

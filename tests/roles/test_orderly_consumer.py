@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rmqemu.emulator.protocol import RequestCode, oneway
-from rmqemu.emulator.roles.base import Oneway
-from rmqemu.emulator.roles.route_cache import MessageQueue
-from rmqemu.emulator.roles.workload import ConsumerWorkload
+from rmqemu.emulator.roles.client.route_cache import MessageQueue
+from rmqemu.emulator.roles.client.workload import ConsumerWorkload
+from rmqemu.emulator.roles.common.base import Oneway
 from tests.roles.fakes import Driver, response
 from tests.roles.test_client_consumer import ME, cid_list, make, route, serve_routes
 

@@ -6,8 +6,8 @@ exact scaling."""
 import pytest
 
 from rmqemu.emulator.protocol import RequestCode
-from rmqemu.emulator.roles.node_spec import NodeSpec
-from rmqemu.emulator.roles.producer import Producer
+from rmqemu.emulator.roles.client.producer import Producer
+from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from tests.roles.fakes import Driver
 
 NS = ["127.0.0.1:9001"]

@@ -1,4 +1,4 @@
-"""Delay levels on a master (docs/rocketmq-model.md §2.9, emulator/roles/schedule.py) through the
+"""Delay levels on a master (docs/rocketmq-model.md §2.9, emulator/roles/broker/schedule.py) through the
 real runtime over the fake clock: the rewrite into SCHEDULE_TOPIC_XXXX, delivery when due and not
 before, the cap, strict order per level, the clock-jump guard, the offsets file and its restore,
 a restart between persists (delivered twice, never early), a slave that only keeps the file."""
@@ -11,9 +11,9 @@ import pytest
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.base import Request
-from rmqemu.emulator.roles.message_store import body_bytes
-from rmqemu.emulator.roles.schedule import DELAY_OFFSET_JSON
+from rmqemu.emulator.roles.broker.schedule import DELAY_OFFSET_JSON
+from rmqemu.emulator.roles.common.base import Request
+from rmqemu.emulator.roles.store.message_store import body_bytes
 from tests.roles.broker_helpers import broker, heartbeat, pull, send
 from tests.roles.fakes import Driver, FakeStore, FakeTime
 from tests.roles.test_slave_offset_sync import registered_slave, serve_sync

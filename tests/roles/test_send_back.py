@@ -1,4 +1,4 @@
-"""Where a failed message goes next (docs/rocketmq-model.md §4.7, emulator/roles/send_back.py), as
+"""Where a failed message goes next (docs/rocketmq-model.md §4.7, emulator/roles/broker/send_back.py), as
 4.9.4's asyncConsumerSendMsgBack and handleRetryAndDLQ decide it, through the delay levels; and
 arbitrary bodies and properties through a delay and a retry, property-based."""
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rmqemu.emulator.protocol import Frame
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.message_store import body_bytes
+from rmqemu.emulator.roles.store.message_store import body_bytes
 from tests.roles.broker_helpers import broker, heartbeat, send
 from tests.roles.fakes import Driver
 

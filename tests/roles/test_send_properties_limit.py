@@ -9,8 +9,8 @@ import pytest
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode
-from rmqemu.emulator.roles.base import Append
-from rmqemu.emulator.roles.send_processor import message_illegal_remark, properties_length
+from rmqemu.emulator.roles.broker.send_processor import message_illegal_remark, properties_length
+from rmqemu.emulator.roles.common.base import Append
 from tests.roles.broker_helpers import broker, send
 
 LIMIT = 32767

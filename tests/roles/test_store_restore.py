@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqemu.emulator.node.io import StoreDir
-from rmqemu.emulator.roles.base import Emit, Log
-from rmqemu.emulator.roles.message_store import (
+from rmqemu.emulator.roles.common.base import Emit, Log
+from rmqemu.emulator.roles.store.message_store import (
     GetMessageStatus,
     MessageStore,
     body_bytes,
     queue_file,
 )
-from rmqemu.emulator.roles.store_replica import append_replicated, transfer_body, transfer_lines
-from rmqemu.emulator.roles.store_restore import restore
+from rmqemu.emulator.roles.store.replica import append_replicated, transfer_body, transfer_lines
+from rmqemu.emulator.roles.store.restore import restore
 from tests import strategies
 from tests.roles.broker_helpers import broker, send
 from tests.roles.fakes import FakeStore
