@@ -29,6 +29,20 @@ REPORTS, REPORTS_PACKAGE = "reports", "rmqemu.reports"  # the layer, and its pac
 # Pairs (importer prefix, imported prefix) refused even where the layers would allow them.
 FORBIDDEN = (("rmqemu.emulator.transport", "rmqemu.emulator.roles"),)
 
+# The rooms of the roles layer, laid out like RocketMQ's modules (docs/design.md "Code layout"),
+# and the other rooms each may import. A room is the first name under ``ROLES``: a subpackage or
+# a module of its own. ``registry`` names every role class, so it may import any room.
+ROLES = "rmqemu.emulator.roles"
+ROOMS: dict[str, frozenset[str]] = {
+    "common": frozenset(),
+    "store": frozenset({"common"}),
+    "namesrv": frozenset({"common", "real_clients"}),
+    "broker": frozenset({"common", "store", "real_clients"}),
+    "client": frozenset({"common"}),
+    "real_clients": frozenset({"common", "client"}),  # a server's view of a real client: the client's route maths
+    "registry": frozenset({"common", "store", "namesrv", "broker", "client", "real_clients"}),
+}
+
 
 def module_names(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
     """``{"rmqemu.emulator.node.runtime": Path(...)}`` for every module of the given packages."""
@@ -118,6 +132,28 @@ def direction_problems(graph: Mapping[str, set[str]]) -> list[str]:
                 if importer.startswith(low) and (imported == high or imported.startswith(high + ".")):
                     ok = False
             if not ok:
+                problems.append(f"{importer} ({source}) imports {imported} ({target})")
+    return problems
+
+
+def room_of(module: str) -> str | None:
+    """The roles room a module is in (``"broker"`` for ``...roles.broker.send_processor``), or None."""
+    if not module.startswith(ROLES + "."):
+        return None
+    room = module[len(ROLES) + 1:].split(".")[0]
+    if room not in ROOMS:
+        raise KeyError(f"{module}: in no room of {ROLES} (add it to tests/layers.py ROOMS)")
+    return room
+
+
+def room_problems(graph: Mapping[str, set[str]]) -> list[str]:
+    """One line per import between rooms of the roles layer that :data:`ROOMS` does not allow."""
+    problems = []
+    for importer in sorted(graph):
+        source = room_of(importer)
+        for imported in sorted(graph[importer]):
+            target = room_of(imported)
+            if source and target and target != source and target not in ROOMS[source]:
                 problems.append(f"{importer} ({source}) imports {imported} ({target})")
     return problems
 

@@ -5,7 +5,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.layers import PACKAGES, cycles, direction_problems, import_graph, imports_of, layer_of, module_names
+from tests.layers import (
+    PACKAGES,
+    cycles,
+    direction_problems,
+    import_graph,
+    imports_of,
+    layer_of,
+    module_names,
+    room_of,
+    room_problems,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,6 +33,28 @@ def test_the_project_has_no_import_cycle() -> None:
 def test_every_module_has_a_layer() -> None:
     for name in module_names(ROOT, PACKAGES):
         layer_of(name)  # raises for a module outside every layer
+        room_of(name)  # raises for a module of the roles layer outside every room
+
+
+def test_the_roles_rooms_import_as_rocketmq_modules_do() -> None:
+    """client never imports broker or store, store never imports broker, common imports no room."""
+    assert room_problems(import_graph(ROOT)) == []
+
+
+def test_the_checker_sees_a_room_reaching_into_another() -> None:
+    r = "rmqemu.emulator.roles"
+    graph = {
+        f"{r}.client.send_flow": {f"{r}.store.message_store", f"{r}.common.base"},   # client -> store
+        f"{r}.store.message_store": {f"{r}.broker.broker"},                           # store -> broker
+        f"{r}.common.base": {f"{r}.client.route_cache"},                               # common -> a room
+        f"{r}.broker.broker": {f"{r}.store.message_store", f"{r}.real_clients"},      # allowed
+        f"{r}.registry": {f"{r}.namesrv.namesrv", f"{r}.client.producer"},            # allowed
+    }
+    assert room_problems(graph) == [
+        f"{r}.client.send_flow (client) imports {r}.store.message_store (store)",
+        f"{r}.common.base (common) imports {r}.client.route_cache (client)",
+        f"{r}.store.message_store (store) imports {r}.broker.broker (broker)",
+    ]
 
 
 def test_the_checker_sees_an_upward_import_and_a_cycle() -> None:

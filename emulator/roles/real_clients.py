@@ -22,9 +22,9 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from rmqemu.emulator.protocol import BadFrame, Frame, RequestCode, is_remoting, message_ext
-from rmqemu.emulator.roles.broker.send_processor import parse_properties
 from rmqemu.emulator.roles.client import route_cache
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Reply
+from rmqemu.emulator.roles.common.server_dispatch import parse_properties
 
 SENDS = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 WATCHED = frozenset((*SENDS, RequestCode.PULL_MESSAGE, RequestCode.HEART_BEAT, RequestCode.GET_ROUTEINFO_BY_TOPIC))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rmqemu.emulator.protocol import RequestCode
 from rmqemu.emulator.roles.client.bodies import DRAWN, KINDS, LINE_BREAKS, make_body
 from rmqemu.emulator.roles.client.workload import MessageFactory, OutgoingMessage, ProducerWorkload
-from rmqemu.emulator.roles.store.message_store import body_bytes
+from rmqemu.emulator.roles.common.message import body_bytes
 
 from .broker_helpers import broker, heartbeat, pull
 from .test_client_producer import answer_route, make, route

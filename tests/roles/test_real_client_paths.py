@@ -12,9 +12,10 @@ from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.roles.broker.broker import Broker
 from rmqemu.emulator.roles.broker.queue_processor import LOCK_MAX_LIVE_MS
 from rmqemu.emulator.roles.common.base import Emit, Reply
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.namesrv.namesrv import NameServer
-from rmqemu.emulator.roles.store.message_store import body_bytes, store_host_of
+from rmqemu.emulator.roles.store.message_store import store_host_of
 from tests.roles.broker_helpers import MASTER_ADDR, broker, heartbeat, pull, send, spec
 from tests.roles.fakes import Driver, FakeStore
 

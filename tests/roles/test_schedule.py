@@ -13,7 +13,7 @@ from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.broker.schedule import DELAY_OFFSET_JSON
 from rmqemu.emulator.roles.common.base import Request
-from rmqemu.emulator.roles.store.message_store import body_bytes
+from rmqemu.emulator.roles.common.message import body_bytes
 from tests.roles.broker_helpers import broker, heartbeat, pull, send
 from tests.roles.fakes import Driver, FakeStore, FakeTime
 from tests.roles.test_slave_offset_sync import registered_slave, serve_sync

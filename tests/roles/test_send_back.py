@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rmqemu.emulator.protocol import Frame
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.store.message_store import body_bytes
+from rmqemu.emulator.roles.common.message import body_bytes
 from tests.roles.broker_helpers import broker, heartbeat, send
 from tests.roles.fakes import Driver
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from rmqemu.emulator.node.io import StoreDir
 from rmqemu.emulator.roles.common.base import Emit, Log
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.store.message_store import (
     GetMessageStatus,
     MessageStore,
-    body_bytes,
     queue_file,
 )
 from rmqemu.emulator.roles.store.replica import append_replicated, transfer_body, transfer_lines

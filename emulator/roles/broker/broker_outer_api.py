@@ -19,9 +19,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import Frame, RequestCode, ResponseCode, oneway, request
+from rmqemu.emulator.protocol.message_ext import crc32
 from rmqemu.emulator.roles.common.base import Action, Now, Oneway, Request
 from rmqemu.emulator.roles.common.topic_config import DataVersion, TopicConfig, wrapper_json
-from rmqemu.emulator.roles.namesrv.namesrv import crc32
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker

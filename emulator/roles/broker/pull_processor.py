@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Inbound, Now, Reply
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.server_dispatch import h_int, h_str
 from rmqemu.emulator.roles.store.message_store import GetMessageStatus as S
-from rmqemu.emulator.roles.store.message_store import body_bytes, store_host_of
+from rmqemu.emulator.roles.store.message_store import store_host_of
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.roles.common.base import Action, After, Emit, Every, Now, Persist
 from rmqemu.emulator.roles.common.broker_config import parse_delay_levels
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.topic_config import SCHEDULE_TOPIC
-from rmqemu.emulator.roles.store.message_store import body_bytes
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker

@@ -26,9 +26,9 @@ from rmqemu.emulator.protocol import FAQ_SUFFIX, V3_4_9, Frame, Perm
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.broker.schedule import DelayLevelError, delay_level_of
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.server_dispatch import h_bool, h_int, h_str
 from rmqemu.emulator.roles.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from rmqemu.emulator.roles.store.message_store import body_bytes
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker

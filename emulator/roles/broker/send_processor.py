@@ -36,7 +36,8 @@ from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.broker.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
 from rmqemu.emulator.roles.broker.schedule import DelayLevelError, delay_level_of
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply
-from rmqemu.emulator.roles.common.server_dispatch import HeaderError, h_bool, h_int, h_str
+from rmqemu.emulator.roles.common.message import body_bytes
+from rmqemu.emulator.roles.common.server_dispatch import h_bool, h_int, h_str, parse_properties
 from rmqemu.emulator.roles.common.topic_config import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -44,7 +45,6 @@ from rmqemu.emulator.roles.common.topic_config import (
     topic_not_exist_remark,
     validate_topic,
 )
-from rmqemu.emulator.roles.store.message_store import body_bytes
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker
@@ -70,22 +70,6 @@ def message_illegal_remark(max_message_size: int) -> str:
     "... msg body length limit 128k, msg properties length limit 32k."."""
     return ("the message is illegal, maybe msg body or properties length not matched. "
             f"msg body length limit {max_message_size}B, msg properties length limit 32KB.")
-
-
-def parse_properties(raw: Any) -> dict[str, str]:
-    """A dict, or ``MessageDecoder.string2messageProperties`` (NAME_VALUE \\u0001, PROPERTY \\u0002)."""
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, dict):
-        return {str(k): str(v) for k, v in raw.items()}
-    if isinstance(raw, str):
-        out = {}
-        for item in raw.split("\u0002"):
-            k, sep, v = item.partition("\u0001")
-            if sep:
-                out[k] = v
-        return out
-    raise HeaderError(f"the custom field <properties> is not a map: {raw!r}")
 
 
 def properties_length(props: dict[str, str]) -> int:

@@ -27,7 +27,7 @@ from rmqemu.emulator.roles.client.route_cache import MessageQueue, TopicPublishI
 from rmqemu.emulator.roles.client.validators import MQClientError, check_message, no_name_server_error, no_route_error
 from rmqemu.emulator.roles.client.workload import OutgoingMessage
 from rmqemu.emulator.roles.common.base import Action, Emit, Now, Oneway, ReplyHandler, Request
-from rmqemu.emulator.roles.store.message_store import body_fields
+from rmqemu.emulator.roles.common.message import body_fields
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.client.producer import Producer

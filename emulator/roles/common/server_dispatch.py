@@ -9,7 +9,7 @@ values arrive as JSON (RocketMQ sends them as strings), so the readers here acce
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from rmqemu.emulator.protocol import BadFrame, Frame, ResponseCode
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply
@@ -51,6 +51,22 @@ def h_bool(f: Frame, key: str, default: bool = False) -> bool:
     if isinstance(v, str):
         return v.strip().lower() == "true"
     return bool(v)
+
+
+def parse_properties(raw: Any) -> dict[str, str]:
+    """A dict, or ``MessageDecoder.string2messageProperties`` (NAME_VALUE \\u0001, PROPERTY \\u0002)."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in raw.items()}
+    if isinstance(raw, str):
+        out = {}
+        for item in raw.split("\u0002"):
+            k, sep, v = item.partition("\u0001")
+            if sep:
+                out[k] = v
+        return out
+    raise HeaderError(f"the custom field <properties> is not a map: {raw!r}")
 
 
 def not_supported(frame: Frame) -> Frame:

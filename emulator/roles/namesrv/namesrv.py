@@ -18,11 +18,11 @@ Events:
 
 from __future__ import annotations
 
-import zlib
 from typing import Any, Callable
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, ResponseCode, is_remoting
 from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol.message_ext import crc32
 from rmqemu.emulator.roles.common.base import Action, ChannelEvent, CloseChannel, Emit, Every, Inbound, Now, Reply, Role
 from rmqemu.emulator.roles.common.broker_config import NamesrvConfigs, namesrv_configs_from_dict
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
@@ -33,11 +33,6 @@ from rmqemu.emulator.roles.real_clients import WireLog
 
 SCAN_INITIAL_MS = 5000  # docs/rocketmq-model.md §1.4: scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS)
 SCAN_PERIOD_MS = 10000
-
-
-def crc32(body: bytes) -> int:
-    """``UtilAll.crc32``: CRC32 masked to a non-negative int (what ``bodyCrc32`` carries)."""
-    return zlib.crc32(body) & 0x7FFFFFFF
 
 
 class NameServer(Role):

@@ -21,7 +21,6 @@ every offset after restarts too.
 
 from __future__ import annotations
 
-import base64
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import Enum
@@ -29,6 +28,7 @@ from typing import Any, Callable
 
 from rmqemu import wire_json
 from rmqemu.emulator.roles.common.base import Append, Persist
+from rmqemu.emulator.roles.common.message import body_fields
 
 MAX_FILTER_SCAN = 16000 // 20  # maxFilterMessageCount / CQ_STORE_UNIT_SIZE: entries scanned per pull
 MAX_TRANSFER_COUNT = 32  # maxTransferCountOnMessageInMemory
@@ -71,25 +71,6 @@ def store_host_of(record: dict[str, Any], default: str) -> str:
         return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{int.from_bytes(raw[4:8], 'big')}"
     except (KeyError, ValueError, IndexError):
         return default
-
-
-def body_fields(body: bytes | str) -> dict[str, str]:
-    """How a body is kept in a record (a JSON line): ``body`` when it is text, else ``body64``
-    (base64), so a real client's bytes (a deflated body, say) come back unchanged."""
-    if isinstance(body, str):
-        return {"body": body}
-    try:
-        return {"body": body.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"body64": base64.b64encode(body).decode("ascii")}
-
-
-def body_bytes(record: dict[str, Any]) -> bytes:
-    """The body of a stored record, as the producer sent it."""
-    if "body64" in record:
-        return base64.b64decode(record["body64"])
-    body = record.get("body", "")
-    return body.encode() if isinstance(body, str) else bytes(body)
 
 
 def queue_file(topic: str, queue_id: int) -> str:
