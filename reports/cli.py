@@ -10,8 +10,7 @@ exist), one line naming the file; 3 the job itself failed (``RMQEMU_DEBUG=1`` sh
 traceback). Stages are announced on stderr because Spark start-up alone takes seconds.
 
 Callers that already hold a session (tests, notebooks) pass it as ``obj={"spark": s}``
-to click: it is used as is and not stopped. ``rmqemu launch --report`` passes a
-:class:`BackgroundSession` (``obj={"background": b}``), started while the cluster ran.
+to click: it is used as is and not stopped.
 """
 from __future__ import annotations
 
@@ -41,24 +40,21 @@ class _Sessions:
     """The session given by the caller, one started in the background (owned: stopped at
     the end), or one built on first use and stopped at the end."""
 
-    def __init__(self, given: Any, master: str | None, progress: _Progress,
-                 background: BackgroundSession | None = None) -> None:
+    def __init__(self, given: Any, master: str | None, progress: _Progress) -> None:
         self.given, self.master, self.progress, self.built = given, master, progress, None
-        self.background = background
+        self.background: BackgroundSession | None = None
 
     def start(self, small_input: bool = False) -> None:
         """Start building the session on a thread (its JVM starts while the report's modules
         are imported), unless one is given or started already."""
         if self.given is None and self.background is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
-            self.background = BackgroundSession(self.master, small_input, beside_cluster=False)
+            self.background = BackgroundSession(self.master, small_input)
 
     def get(self, small_input: bool = False) -> Any:
         if self.given is not None:
             return self.given
         if self.background is not None:
-            if self.background.beside_cluster:
-                self.progress("waiting for the Spark session started during the run")
             return self.background.get()
         if self.built is None:
             self.progress(f"starting Spark ({self.master or 'local[*]'})")
@@ -111,7 +107,7 @@ def report_command(ctx: click.Context, run_dirs: tuple[str, ...], master: str | 
     """
     obj = ctx.obj if isinstance(ctx.obj, dict) else {}
     progress = _Progress()
-    sessions = _Sessions(obj.get("spark"), master, progress, obj.get("background"))
+    sessions = _Sessions(obj.get("spark"), master, progress)
     failed = 0
     try:
         if compare:

@@ -22,12 +22,9 @@ the files at the paths the driver listed (docs/design.md §8).
 """
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from functools import reduce
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -240,18 +237,3 @@ def names(prefixes: Iterable[str]) -> Callable[[str], bool]:
     """A ``keep`` for :func:`analyse_runs`: names starting with one of ``prefixes``."""
     wanted = tuple(prefixes)
     return lambda name: name.startswith(wanted)
-
-
-def warm_up(spark: SparkSession) -> None:
-    """Run the whole analysis once on a tiny run of three lines (a temporary directory), so
-    that a session started ahead of its input (``launch --report``: during the run) has its
-    Python workers forked with the analysis imported and the job's code paths compiled."""
-    with tempfile.TemporaryDirectory(prefix="rmqemu-warm-up-") as tmp:
-        (Path(tmp) / "events").mkdir()
-        (Path(tmp) / "manifest.json").write_text(json.dumps({"run": "warm-up", "scale": 1.0, "nodes": {}}))
-        lines = [{"ts": 1.0, "node": "p", "kind": "node.start", "role": "producer"},
-                 {"ts": 2.0, "node": "p", "kind": "client.route", "topic": "T",
-                  "publish_queues": [{"broker": "b", "queue_id": 0}]},
-                 {"ts": 3.0, "node": "p", "kind": "send", "topic": "T", "broker": "b", "msg_id": "m", "outcome": "ok"}]
-        (Path(tmp) / "events" / "p.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-        analyse_runs(spark, [tmp], names(["m.", "p."]))

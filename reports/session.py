@@ -1,10 +1,9 @@
 """The report's SparkSession: built once at an entry point (``rmqemu report``, ``launch
 --report``, ``rmqemu sweep``, the pytest plugin, the benchmarks), passed to the job
-(:mod:`reports.job`), stopped with its JVM; and one started in the background.
+(:mod:`reports.job`), stopped with its JVM; and one started on a thread.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -97,65 +96,23 @@ def stop_session(spark: Any, timeout: float = 30.0) -> None:
         proc.wait()
 
 
-#: How much nicer than the cluster's nodes a JVM started beside a running cluster is (Linux).
-BACKGROUND_NICENESS = 10
-
-
-def _lower_this_threads_priority() -> None:
-    """Make this thread, and so the JVM it launches (a child inherits its creating thread's
-    niceness on Linux), yield the CPU to the cluster's nodes.
-
-    Why: the JVM's start is seconds of CPU on every core (class loading, JIT). Started at the
-    nodes' priority beside a 7-node chaos quickstart at scale 0.01, it made their timers fire
-    up to 24 ms late against a 5 ms threshold, so the launch warned that the run measured the
-    host; without the session the same run was healthy. At niceness 10 the scheduler runs a
-    waking node ahead of it; with the cluster stopped the JVM has the cores to itself anyway.
-    Per thread, so the launcher's own loop keeps its priority."""
-    if not sys.platform.startswith("linux"):
-        return  # elsewhere setpriority would lower the whole launcher
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICENESS)
-    except OSError:  # not permitted here: the session starts at the usual priority
-        pass
-
-
 class BackgroundSession:
-    """A report session built on a thread, so the JVM starts while something else runs: during
-    ``rmqemu launch --report``, the cluster (``beside_cluster``: at a lower priority, then a
-    warm-up); during ``rmqemu report``, the driver's own imports. Hand one to ``report_command``
-    as ``obj={"background": session}``; the report then owns it and stops it at the end. A
-    launched run is mostly small: ``small_input`` by default (JVM options are fixed at start).
-    The warm-up analyses a tiny run (:func:`reports.engine.warm_up`), still at the lower
-    priority: the report after the run then finds its Python workers up; meanwhile another
-    thread imports the report's own modules (pandas, matplotlib: a second on a small host)."""
+    """A report session built on a thread, so that its JVM starts while ``rmqemu report`` imports
+    the report's own modules (pandas, matplotlib: seconds on a small host). ``small_input``:
+    the JVM options of :func:`build_session`, fixed at start. ``rmqemu launch --report`` starts
+    one only once every node has stopped: a JVM's start is seconds of CPU on every core, which
+    beside a running cluster on a 2-core host made the nodes' timers late (bench/README.md)."""
 
-    def __init__(self, master: str | None = None, small_input: bool = True, beside_cluster: bool = True) -> None:
-        self.master, self.small_input, self.beside_cluster = master, small_input, beside_cluster
+    def __init__(self, master: str | None = None, small_input: bool = False) -> None:
+        self.master, self.small_input = master, small_input
         self._session: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._build, name="report-session", daemon=True)
         self._thread.start()
-        if beside_cluster:
-            threading.Thread(target=self._import, name="report-imports", daemon=True).start()
-
-    @staticmethod
-    def _import() -> None:
-        _lower_this_threads_priority()
-        try:
-            importlib.import_module("rmqemu.reports.job")
-        except Exception:  # noqa: BLE001 - the report's own import says what is wrong
-            pass
 
     def _build(self) -> None:
         try:
-            if self.beside_cluster:
-                _lower_this_threads_priority()
             self._session = build_session(self.master, small_input=self.small_input)
-            if self.beside_cluster:
-                from rmqemu.reports.engine import warm_up  # pyspark: imported on this thread, once started
-
-                warm_up(self._session)
         except BaseException as exc:  # noqa: BLE001 - raised again by get()
             self._error = exc
 
