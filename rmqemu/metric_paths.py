@@ -181,8 +181,9 @@ def _registry() -> list[Metric]:
                                    "or a retry.back) and had not consumed by the end"),
                       ("delayed", "acked messages no group consumed that were sent with a delay level and had not "
                                   "reached their topic by run.stop (the drain does not wait for parked messages)"),
-                      ("duplicate_messages", "messages consumed more than once by one group from their own topic"),
-                      ("duplicate_deliveries", "deliveries beyond each message's first"),
+                      ("duplicate_messages", "messages consumed more than once by one group from their own topic, "
+                                             "not counting deliveries a real orderly client dropped (`order.unheld`)"),
+                      ("duplicate_deliveries", "deliveries beyond each message's first, the unheld ones not counted"),
                       ("consumed_unacked", "messages consumed from a topic no ok send of theirs went to (a send that "
                                            "timed out but was stored); retries and delayed copies are not")):
         add(s, f"consumption.{col}", COUNT, text)

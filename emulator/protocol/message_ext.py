@@ -215,11 +215,26 @@ def decode_batch(body: bytes) -> list[tuple[int, bytes, dict[str, str]]]:
     return out
 
 
+def _batch_item_size(body_length: int, properties_length: int) -> int:
+    """One message's size in a batch (``encodeMessage``'s storeSize): the fixed part, the body,
+    the properties' length (a short) and the properties."""
+    return _BATCH_FIXED.size + body_length + _SHORT.size + properties_length
+
+
 def encode_batch(messages: list[tuple[int, bytes | str, dict[str, str]]]) -> bytes:
     """(flag, body, properties) per message, packed as the Java client's ``encodeMessages``."""
     out: list[bytes] = []
     for flag, body, props in messages:
         raw, prop_bytes = _body(body), _props_bytes(props)
-        total = _BATCH_FIXED.size + len(raw) + 2 + len(prop_bytes)
+        total = _batch_item_size(len(raw), len(prop_bytes))
         out += (_BATCH_FIXED.pack(total, 0, 0, flag, len(raw)), raw, _SHORT.pack(len(prop_bytes)), prop_bytes)
     return b"".join(out)
+
+
+def batch_length(messages: list[tuple[bytes, dict[str, str]]]) -> int:
+    """The byte length of :func:`encode_batch` of these (body, properties), without building it and
+    for any properties (none is refused here): what a 4.9.4 broker holds against ``maxMessageSize``
+    for a batch sent as JSON by rmqemu's own producers (docs/rocketmq-model.md §2.4). Properties
+    count in UTF-8 as Java's ``getBytes`` does: an unpaired surrogate is one ``?``."""
+    return sum(_batch_item_size(len(body), len(properties_to_string(props).encode("utf-8", errors="replace")))
+               for body, props in messages)

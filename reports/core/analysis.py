@@ -200,13 +200,14 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     t: Tables = {**{k: v for k, v in truth.items() if not k.startswith("m.")}, **parts}
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
-    messages = functools.cache(lambda: consumers.Messages(lines, classified, stop))
+    orders = functools.cache(lambda: OrderRun(t, info))
+    # the consumption duplicates leave out the deliveries the order checker counts unheld
+    messages = functools.cache(lambda: consumers.Messages(lines, classified, stop, orders().unheld_lines))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
     fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop,
                                                  delays.undelivered(entries(), stop)))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
-    orders = functools.cache(lambda: OrderRun(t, info))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")

@@ -116,14 +116,22 @@ class Messages:
     """What :func:`consumption` and :func:`group_loss` read, computed once for both: a run's ok
     send attempts, its deliveries (one row per message id a ``consume`` lists) and its
     subscriptions, their topics, message ids and groups as codes over one dictionary each, and
-    each message's first ok attempt before ``until`` (``run.stop``; None: any)."""
+    each message's first ok attempt before ``until`` (``run.stop``; None: any).
 
-    def __init__(self, ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None) -> None:
+    ``unheld``: for each row of ``ev``, whether it is a ``consume`` line whose deliveries a real
+    orderly client dropped (:attr:`reports.core.order_run.OrderRun.unheld_lines`; None: none):
+    they are never duplicates (docs/design.md §7 "Consumption"), and still count as consumed."""
+
+    def __init__(self, ev: pd.DataFrame, sends: pd.DataFrame, until: float | None = None,
+                 unheld: np.ndarray | None = None) -> None:
         is_ok = _is(sends["outcome"], "ok").to_numpy(dtype=bool)
         ok = sends[["msg_id", "ts"]].loc[is_ok]
         lines = ev[["kind", "group", "topic", "msg_ids"]]
-        consumes = _kind(lines, "consume")
+        is_consume = (lines["kind"] == "consume").to_numpy(dtype=bool)
+        consumes = lines.loc[is_consume]
         row, dl_msg = _flat(consumes, "msg_ids")  # a delivery per message id: ``row`` its consume line
+        self.dl_unheld = (np.zeros(len(row), dtype=bool) if unheld is None
+                          else np.asarray(unheld, dtype=bool)[is_consume][row])
         subs = subscriptions(ev)
         # topics and groups coded per line, then taken per attempt or delivery
         (self.sent_topic, consume_topic, self.sub_topic, self.watched), self.topics = _codes(
@@ -166,17 +174,20 @@ def _per_code(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
 
 def consumption(m: Messages) -> pd.DataFrame:
     """Per topic: ``topic, acked, consumed, lost, duplicate_messages, duplicate_deliveries,
-    consumed_unacked`` (a first ack at or after ``until`` cannot make a message lost)."""
+    consumed_unacked`` (a first ack at or after ``until`` cannot make a message lost; an unheld
+    delivery, :class:`Messages`, is consumed but never a duplicate)."""
     acked_t, acked_m = _unique_pairs(m.ok_topic, m.ok_msg)
     consumed_t, consumed_m = _unique_pairs(m.dl_topic, m.dl_msg)
     lost = np.isin(m.first_topic, m.watched[m.watched >= 0]) & ~m.among(m.first_msg, consumed_m)
     unacked = ~m.among(consumed_m, acked_m)
-    # deliveries of the same (group, topic, message) more than once
-    group_topic = pd.factorize(_pairs(m.dl_group, m.dl_topic))[0].astype(np.int64)
-    each, firsts = pd.factorize(_pairs(group_topic, m.dl_msg))
+    # deliveries of the same (group, topic, message) more than once, the unheld ones left out
+    held = ~m.dl_unheld if m.dl_unheld.any() else slice(None)
+    dl_topic = m.dl_topic[held]
+    group_topic = pd.factorize(_pairs(m.dl_group[held], dl_topic))[0].astype(np.int64)
+    each, firsts = pd.factorize(_pairs(group_topic, m.dl_msg[held]))
     n = np.bincount(each, minlength=len(firsts))
     first = np.flatnonzero(~pd.Series(each).duplicated().to_numpy())  # in order of ``each``'s codes
-    dup_t, dup_n = m.dl_topic[first][n > 1], n[n > 1]
+    dup_t, dup_n = dl_topic[first][n > 1], n[n > 1]
     codes = _distinct(np.concatenate([acked_t, consumed_t]))
     size = int(codes.max(initial=-1)) + 1
     names = pd.Series([m.topics[c] if c >= 0 else None for c in codes], dtype=object)

@@ -18,7 +18,8 @@ consumed it more than once. Each violation has one cause, first match wins:
 The earlier message an out-of-order one is judged against is, of the key's earlier messages, the
 one consumed last. Deliveries are ordered by ``ts``, then read order, then place in the line. A
 real client's delivery from a queue it held no lock on is left out and counted ``unheld``
-(:func:`reports.core.order_locks.unheld`).
+(:func:`reports.core.order_locks.unheld`, per ``consume`` line:
+:attr:`reports.core.order_run.OrderRun.unheld_lines`).
 """
 from __future__ import annotations
 
@@ -56,11 +57,13 @@ def _lists(col: pd.Series, item: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
 
 
 def deliveries(consumes: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
-    """``group, node, ts, topic, broker, queue_id, msg_id, offset, order``: one row per message a
-    ``consume`` line of ``groups`` lists (``offset``: null when the line has none for it), in
-    delivery order, which ``order`` numbers."""
-    c = consumes[(consumes["kind"] == "consume").to_numpy(bool) & consumes["group"].isin(groups).to_numpy(bool)]
-    c = c.sort_values(["ts", "seq"], kind="stable").reset_index(drop=True)
+    """``group, node, ts, topic, broker, queue_id, msg_id, offset, order, line``: one row per
+    message a ``consume`` line of ``groups`` lists (``offset``: null when the line has none for
+    it), in delivery order, which ``order`` numbers; ``line``: the line's position in
+    ``consumes``."""
+    keep = np.flatnonzero((consumes["kind"] == "consume").to_numpy(bool)
+                          & consumes["group"].isin(groups).to_numpy(bool))
+    c = consumes.iloc[keep].assign(line=keep).sort_values(["ts", "seq"], kind="stable").reset_index(drop=True)
     ids, parent = _lists(c["msg_ids"], pa.string())
     offs, o_parent = _lists(c["offsets"], pa.int64())
     # a line's offsets name its messages when it has one per message (both lists in line order)
@@ -71,6 +74,7 @@ def deliveries(consumes: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
     out["msg_id"] = pd.Series(ids, dtype=object)
     out["offset"] = offset
     out["order"] = np.arange(len(out), dtype=np.int64)
+    out["line"] = c["line"].to_numpy(np.int64)[parent]
     return out
 
 

@@ -18,7 +18,7 @@ lasts until the exit plus that, or the holder's next hold of the queue. Holds ar
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -103,20 +103,27 @@ def _pairs_in(group: pd.Series, node: pd.Series, pairs: set[tuple[str, str]]) ->
     return np.array([(g, n) in pairs for g, n in zip(group, node, strict=True)], dtype=bool)
 
 
-def unheld(h: pd.DataFrame, locks: pd.DataFrame, dl: pd.DataFrame, run_end: float) -> np.ndarray:
-    """For each delivery of ``dl`` (``group, node, ts, topic, broker, queue_id``): whether it went to
-    a holder seen from the broker's lock lines (:func:`broker_seen`) while it held no lock on
-    that queue (``h``: :func:`holds`, a hold still open at ``run_end`` includes it). An orderly
-    client consumes only from a queue it holds: such a delivery answers a pull it gave up when a
-    rebalance took the queue away (the broker still answers it, the client drops it) or that
-    outlived its lock, and was never consumed."""
-    seen = _pairs_in(dl["group"], dl["node"], broker_seen(locks))
+def unheld(held: Callable[[], pd.DataFrame], locks: pd.DataFrame, dl: pd.DataFrame, run_end: float) -> np.ndarray:
+    """For each delivery of ``dl`` (``group, node, ts, topic, broker, queue_id``; a ``consume``
+    line will do, its messages share these): whether it went to a holder seen from the broker's
+    lock lines (:func:`broker_seen`) while it held no lock on that queue (``held()``:
+    :func:`holds`, asked for only when some delivery went to such a holder; a hold still open at
+    ``run_end`` includes it). An orderly client consumes only from a queue it holds: such a
+    delivery answers a pull it gave up when a rebalance took the queue away (the broker still
+    answers it, the client drops it) or that outlived its lock, and was never consumed. The one
+    definition of *unheld*: the order checker and the consumption duplicates both leave these
+    out (docs/design.md §7)."""
+    pairs = broker_seen(locks)
+    seen = _pairs_in(dl["group"], dl["node"], pairs) if pairs else np.zeros(len(dl), dtype=bool)
     if not seen.any():
         return seen
+    h = held()
     h = h.assign(end=np.where(h["end"].to_numpy(float) >= run_end, np.inf, h["end"].to_numpy(float)))
-    found, _, _ = _hold(h, dl["group"].to_numpy(object), dl["node"].to_numpy(object), dl["ts"].to_numpy(float),
-                        [dl[c].astype(object).to_numpy(object) for c in QUEUE])
-    return seen & ~found
+    at = dl[seen]
+    found, _, _ = _hold(h, at["group"].to_numpy(object), at["node"].to_numpy(object), at["ts"].to_numpy(float),
+                        [at[c].astype(object).to_numpy(object) for c in QUEUE])
+    seen[np.flatnonzero(seen)[found]] = False
+    return seen
 
 
 def holds(locks: pd.DataFrame, lives: pd.DataFrame, scale: float, run_end: float) -> pd.DataFrame:

@@ -43,12 +43,24 @@ class OrderRun:
         return order_locks.holds(self.t["lock_lines"], self.t["lives"], self.info.scale, self.info.run_end)
 
     @cached_property
+    def unheld_lines(self) -> np.ndarray:
+        """For each row of ``consumer_lines``: whether it is a ``consume`` line whose deliveries are
+        unheld (:func:`reports.core.order_locks.unheld`). Computed once: the checker and the
+        consumption duplicates (:class:`reports.core.consumers.Messages`) leave the same ones out."""
+        lines = self.t["consumer_lines"]
+        is_consume = (lines["kind"] == "consume").to_numpy(bool)
+        out = np.zeros(len(lines), dtype=bool)
+        dl = lines.loc[is_consume, ["group", "node", "ts", *order_locks.QUEUE]]
+        out[is_consume] = order_locks.unheld(lambda: self.held, self.t["lock_lines"], dl, self.info.run_end)
+        return out
+
+    @cached_property
     def checked(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The sequences the checker judges (per key, then per queue), and the ``group, by`` of each
         delivery left out as unheld (a real client's, from a queue it did not hold then)."""
         lines = self.t["consumer_lines"]
         dl = order.deliveries(lines, self.groups)
-        left_out = order_locks.unheld(self.held, self.t["lock_lines"], dl, self.info.run_end)
+        left_out = self.unheld_lines[dl["line"].to_numpy(np.int64)]
         out, dl = dl[left_out], dl[~left_out]
         keyed = order.key_sequences(order.ordered_acks(self.t["classified"]), dl, lines, self.groups)
         queued = order.queue_sequences(dl, keyed)

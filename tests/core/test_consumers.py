@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from rmqemu.reports.core import sends as sends_mod
+from rmqemu.reports.core.analysis import analyse
 from rmqemu.reports.core.consumers import (
     Messages,
     autocreate_coverage,
@@ -17,7 +18,7 @@ from rmqemu.reports.core.consumers import (
     subscription_not_exist,
     subscriptions,
 )
-from rmqemu.reports.core.frame import events
+from rmqemu.reports.core.frame import RunInfo, events
 from tests.reports.test_consumption import consume, consumption_events
 
 T, U = "T", "U"
@@ -123,6 +124,54 @@ def test_a_pull_alone_shows_a_subscription() -> None:
     assert rows(group_loss(Messages(log, s)), "group", "topic", "expected", "consumed", "lost") == [
         ("cg-8", T, 2, 1, 1), ("cg-9", T, 2, 0, 2)]
     assert rows(subscriptions(log), "group", "topic") == [("cg-8", T), ("cg-9", T)]
+
+
+# --- a real orderly client's unheld deliveries (docs/design.md §7 "Consumption", "Order") --------------------
+
+def test_an_unheld_line_is_consumed_but_never_a_duplicate() -> None:
+    """m1 is delivered to cg-1 twice, once by a line marked unheld: consumed, not a duplicate;
+    m2 twice by held lines: a duplicate."""
+    log = events([ev(1, "c1", "consume", group="cg-1", topic=T, msg_ids=["m1"]),
+                  ev(2, "c1", "rebalance", group="cg-1", topic=T),
+                  ev(3, "c2", "consume", group="cg-1", topic=T, msg_ids=["m1", "m2"]),
+                  ev(4, "c2", "consume", group="cg-1", topic=T, msg_ids=["m2"])])
+    s = sends([send(0, T, "m1"), send(0, T, "m2")])
+    cols = ("topic", "consumed", "lost", "duplicate_messages", "duplicate_deliveries")
+    assert rows(consumption(Messages(log, s, unheld=[True, False, False, False])), *cols) == [(T, 2, 0, 1, 1)]
+    assert rows(consumption(Messages(log, s)), *cols) == [(T, 2, 0, 2, 2)]
+
+
+def real_orderly_run() -> list[dict[str, Any]]:
+    """Group rg of real clients, seen only from broker-a-0's lock lines on queue a:0: client@1
+    holds it from 1 until it unlocks at 5, client@2 from 6. client@1 is delivered x1 at 2; the
+    pull it gave up in the rebalance is answered with x2 at 7 (unheld: it drops it); client@2 is
+    delivered x2 at 8, then x3 at 9 and x3 again at 10 (a redelivery while it holds the queue)."""
+    def block(ts: float, peer: str, change: str) -> dict[str, Any]:
+        return ev(ts, "broker-a-0", "broker.lock", group="rg", topic=T, broker="broker-a", queue_id=0,
+                  client_id=f"ip@{peer}", peer=peer, change=change)
+
+    def deliver(ts: float, node: str, msg: str, offset: int) -> dict[str, Any]:
+        return ev(ts, node, "consume", group="rg", topic=T, broker="broker-a", queue_id=0, msg_ids=[msg],
+                  offsets=[offset])
+    return [ev(0, "broker-a-0", "node.start", role="broker", broker="broker-a", broker_id=0),
+            ev(0, "broker-a-0", "broker.topic", broker="broker-a", broker_id=0, topic=T, read_queues=1,
+               write_queues=1, perm=6, how="admin"),
+            *[ev(0.5, "pg-0", "send", group="pg", topic=T, msg_id=m, broker="broker-a", queue_id=0, attempt=1,
+                 outcome="ok", code=0, latency_ms=0.1) for m in ("x1", "x2", "x3")],
+            block(1, "client@1", "locked"), deliver(2, "client@1", "x1", 0), block(5, "client@1", "unlocked"),
+            block(6, "client@2", "locked"), deliver(7, "client@1", "x2", 1), deliver(8, "client@2", "x2", 1),
+            deliver(9, "client@2", "x3", 2), deliver(10, "client@2", "x3", 2)]
+
+
+def test_the_duplicates_leave_out_what_the_order_checker_counts_unheld() -> None:
+    """x2's delivery to client@1 at 7 is unheld: x2 is consumed once, not a duplicate (the count
+    before: 2 duplicate messages, 2 deliveries); x3, delivered twice to its holder, still is; the
+    order checker leaves the same one delivery out."""
+    log = events(real_orderly_run())
+    t = analyse(log, RunInfo.of(log), {})
+    assert rows(t["m.consumption"], "topic", "acked", "consumed", "lost", "duplicate_messages",
+                "duplicate_deliveries") == [(T, 3, 3, 0, 1, 1)]
+    assert rows(t["m.order_groups"], "group", "by", "messages", "duplicates", "unheld") == [("rg", "queue", 3, 1, 1)]
 
 
 # --- edge cases ------------------------------------------------------------------------------------------

@@ -293,14 +293,16 @@ def test_the_registry_causes_are_the_checkers() -> None:
 @pytest.mark.parametrize("lines", [remap_run(), handover_run(), real_client_run(), unheld_run()],
                          ids=["remap", "handover", "real", "unheld"])
 def test_parts_of_one_node_each_give_the_order_of_all_nodes_together(lines: list[dict[str, Any]]) -> None:
-    """The Spark engine may cut a run by node: the order tables must not change."""
+    """The Spark engine may cut a run by node: the order tables, and the consumption duplicates
+    that leave out the checker's unheld deliveries, must not change."""
     ev = events(lines)
     info = RunInfo.of(ev, 0.01)
     truth = run_truth(ev[list(TRUTH_COLUMNS)], info, {})
     mine = ev.loc[ev["kind"].isin(NODE_KINDS), list(NODE_COLUMNS)]
     whole = combine(concat([node_part(mine, truth, info)]), truth, info)
     parts = combine(concat([node_part(g, truth, info) for _, g in mine.groupby("node")]), truth, info)
-    for name in ("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"):
+    for name in ("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved",
+                 "m.consumption"):
         assert rows(parts[name]) == rows(whole[name]), name
     assert rows(whole["m.order_groups"])  # each run has something to check
 
@@ -310,6 +312,6 @@ def test_deliveries_take_a_lines_offsets_only_when_it_has_one_per_message() -> N
                  consume(2, "cg-1", ["d", "e"], "broker-a", 1, [7]), consume(3, "cg-0", [], "broker-a", 0, []),
                  consume(0.5, "cg-1", ["f"], "broker-a", 1, [9], group="other")])
     dl = deliveries(ev, ["cg"])
-    assert list(zip(dl["node"], dl["msg_id"], dl["offset"].astype(object), dl["order"], strict=True)) == [
-        ("cg-0", "a", 4, 0), ("cg-0", "b", 5, 1), ("cg-0", "c", pd.NA, 2), ("cg-1", "d", pd.NA, 3),
-        ("cg-1", "e", pd.NA, 4)]
+    assert list(zip(dl["node"], dl["msg_id"], dl["offset"].astype(object), dl["order"], dl["line"], strict=True)) == [
+        ("cg-0", "a", 4, 0, 0), ("cg-0", "b", 5, 1, 0), ("cg-0", "c", pd.NA, 2, 1), ("cg-1", "d", pd.NA, 3, 2),
+        ("cg-1", "e", pd.NA, 4, 2)]

@@ -19,6 +19,10 @@ SLAVE_NOT_AVAILABLE (11) or FLUSH_SLAVE_TIMEOUT (12) **with** the stored message
 in ``handlePutMessageResult``: the message is kept); CONSUMER_SEND_MSG_BACK answers anything but
 PUT_OK as SYSTEM_ERROR with the status name as remark.
 
+Size limit (4.9.4 store, docs/rocketmq-model.md §2.4): a single message's body alone may not exceed
+the broker's ``maxMessageSize`` (checked last, after the properties and the delay level), a batch's
+whole packed body (checked first); both answer MESSAGE_ILLEGAL (13).
+
 Properties limit (4.9.4 store): the properties string as stored (header properties plus the broker's
 CLUSTER; for a delayed message also REAL_TOPIC and REAL_QID, and WAIT, which the rewrite puts back)
 may not exceed Short.MAX_VALUE UTF-8 bytes: a single send answers MESSAGE_ILLEGAL (13), a batch whose
@@ -91,6 +95,12 @@ def batch_messages(msg: Inbound) -> list[tuple[bytes, dict[str, str]]]:
     return [(body_bytes(m), parse_properties(m.get("properties"))) for m in items]
 
 
+def batch_body_length(msg: Inbound, batch: list[tuple[bytes, dict[str, str]]]) -> int:
+    """SEND_BATCH_MESSAGE's body length as the store holds it against ``maxMessageSize``: a real
+    client's packed messages as sent, rmqemu's JSON list as the same messages packed."""
+    return len(msg.frame.body or b"") if is_remoting(msg.channel) else message_ext.batch_length(batch)
+
+
 def human_ms(ms: float) -> str:
     """``UtilAll.timeMillisToHumanString2``: ``yyyy-MM-dd HH:mm:ss,SSS``."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f",{int(ms % 1000):03d}"
@@ -160,14 +170,14 @@ class SendProcessor:
         if b.is_slave:  # docs/rocketmq-model.md §2.5: checkStoreStatus, after msgCheck
             return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
         batch = batch_messages(msg) if f.code == 320 else [(f.body, parse_properties(f.fields.get("properties")))]
-        if not batch or any(len(body) > b.store_cfg.maxMessageSize for body, _ in batch):
-            return self._err(msg, R.MESSAGE_ILLEGAL, message_illegal_remark(b.store_cfg.maxMessageSize), actions)
+        illegal = message_illegal_remark(b.store_cfg.maxMessageSize)
+        if not batch or (f.code == 320 and batch_body_length(msg, batch) > b.store_cfg.maxMessageSize):
+            return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)  # checkMessages: the whole batch
         # the properties the store encodes: the header's plus CLUSTER (putProperty in asyncSend[Batch]Message);
         # a single send drops WAIT from its propertiesString, a batch keeps it. A batch's messages' own
         # properties are not checked by the broker (the client's MessageDecoder.encodeMessage refuses them).
         stored = {**parse_properties(f.fields.get("properties")), "CLUSTER": b.cfg.brokerClusterName}
         sys_flag = h_int(f, "sysFlag", 0) or 0
-        illegal = message_illegal_remark(b.store_cfg.maxMessageSize)
         try:
             if f.code == 320:  # CommitLog.asyncPutMessages: a delay level first, then the encoder
                 if delay_level_of(stored) > 0:
@@ -181,6 +191,8 @@ class SendProcessor:
                 return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
         except DelayLevelError as exc:  # getDelayTimeLevel's Integer.parseInt
             return self._err(msg, R.SYSTEM_ERROR, exc.remark, actions)
+        if f.code != 320 and len(f.body) > b.store_cfg.maxMessageSize:  # the encoder: the body alone
+            return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
         records = []
         for body, props in batch:
             record, acts = b.schedule.put(
