@@ -73,3 +73,17 @@ def suggested_scale(scale: float, lag_ms: float, threshold: float) -> float:
     raw = scale * lag_ms / threshold
     digits = 1 - math.floor(math.log10(raw))
     return math.ceil(raw * 10 ** digits) / 10 ** digits
+
+
+#: The host's capacity, measured by bench/capacity.py (bench/README.md, "Capacity"): the CPU one
+#: node costs, as a fraction of a core times timing.scale (its periodic and per-message work both
+#: come 1/scale as often; a node of the 16-node capacity shape at 0.05 used about 3.5 % of a core,
+#: 0.035 x 0.05), and the share of the host's cores a cluster may take and still keep its timers
+#: (headroom for the launcher, the OS and timer jitter). Sweeps budget their runs by the same two.
+NODE_CPU_X_SCALE = 0.00175
+CPU_BUDGET = 0.6
+
+
+def cores_needed(nodes: int, scale: float) -> float:
+    """The host cores ``nodes`` nodes keep busy at ``scale``, by the measured cost per node."""
+    return nodes * NODE_CPU_X_SCALE / max(scale, 1e-6)
