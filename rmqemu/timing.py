@@ -21,6 +21,11 @@ being spawned or restarted by a fault), measured at 5-9 ms p99 in a default chao
 whose other windows all stayed at 1-3 ms; an overloaded host is late in every window (the
 56-node topology at 0.01: namesrv answers up to 1.3 s late throughout), so two windows over the
 threshold still flag it, within about two wall seconds.
+
+An overloaded host can also miss a control command's deadline (the launcher waits 5 s for a node
+to acknowledge a link table or a clock): :func:`explains_missed_ack` says when a node's own
+lateness accounts for that, and :func:`capacity_scale` the scale at which a cluster fits the
+host (docs/design.md §9, "Overload").
 """
 
 from __future__ import annotations
@@ -70,9 +75,7 @@ def suggested_scale(scale: float, lag_ms: float, threshold: float) -> float:
     to two significant digits (lateness is the host's, so it stays ``lag_ms`` at any scale)."""
     if lag_ms <= threshold or threshold <= 0:
         return scale
-    raw = scale * lag_ms / threshold
-    digits = 1 - math.floor(math.log10(raw))
-    return math.ceil(raw * 10 ** digits) / 10 ** digits
+    return _two_digits_up(scale * lag_ms / threshold)
 
 
 #: The host's capacity, measured by bench/capacity.py (bench/README.md, "Capacity"): the CPU one
@@ -87,3 +90,28 @@ CPU_BUDGET = 0.6
 def cores_needed(nodes: int, scale: float) -> float:
     """The host cores ``nodes`` nodes keep busy at ``scale``, by the measured cost per node."""
     return nodes * NODE_CPU_X_SCALE / max(scale, 1e-6)
+
+
+def capacity_scale(nodes: int, cores: int) -> float:
+    """The smallest scale at which ``nodes`` nodes fit in :data:`CPU_BUDGET` of ``cores``,
+    rounded up to two significant digits: 56 nodes on 2 cores need 0.082 (measured there: healthy
+    at the edge at 0.05, far behind at 0.01)."""
+    return _two_digits_up(nodes * NODE_CPU_X_SCALE / (max(cores, 1) * CPU_BUDGET))
+
+
+#: A node whose latest node.lag window ran its timers at least this fraction of a control
+#: command's ack timeout late was too far behind to answer in time; half, because a saturated
+#: node's latest window is as old as its lateness, which grows meanwhile (docs/design.md §9,
+#: "Overload", has the measurements).
+ACK_LATE_FRACTION = 0.5
+
+
+def explains_missed_ack(lag_ms: float, timeout_ms: float) -> bool:
+    """Whether a node whose timers ran ``lag_ms`` late was too far behind to ack within ``timeout_ms``."""
+    return lag_ms >= ACK_LATE_FRACTION * timeout_ms
+
+
+def _two_digits_up(raw: float) -> float:
+    """``raw`` rounded up to two significant digits (0.08167 -> 0.082)."""
+    digits = 1 - math.floor(math.log10(raw))
+    return math.ceil(raw * 10 ** digits) / 10 ** digits
