@@ -54,6 +54,20 @@ def shortest_period_ms(configs: Iterable[Mapping[str, Any]]) -> float:
     return shortest
 
 
+#: A node's ``node.lag`` window (emulator/node/lag.py): one summary per wall second at most: the
+#: launcher's live check needs fresh numbers every second or so, and a second at scale 0.01 is 100
+#: cluster s, longer than every protocol period the metrics rest on (10 s scan, 30 s
+#: poll/heartbeat/register), so each window holds firings of every periodic timer. At scale 1 a
+#: window is 10 cluster s instead (:func:`window_ms`).
+MIN_WINDOW_WALL_MS = 1000.0
+WINDOW_CLUSTER_MS = 10000.0
+
+
+def window_ms(scale: float) -> float:
+    """A ``node.lag`` window in wall ms: ``max(1 wall s, 10 cluster s)``."""
+    return max(MIN_WINDOW_WALL_MS, WINDOW_CLUSTER_MS * scale)
+
+
 TOLERATED_WINDOWS = 1  # per node: the transient of a process start, see the module docstring
 
 
@@ -63,6 +77,15 @@ def run_lateness(window_p99s: Iterable[float]) -> float | None:
     windows than that (no verdict yet)."""
     ranked = sorted(window_p99s, reverse=True)
     return ranked[TOLERATED_WINDOWS] if len(ranked) > TOLERATED_WINDOWS else None
+
+
+def too_short_for_verdict(measured_ms: float, scale: float) -> bool:
+    """Whether a run measured for ``measured_ms`` wall ms (from ``run.start``, every node up) was
+    shorter than the windows a node's lateness needs (:func:`run_lateness`: more than
+    :data:`TOLERATED_WINDOWS`, each beginning after ``run.start``). A node's windows run from its
+    own start, so its first begins before ``run.start`` and is left out: a 5 s run at scale 1
+    (10 s windows) has one ``node.lag`` line per node, written as it stops, and none counts."""
+    return measured_ms < (TOLERATED_WINDOWS + 1) * window_ms(scale)
 
 
 def threshold_ms(scale: float, shortest_ms: float = NAMESRV_SCAN_MS) -> float:
