@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.topology_load import plan_nodes
-from rmqemu.errors import FaultError, PlanError, PlanFailed, RmqemuError, TopologyError
+from rmqemu.errors import FaultError, HostOverloaded, PlanError, PlanFailed, RmqemuError, TopologyError
 from rmqemu.faults.injector import Injector
 from rmqemu.faults.interpreter import run_plan_steps
 from rmqemu.faults.nemesis import random_plan
@@ -85,6 +85,8 @@ def drive_plan(cluster: "Launcher", plan: Plan, pump_for: Callable[[float], None
             for note in getattr(err, "__notes__", ()):  # e.g. healing failed too
                 named.add_note(note)
             raise named from err.__cause__
+        except HostOverloaded:  # the host, not the plan: said first, as it is (docs/design.md §9, "Overload")
+            raise
         except (FaultError, RmqemuError) as err:  # a push that timed out, a restart that failed
             raise PlanFailed(f"fault plan failed: {err} [seed {plan.seed}; replay with: {replay}]",
                              seed=plan.seed) from err

@@ -168,7 +168,8 @@ SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], A
     "order": (("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"),
               _order),
     "timing": (("m.timing",), lambda run, r: health.verdict(
-        r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()])),
+        r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()],
+        health.measured_ms(run.run_start, run.run_end, run.info.up_ms))),
     "drain": (("m.drain",), lambda run, r: health.summary(r["m.drain"])),
 }
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rmqemu import timing
 from rmqemu.reports.core.sends import REASONS
 
 Metrics = dict[str, Any]
@@ -156,13 +157,26 @@ def timing_health(m: Metrics) -> str:
     t = m.get("timing") or {}
     healthy, lag, node = t.get("healthy"), t.get("lag_p99_ms"), t.get("worst_node")
     if healthy is None:
-        return "unknown (no node.lag events outside pauses: a run from before timing health was measured)"
+        return timing_unknown(t, float(m.get("scale") or 1.0))
     limit = f"{fmt_num(t.get('threshold_ms'))} ms, 5 % of the {fmt_num(t.get('shortest_period_cluster_s'))} s period"
     if healthy:
         return f"healthy: worst timer lateness p99 {fmt_num(lag)} wall ms ({node}), below {limit}"
     return (f"NOT healthy: timers ran {fmt_num(lag)} wall ms late (p99, {node}), above {limit}; the run measures "
             f"the host, not RocketMQ: timing.scale {fmt_num(t.get('suggested_scale'))} keeps up even at this "
             f"lateness (an upper bound: an overloaded host falls less behind at a larger scale)")
+
+
+def timing_unknown(t: Metrics, scale: float) -> str:
+    """Why a run has no timing verdict, from what metrics.json says: a run shorter than the two
+    ``node.lag`` windows a node's lateness needs (:func:`rmqemu.timing.too_short_for_verdict`),
+    or one whose nodes wrote no such windows. Nothing says which rmqemu wrote a run (the manifest's
+    version has not changed since before node.lag), so the second case claims no more than that."""
+    measured, window = t.get("measured_ms"), t.get("window_ms")
+    if measured is not None and window is not None and timing.too_short_for_verdict(measured, scale):
+        return (f"unknown: the run was too short for a verdict: {fmt_ms(measured, scale)} from run.start (every "
+                f"node up) to its last event, and a node's lateness needs two node.lag windows after run.start, "
+                f"of {fmt_ms(window, scale)} each at this scale (docs/design.md §9); a longer run gets one")
+    return "unknown: no node has two node.lag windows after run.start outside its pauses (docs/design.md §9)"
 
 
 def headline_rows(m: Metrics) -> list[tuple[str, str, str]]:

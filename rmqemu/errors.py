@@ -15,6 +15,11 @@ exit code (2 for bad input, 1 for anything a run or a cluster refused)::
     ├── ClusterError             a running cluster misbehaved: ``died`` names nodes that exited
     │                            without a fault killing them (``rmqemu launch`` exits 1)
     ├── ControlError             a control-plane command timed out or was refused
+    │   ├── ControlTimeout       a node did not acknowledge a command in time (``node``,
+    │   │                        ``command``, ``timeout_ms``)
+    │   └── HostOverloaded       nodes missed a command's deadline because the host cannot keep
+    │                            up: their own timers were that far behind (docs/design.md §9,
+    │                            "Overload"; ``rmqemu launch`` exits 3 with it, like any ControlError)
     └── FaultError               anything the fault injector refuses or fails to do
         ├── TargetError          a target expression names no known node / role / selector, or
         │                        selects nothing (the message lists what is known)
@@ -95,6 +100,24 @@ class ClusterError(RmqemuError):
 
 class ControlError(RmqemuError):
     """A control-plane command timed out or was refused."""
+
+
+class ControlTimeout(ControlError):
+    """A node did not acknowledge a control command within ``timeout_ms``."""
+
+    def __init__(self, node: str, command: str, timeout_ms: float) -> None:
+        self.node, self.command, self.timeout_ms = node, command, timeout_ms
+        super().__init__(f"{node}: no ack to {command!r} within {timeout_ms:.0f} ms")
+
+
+class HostOverloaded(ControlError):
+    """Nodes missed a control command's deadline and their own timers were far enough behind to
+    explain it: the host cannot keep up with the cluster at its scale. ``nodes``: node -> how late
+    its timers ran (wall ms)."""
+
+    def __init__(self, message: str, nodes: dict[str, float]) -> None:
+        self.nodes = nodes
+        super().__init__(message)
 
 
 class FaultError(RmqemuError):

@@ -223,12 +223,15 @@ def _registry() -> list[Metric]:
 
     s = "Timing health"
     add(s, "timing", GROUP, "whether the host kept the nodes' timers (docs/design.md §9)")
-    add(s, "timing.healthy", BOOL, "every node's lateness below the threshold; null when unknown (no node.lag)")
+    add(s, "timing.healthy", BOOL, "every node's lateness below the threshold; null when unknown: no node has "
+        "two node.lag windows after run.start outside its pauses (the run was too short, or its nodes wrote none)")
     add(s, "timing.lag_p99_ms", MS, "the run's lateness: the worst node's (null when unknown)")
     add(s, "timing.worst_node", TEXT, "the node with that lateness")
     add(s, "timing.threshold_ms", MS, "the lateness allowed: 0.05 x the shortest period x scale")
     add(s, "timing.shortest_period_cluster_s", NUMBER, "the shortest period the metrics rest on, cluster s")
     add(s, "timing.suggested_scale", NUMBER, "a scale that keeps up at this lateness (null when unknown)")
+    add(s, "timing.window_ms", MS, "one node.lag window at this scale: max(1 wall s, 10 cluster s)")
+    add(s, "timing.measured_ms", MS, "time node.lag windows count over: run.start (every node up) to the last event")
     add(s, "timing.nodes[]", TABLE, "one row per node")
     for col, unit, text in (("node", TEXT, "the node"), ("windows", COUNT, "its node.lag windows counted"),
                             ("lag_p99_ms", MS, "its lateness: the second-worst window's p99"),

@@ -99,8 +99,7 @@ class LagWatch:
     def _consider(self, e: dict[str, Any]) -> None:
         node, ts = str(e.get("node")), float(e.get("ts", 0.0))
         start = ts - float(e.get("window_ms", 0.0))
-        if start < self.since_ms or node in self.stopped() or \
-                any(s < ts and start < end for s, end in self.pauses.get(node, [])):
+        if start < self.since_ms or node in self.stopped() or in_pause(e, self.pauses.get(node, [])):
             return
         windows = self.windows.setdefault(node, [])
         windows.append(float(e.get("p99_ms", 0.0)))
@@ -109,14 +108,26 @@ class LagWatch:
             self.worst = (lateness, node)
 
     def _read_pauses(self) -> None:
-        """Pause intervals per node: a pause's ``fault.start`` opens one, its ``fault.end`` or a
-        ``resume`` fault closes it (as in the report's ``reports.core.truth.pauses``)."""
-        for e in self.faults.lines('"fault.'):
-            kind, fault = e.get("kind"), e.get("fault")
-            for node in e.get("targets") or []:
-                spans = self.pauses.setdefault(node, [])
-                if fault == "pause" and kind == "fault.start":
-                    spans.append((float(e["ts"]), float("inf")))
-                elif ((fault == "pause" and kind == "fault.end") or (fault == "resume" and kind == "fault.start")) \
-                        and spans and spans[-1][1] == float("inf"):
-                    spans[-1] = (spans[-1][0], float(e["ts"]))
+        add_pauses(self.pauses, self.faults.lines('"fault.'))
+
+
+def add_pauses(spans: dict[str, list[tuple[float, float]]], fault_lines: Iterable[Mapping[str, Any]]) -> None:
+    """Pause intervals per node from ``faults.jsonl`` lines, in order: a pause's ``fault.start``
+    opens one (to infinity while open), its ``fault.end`` or a ``resume`` fault closes it (as in the
+    report's ``reports.core.truth.pauses``)."""
+    for e in fault_lines:
+        kind, fault = e.get("kind"), e.get("fault")
+        for node in e.get("targets") or []:
+            mine = spans.setdefault(node, [])
+            if fault == "pause" and kind == "fault.start":
+                mine.append((float(e["ts"]), float("inf")))
+            elif ((fault == "pause" and kind == "fault.end") or (fault == "resume" and kind == "fault.start")) \
+                    and mine and mine[-1][1] == float("inf"):
+                mine[-1] = (mine[-1][0], float(e["ts"]))
+
+
+def in_pause(lag: Mapping[str, Any], spans: Iterable[tuple[float, float]]) -> bool:
+    """Whether a ``node.lag`` window ``[ts - window_ms, ts]`` overlaps one of its node's pauses."""
+    ts = float(lag.get("ts", 0.0))
+    start = ts - float(lag.get("window_ms", 0.0))
+    return any(s < ts and start < end for s, end in spans)

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from rmqemu.emulator.launcher import manifest as _manifest
 from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready, remoting_clients
 from rmqemu.emulator.launcher.nodes import NodeInfo
+from rmqemu.emulator.launcher.overload import overloaded
 from rmqemu.emulator.launcher.processes import NodeProcess, spawn_node
 from rmqemu.emulator.launcher.run_dir import append_event, last_event_ms, new_run_dir, prepare_run_dir
 from rmqemu.emulator.launcher.shutdown import shut_down
@@ -27,9 +28,10 @@ from rmqemu.emulator.launcher.topology_load import NodePlan, plan_nodes
 from rmqemu.emulator.node.clock import ClockSetting, host_ms
 from rmqemu.emulator.node.links import LinkRule, rules_to_wire
 from rmqemu.emulator.transport.control import ControlServer, NodeGone, NodeReady
-from rmqemu.errors import ClusterError, ControlError, FaultError, LaunchError, UnsafeSignal
+from rmqemu.errors import ClusterError, ControlError, ControlTimeout, FaultError, LaunchError, UnsafeSignal
 
 READY_TIMEOUT_S = 30.0
+ACK_TIMEOUT_MS = 5000.0  # a control command (link table, clock) not acked by then failed
 
 
 class Launcher:
@@ -274,23 +276,28 @@ class Launcher:
     def push_links(self) -> None:
         """Send the full table to every running node (a stopped one gets it when resumed).
         Every node is tried even if one does not ack (a heal must reach all the others);
-        the ones that did not are named in one ControlError at the end."""
+        the ones that did not are named in one ControlError at the end, or in HostOverloaded
+        when their own lateness explains it (:func:`emulator.launcher.overload.overloaded`)."""
         args = {"rules": rules_to_wire(self.links), "peers": dict(self.addrs)}
-        failed: list[str] = []
+        failed: list[ControlError] = []
         for name, proc in self.procs.items():
             if proc.alive() and name not in self.stopped:
                 try:
-                    self.control.call(name, "set_links", args, 5000)
-                except ControlError as exc:
-                    failed.append(f"{name}: {exc}")
+                    self.control.call(name, "set_links", args, ACK_TIMEOUT_MS)
+                except ControlError as exc:  # its message names the node
+                    failed.append(exc)
         if failed:
-            raise ControlError(f"link table not acknowledged by {len(failed)} node(s): {'; '.join(failed)}")
+            raise overloaded(self, failed) or ControlError(
+                f"link table not acknowledged by {len(failed)} node(s): {'; '.join(map(str, failed))}")
 
     def set_clock(self, name: str, setting: ClockSetting) -> None:
         self.clocks[name] = setting
         if name in self.stopped or not self.procs[name].alive():
             return  # applied when it resumes or restarts
-        self.control.call(name, "set_clock", {"setting": setting.to_dict()}, 5000)
+        try:
+            self.control.call(name, "set_clock", {"setting": setting.to_dict()}, ACK_TIMEOUT_MS)
+        except ControlTimeout as exc:
+            raise overloaded(self, [exc]) or exc from None
 
     def record(self, event: dict[str, Any]) -> None:
         if not self.run_dir_deleted():

@@ -3,8 +3,9 @@
 A compressed run is only faithful while every node fires its timers close to when they are due:
 at scale 0.01 the namesrv's 10 s scan is 100 wall ms, and a host that makes timers run tens of ms
 late is measuring itself, not RocketMQ. The runtime knows each timer's due time and when it ran;
-this module turns those pairs into one ``node.lag`` summary per window, so the cost is one sorted
-list per window and one event line per wall second, never a line per firing.
+this module turns those pairs into one ``node.lag`` summary per window (its length:
+:func:`rmqemu.timing.window_ms`, shared with the report), so the cost is one sorted list per
+window and one event line per wall second, never a line per firing.
 
 Pure accounting on the monotonic clock the runtime hands in (host ms), so tests drive it with a
 fake clock. A SIGSTOPped node (a pause fault) shows a huge lateness on resume: that is recorded
@@ -16,18 +17,6 @@ from __future__ import annotations
 
 import math
 from typing import Any
-
-#: One summary per wall second at most: the launcher's live check needs fresh numbers every
-#: second or so, and a second at scale 0.01 is 100 cluster s, longer than every protocol period
-#: the metrics rest on (10 s scan, 30 s poll/heartbeat/register), so each window holds firings of
-#: every periodic timer. At scale 1 a window is 10 cluster s instead (:func:`window_ms`).
-MIN_WINDOW_WALL_MS = 1000.0
-WINDOW_CLUSTER_MS = 10000.0
-
-
-def window_ms(scale: float) -> float:
-    """The summary window in wall ms: ``max(1 wall s, 10 cluster s)``."""
-    return max(MIN_WINDOW_WALL_MS, WINDOW_CLUSTER_MS * scale)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

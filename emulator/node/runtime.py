@@ -32,9 +32,10 @@ import traceback
 from collections import deque
 from typing import Any, Callable, Iterable
 
+from rmqemu import timing
 from rmqemu.emulator.node.clock import ClockSetting, ClusterTime, SkewableClock, mono_ms
 from rmqemu.emulator.node.io import EventLog, NodeStore
-from rmqemu.emulator.node.lag import LagMeter, window_ms
+from rmqemu.emulator.node.lag import LagMeter
 from rmqemu.emulator.node.links import rules_from_wire
 from rmqemu.emulator.node.timers import PendingRequests, TimerTable
 from rmqemu.emulator.roles.common import base as actions
@@ -69,7 +70,7 @@ class Runtime:
         self.observe = observe
         self.cluster_time = cluster_time or ClusterTime()
         self.timers = TimerTable()
-        self.lag = LagMeter(window_ms(self.cluster_time.scale), self.mono())  # node.lag, docs/design.md §9
+        self.lag = LagMeter(timing.window_ms(self.cluster_time.scale), self.mono())  # node.lag, docs/design.md §9
         self.pending = PendingRequests()
         self._opaques = itertools.count(1)
         self.exit_code: int | None = None

@@ -10,10 +10,11 @@ complete runs, and starts over an incomplete one (its directory is cleared first
 
 How many at once (``parallel: auto``): a compressed run is only faithful while the host keeps
 every node's timers on time (docs/design.md §9, "Timing health"), and a node's CPU grows as the
-scale shrinks. ``auto`` runs as many as fit in :data:`CPU_BUDGET` of the host's cores at the cost
-per node measured by ``bench/capacity.py``, at least one; and when a run's launcher warns that
-the host fell behind while others ran beside it, the limit drops by one for the runs still to
-start (the warning stays in that run's log and its metrics say ``timing.healthy: false``).
+scale shrinks. ``auto`` runs as many as fit in ``rmqemu.timing.CPU_BUDGET`` of the host's cores at
+the cost per node measured by ``bench/capacity.py`` (``rmqemu.timing.cores_needed``), at least
+one; and when a run's launcher warns that the host fell behind while others ran beside it, the
+limit drops by one for the runs still to start (the warning stays in that run's log and its
+metrics say ``timing.healthy: false``).
 
 Where a run executes: the driver prepares it (:func:`prepare_run` writes its topology file) and
 hands it to an executor, a callable ``RunTask -> RunResult``: :func:`run_one` in a thread here, or
@@ -37,14 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rmqemu import timing
 from rmqemu.emulator.launcher.topology_load import load_topology, plan_nodes
 from rmqemu.emulator.sweep.spec import SweepRun, SweepSpec, cell_topology
 from rmqemu.errors import RunDirError
 
-CPU_BUDGET = 0.6  # of the host's cores: headroom for the launcher, the OS and timer jitter
-#: CPU of one node (fraction of a core) x timing.scale, from bench/capacity.py: a node of the
-#: 16-node capacity shape at scale 0.05 used about 3.5 % of a core (0.035 x 0.05).
-NODE_CPU_X_SCALE = 0.00175
 FELL_BEHIND = "warning: the host is falling behind"
 
 
@@ -90,8 +88,7 @@ class RunTask:
 def auto_parallel(nodes: int, scale: float, cores: int | None = None) -> int:
     """Runs at once that the host keeps healthy, by the measured cost per node (module docstring)."""
     cores = cores or os.cpu_count() or 1
-    per_run = nodes * NODE_CPU_X_SCALE / max(scale, 1e-6)
-    return max(1, int(cores * CPU_BUDGET / per_run))
+    return max(1, int(cores * timing.CPU_BUDGET / timing.cores_needed(nodes, scale)))
 
 
 def runs_at_once(spec: SweepSpec, parallel: int | None = None) -> int:

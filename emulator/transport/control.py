@@ -38,7 +38,7 @@ from rmqemu.emulator.transport._monitor import recv_monitor_message
 from rmqemu.emulator.transport._supervisor_rpc import SupervisorServer, supervisor_call
 from rmqemu.emulator.transport._wire import LOOPBACK, MAX_CONTROL_BYTES, pack, socket_, unpack
 from rmqemu.emulator.transport.base import peer_label
-from rmqemu.errors import ControlError
+from rmqemu.errors import ControlError, ControlTimeout
 
 __all__ = ["Ack", "ControlServer", "LOOPBACK", "NodeGone", "NodeReady", "SupervisorServer", "pack",
            "supervisor_call", "unpack"]
@@ -200,13 +200,14 @@ class ControlServer:
         return cmd_id
 
     def call(self, node: str, name: str, args: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
-        """Send a command and wait for its ack; the result, or :class:`ControlError`."""
+        """Send a command and wait for its ack; the result, or :class:`ControlError`
+        (:class:`ControlTimeout` when no ack came in time)."""
         cmd_id = self.command(node, name, args)
         deadline = time.monotonic() + timeout_ms / 1000
         while cmd_id not in self._acks:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ControlError(f"{node}: no ack to {name!r} within {timeout_ms:.0f} ms")
+                raise ControlTimeout(node, name, timeout_ms)
             self._pump(min(left * 1000, 50))
         ack = self._acks.pop(cmd_id)
         if not ack.ok:

@@ -62,9 +62,13 @@ def node_lag(ev: pd.DataFrame, pauses: pd.DataFrame, since: float | None = None)
     return out[list(LAG_COLUMNS)]
 
 
-def verdict(per_node: list[dict[str, Any]], scale: float, configs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """metrics.json's ``timing``: ``healthy`` is None ("unknown") when no node wrote ``node.lag``
-    outside a pause (a run from before node.lag existed, or one paused throughout)."""
+def verdict(per_node: list[dict[str, Any]], scale: float, configs: Iterable[Mapping[str, Any]],
+            measured_ms: float | None = None) -> dict[str, Any]:
+    """metrics.json's ``timing``: ``healthy`` is None ("unknown") when no node has a lateness
+    (:func:`rmqemu.timing.run_lateness`: two ``node.lag`` windows after ``run.start`` outside its
+    pauses). ``measured_ms``, the wall time those windows count over, and ``window_ms``, one
+    window at this scale, are given so that the report can tell a run too short for a verdict
+    (:func:`rmqemu.timing.too_short_for_verdict`) from one whose nodes wrote no such windows."""
     shortest = timing.shortest_period_ms(configs)
     threshold = timing.threshold_ms(scale, shortest)
     measured = [r for r in per_node if r.get("lag_p99_ms") is not None]
@@ -77,8 +81,16 @@ def verdict(per_node: list[dict[str, Any]], scale: float, configs: Iterable[Mapp
         "threshold_ms": threshold,
         "shortest_period_cluster_s": shortest / 1000.0,
         "suggested_scale": None if lag is None else timing.suggested_scale(scale, lag, threshold),
+        "window_ms": timing.window_ms(scale),
+        "measured_ms": measured_ms,
         "nodes": sorted(per_node, key=lambda r: r["node"]),
     }
+
+
+def measured_ms(run_start: float, run_end: float, up_ms: float | None) -> float:
+    """The wall time ``node.lag`` windows count over: from ``run.start`` (every node up; the
+    first event for a run without it, as :func:`node_lag` counts then) to the run's last event."""
+    return run_end - (run_start if up_ms is None or math.isnan(up_ms) else up_ms)
 
 
 def drain_rows(ev: pd.DataFrame) -> list[dict[str, Any]]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pytest
 
+from rmqemu import timing
 from rmqemu.reports.core.frame import events
-from rmqemu.reports.core.health import drain_rows, node_lag, summary, verdict
+from rmqemu.reports.core.health import drain_rows, measured_ms, node_lag, summary, verdict
+from rmqemu.reports.summary import timing_health
 
 SCALE = 0.01
 
@@ -85,6 +88,44 @@ def test_verdict_names_the_worst_node_and_the_scale_that_would_keep_up() -> None
 def test_a_run_without_node_lag_is_unknown() -> None:
     v = verdict([], 0.01, [])
     assert v["healthy"] is None and v["lag_p99_ms"] is None and v["worst_node"] is None
+
+
+def test_a_run_shorter_than_two_windows_is_unknown_and_says_so() -> None:
+    """A 5 s run at scale 1.0 (the numbers of a real one): every node's only node.lag line is the
+    one it writes as it stops, and its window began when the node did, before run.start; the
+    report says the run was too short, not that it predates timing health."""
+    up, end = 1_653_847.8, 1_658_941.4
+    ev = events([{"ts": up, "node": "launcher", "kind": "run.start"},
+                 lag("namesrv-0", 1_658_933.9, 7090.6, 1.6, 1.6),
+                 lag("pg-1-0", 1_658_849.5, 5102.3, 2.1, 2.1),
+                 {"ts": end, "node": "namesrv-0", "kind": "node.exit"}])
+    per_node = node_lag(ev, pauses([]), since=up).to_dict("records")
+    m = {"scale": 1.0, "timing": verdict(per_node, 1.0, [{}], measured_ms(float(ev["ts"].min()), end, up))}
+    assert m["timing"]["healthy"] is None and m["timing"]["window_ms"] == 10_000.0
+    assert m["timing"]["measured_ms"] == pytest.approx(5093.6)
+    text = timing_health(m)
+    assert text.startswith("unknown: the run was too short for a verdict: 5,093.6 ms (5.09 cluster s) from run.start")
+    assert "two node.lag windows after run.start, of 10,000 ms (10 cluster s) each" in text
+    assert "before timing health" not in text
+
+
+def test_a_long_run_without_a_verdict_claims_no_cause_it_cannot_know() -> None:
+    """Long enough for two windows, yet none counted (paused throughout, or no node.lag at all,
+    as a run of rmqemu before timing health: nothing in the run says which)."""
+    long = {"scale": 0.01, "timing": verdict([], 0.01, [{}], measured_ms(0.0, 60_000.0, None))}
+    assert timing_health(long) == ("unknown: no node has two node.lag windows after run.start outside its "
+                                   "pauses (docs/design.md §9)")
+    assert timing_health({"scale": 0.01, "timing": {"healthy": None}}) == timing_health(long)  # older metrics.json
+
+
+def test_the_measured_time_runs_from_run_start_else_the_first_event() -> None:
+    assert measured_ms(1000.0, 9000.0, 2500.0) == 6500.0
+    assert measured_ms(1000.0, 9000.0, None) == measured_ms(1000.0, 9000.0, float("nan")) == 8000.0
+
+
+def test_too_short_means_under_the_two_windows_a_verdict_needs() -> None:
+    assert timing.too_short_for_verdict(19_999.0, 1.0) and not timing.too_short_for_verdict(20_000.0, 1.0)
+    assert timing.too_short_for_verdict(1_999.0, 0.01) and not timing.too_short_for_verdict(2_000.0, 0.01)
 
 
 DRAIN = {"ts": 2000.0, "node": "launcher", "kind": "run.drain", "completed": False, "waited_ms": 300.0,

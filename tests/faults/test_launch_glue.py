@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rmqemu.emulator.launcher.fault_spec import FaultSpec
-from rmqemu.errors import ControlError, PlanError, PlanFailed, UnsafeSignal
+from rmqemu.errors import ControlError, HostOverloaded, PlanError, PlanFailed, UnsafeSignal
 from rmqemu.faults.launch_glue import build_plan, drive_plan
 from rmqemu.faults.schedule import plan_from_specs
 from rmqemu.faults.testing import FakeOps
@@ -68,6 +68,19 @@ def test_a_cluster_error_during_the_plan_is_a_plan_failure_and_everything_is_hea
     with pytest.raises(PlanFailed, match=r"no ack .* \[seed 4; replay with: rmqemu launch --replay "):
         drive(c, plan, total_ms=1000.0)
     assert c.state["namesrv-0"] == "running"
+
+
+def test_an_overloaded_host_is_said_first_not_as_a_failed_plan(tmp_path):
+    """A link push the host was too slow to acknowledge (docs/design.md §9, "Overload") is not the
+    plan's failure: the error reaches the user as it is, the true cause first."""
+    c = FakeCluster(tmp_path)
+    plan = plan_from_specs(specs({"at": 0, "partition": "groups", "groups": [["pg-1-0"], ["broker-b-0"]],
+                                  "duration": 10}), c.node_infos(), seed=5, scale=0.01)
+    c.fail[("set_links", "*")] = HostOverloaded("the host cannot keep up with 7 nodes at timing.scale 0.01: ...",
+                                                {"namesrv-0": 4000.0})
+    with pytest.raises(HostOverloaded, match=r"^the host cannot keep up with 7 nodes"):
+        drive(c, plan, total_ms=1000.0)
+    assert c.links == {}  # healed all the same
 
 
 def test_build_plan_errors_name_the_seed(tmp_path):

@@ -1,5 +1,6 @@
-"""Timing health on real processes (docs/design.md §9): every node writes ``node.lag``, and a run
-whose host cannot keep up gets the launcher's warning while it runs.
+"""Timing health on real processes (docs/design.md §9): every node writes ``node.lag``, a run
+whose host cannot keep up gets the launcher's warning while it runs, and a control command missed
+by a node that far behind is said as overload.
 
 No upper bounds on lateness (the host is shared): the values are checked for shape and sanity,
 and the overloaded case uses a scale at which keeping up is impossible rather than hoping for load.
@@ -7,12 +8,17 @@ and the overloaded case uses a scale at which keeping up is impossible rather th
 
 from __future__ import annotations
 
+import signal
+import time
 from pathlib import Path
+
+import pytest
 
 from rmqemu.emulator.chaos import Cluster
 from rmqemu.emulator.cli.launch import run_topology
 from rmqemu.emulator.launcher.topology_load import parse_topology
 from rmqemu.emulator.testing import read_events
+from rmqemu.errors import HostOverloaded
 from tests.eventdoc import contract_problems
 
 SMALL = {
@@ -56,3 +62,27 @@ def test_a_scale_too_small_for_the_host_gets_one_clear_warning_while_running(tmp
     assert any(n in first for n in ("namesrv-0", "broker-a-0", "pg-1-0")) and "timing.scale" in first
     assert read_events(result.run_dir, "node.lag")
     assert contract_problems(result.run_dir) == []  # node.lag lines match the event registry
+
+
+def test_a_node_too_far_behind_to_ack_the_link_table_is_said_as_overload(start_cluster) -> None:
+    """docs/design.md §9, "Overload", end to end: the real control plane's missed deadline, the
+    node's real node.lag file. The node's lateness is made by stopping it behind the launcher's
+    back (no pause fault: its timers just run late on SIGCONT, as on a saturated host), not by
+    loading the shared host; it must exceed half the 5 s deadline."""
+    c: Cluster = start_cluster(SMALL)
+    proc = c.launcher.procs["pg-1-0"]
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        c.wait_for(proc.is_stopped, 30, "pg-1-0 to stop")
+        time.sleep(3.0)  # the lateness itself: time the node's timers cannot run
+        proc.send_signal(signal.SIGCONT)
+        c.wait_for(lambda: any(e["p99_ms"] >= 2900 for e in read_events(c.run_dir, "node.lag")
+                               if e["node"] == "pg-1-0"), 30, "pg-1-0's late node.lag window")
+        proc.send_signal(signal.SIGSTOP)
+        c.wait_for(proc.is_stopped, 30, "pg-1-0 to stop again")
+        with pytest.raises(HostOverloaded, match=r"^the host cannot keep up with 3 nodes at timing.scale 0.01: "
+                                                 r"pg-1-0 did not answer the launcher's 'set_links' within 5000 ms; "
+                                                 r"its timers ran \d+ ms late"):
+            c.launcher.push_links()
+    finally:
+        proc.send_signal(signal.SIGCONT)

@@ -54,12 +54,15 @@ NEWER = {
        for fate in ("gone", "dead_lettered", "retrying", "delayed")},
     "staleness.faults[].late_deliveries": 0, "staleness.faults[].late_max_ms": 0.0,
     "staleness.faults[].late_max_cluster_s": 0.0,
+    "timing.window_ms": 1000.0, "timing.window_cluster_s": 100.0,  # both runs at 0.01
 }
 
 
 def same(got: dict, want: dict) -> bool:
     got, extra = added(got, want)
     delays, retries, order = extra.pop("delays"), extra.pop("retries"), extra.pop("order")
+    measured = extra.pop("timing.measured_ms")  # run.start to the last event: each run's own
+    assert 0 < measured <= got["duration_ms"] and extra.pop("timing.measured_cluster_s") == pytest.approx(measured / 10)
     assert order["messages"] == order["violations"] == order["failed_sends"]["total"] == 0
     assert order["groups"] == [] and order["remaps"]["changes"] == []
     assert {k: NEWER.get(k, "not added") for k in extra} == extra  # tables without rows have no new columns
