@@ -124,8 +124,11 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
         restarted_at = c.events("node.start", node="broker-a-0")[-1]["ts"]
         held = {e["msg_id"] for e in c.events("delay.park", node="broker-a-0") if e["ts"] < killed_at} - {
             e["msg_id"] for e in c.events("delay.deliver", node="broker-a-0") if e["ts"] < killed_at}
-        after = {e["msg_id"] for e in c.events("delay.deliver", node="broker-a-0") if e["ts"] > restarted_at}
-        assert held and held <= after, (held, after)  # what the dead master held, delivered after its restart
+        after = {e["msg_id"]: e for e in c.events("delay.deliver", node="broker-a-0") if e["ts"] > restarted_at}
+        assert held and held <= set(after), (held, after)  # what the dead master held, delivered after its restart
+        # of those, the ones that fell due while it was dead (at scale 1.0 lateness_ms is wall ms); on a
+        # loaded host one can fall due just before the kill, its delay timer late, and count as late only
+        due_while_dead = {m for m in held if after[m]["ts"] - after[m]["lateness_ms"] >= killed_at}
         assert min(e["lateness_ms"] for e in c.events("delay.deliver")) >= 0  # and nothing ever early
         clients = {f"client@{producer.pid}", f"client@{consumer.pid}"}
         node_procs.stop_all()
@@ -138,7 +141,7 @@ def test_a_master_killed_and_restarted_loses_nothing_acked(tmp_path: Path, node_
     delays = metrics["delays"]
     assert (delays["early"], delays["pending"]) == (0, 0) and delays["late"] >= len(held), delays
     [killed] = [f for f in metrics["staleness"]["faults"] if f["fault"] == "kill"]
-    assert killed["late_deliveries"] >= len(held) and killed["late_max_cluster_s"] > 1.0, killed
+    assert killed["late_deliveries"] >= len(due_while_dead) and killed["late_max_cluster_s"] > 1.0, killed
 
 
 def first(lines: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
