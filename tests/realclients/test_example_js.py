@@ -65,8 +65,9 @@ def test_run_sh_survives_a_master_kill_and_reports_the_application(tmp_path: Pat
         "NODE_PATH": str(ali_ons_dir() / "node_modules"),  # instead of `npm install` in the copy
         "TOPOLOGY": str(REPO / "topologies" / "real-clients.yaml"),
         "RUNS": str(runs),
-        # ~4.5 s of sends; broker-a-0 dies after ~2 s of them and is back 3 s later
-        "COUNT": "80", "INTERVAL_MS": "50", "KILL_AFTER_S": "2", "RESTART_AFTER": "3s",
+        # ~6 s of sends; run.sh kills broker-a-0 1 s in, after `rmqemu status` and with `rmqemu kill`
+        # (two commands: seconds on a loaded host, so the sends outlast them), back 3 s later
+        "COUNT": "120", "INTERVAL_MS": "50", "KILL_AFTER_S": "1", "RESTART_AFTER": "3s",
     })
     env.pop("NAMESRV_ADDR", None)
     cwd = tmp_path / "elsewhere"  # run.sh works from any directory
@@ -85,7 +86,7 @@ def test_run_sh_survives_a_master_kill_and_reports_the_application(tmp_path: Pat
 
         summary = summary_of(proc.stdout)
         assert summary["lost"] == 0 and summary["acked"] > 0, summary
-        assert summary["sent"] == 80 == summary["acked"] + summary["failed"], summary
+        assert summary["sent"] == 120 == summary["acked"] + summary["failed"], summary
         lines = proc.stdout.splitlines()
         killed = next(i for i, line in enumerate(lines) if line.startswith("i1: kill broker-a-0"))
         assert killed < next(i for i, line in enumerate(lines) if line.startswith("[app] all sent")), output
