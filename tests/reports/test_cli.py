@@ -176,30 +176,6 @@ def test_compare_names_a_corrupt_metrics_file(spark, reported, tmp_path):
                              "(Expecting ':' delimiter at line 1)\n")
 
 
-@pytest.mark.spark
-def test_stop_session_ends_the_jvm():
-    """The CLI's own session (not the fixture's): after stop_session its JVM has exited,
-    so a report never leaves a Java process behind its Python parent."""
-    import subprocess
-    import sys
-    import textwrap
-
-    code = textwrap.dedent("""
-        from rmqemu.reports.cli import build_session, stop_session
-        from pyspark import SparkContext
-        spark = build_session("local[1]", small_input=True)
-        assert spark.range(3).count() == 3
-        proc = SparkContext._gateway.proc
-        stop_session(spark)
-        print(proc.pid, proc.poll())
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    pid, status = out.stdout.split()[-2:]
-    assert int(pid) > 0
-    assert status != "None", "the JVM was still running after stop_session"
-
-
 def test_without_java_the_error_says_what_spark_needs(tmp_path):
     """A real `rmqemu report` whose JAVA_HOME points nowhere: exit 3 (the job failed) and a line naming Java."""
     import os
