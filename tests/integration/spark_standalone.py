@@ -15,6 +15,8 @@ from pathlib import Path
 import psutil
 import pyspark
 
+from rmqemu.reports.session import SMALL_INPUT_JVM
+
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 #: No REST submission server (a fixed port: two test workers would clash), no web UIs.
 _OPTS = "-Dspark.master.rest.enabled=false -Dspark.ui.enabled=false"
@@ -60,8 +62,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def standalone(work: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> Iterator[str]:
     """A master and ``workers`` workers of ``cores`` cores each; yields the master URL."""
     work.mkdir(parents=True, exist_ok=True)
+    # the daemons only schedule a test's few tasks: the small-input JVM options (C1, serial GC) suit them
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_OPTS": _OPTS, "SPARK_WORKER_OPTS": _OPTS,
-           "SPARK_LOG_DIR": str(work), "SPARK_WORKER_DIR": str(work / "work")}
+           "SPARK_DAEMON_JAVA_OPTS": SMALL_INPUT_JVM, "SPARK_LOG_DIR": str(work),
+           "SPARK_WORKER_DIR": str(work / "work")}
     procs: list[subprocess.Popen[bytes]] = []
     try:
         log = work / "master.log"
