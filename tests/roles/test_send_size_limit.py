@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode, message_ext
 from rmqemu.emulator.roles.common.base import Append
-from rmqemu.emulator.roles.store.message_store import body_bytes, body_fields
+from rmqemu.emulator.roles.common.message import body_bytes, body_fields
 from tests import strategies
 from tests.roles.broker_helpers import broker, send
 
