@@ -21,7 +21,7 @@ EXAMPLES = ROOT / "docs" / "examples"
 SHADOW_TEST = '''
 import rmqemu
 import rmqemu.reports  # rmqemu's report package, not the project's
-from reports import WHO  # the project's own package, named as one of rmqemu's folders
+from {PACKAGE} import WHO  # the project's own package, named as one of rmqemu's folders
 
 
 def test_the_projects_package_and_rmqemus_side_by_side():
@@ -57,7 +57,7 @@ def test_example_suite_passes_outside_the_repository_against_the_installed_packa
     shutil.copytree(EXAMPLES, suite)
     (project / "reports").mkdir()
     (project / "reports" / "__init__.py").write_text('WHO = "the project"\n')
-    (suite / "test_installed_copy.py").write_text(SHADOW_TEST.format(SITE=str(site)))
+    (suite / "test_installed_copy.py").write_text(SHADOW_TEST.format(PACKAGE="reports", SITE=str(site)))
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{project}"}  # the installed copy, ahead of the editable one
     proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", str(suite)],
                           cwd=project, env=env, capture_output=True, text=True, timeout=900)
