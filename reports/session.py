@@ -8,7 +8,10 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
+
+from rmqemu.reports.jvm_archive import WRITE_TIMEOUT_S, archive_options
 
 #: Plots the report's driver draws at once, in processes (``--threads``; at most one per core).
 THREADS = 4
@@ -55,14 +58,32 @@ def build_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.log.level", "ERROR")
          .config("spark.sql.session.timeZone", "UTC"))
-    extra = {"spark.driver.extraJavaOptions": SMALL_INPUT_JVM} if small_input else {}
+    from pyspark import SparkContext
+
+    jvm = SMALL_INPUT_JVM if small_input else ""
+    finish = None
+    if local and SparkContext._active_spark_context is None:  # this call starts the JVM
+        archive, finish = archive_options(jvm)
+        jvm = f"{jvm} {archive}".strip()
+    extra = {"spark.driver.extraJavaOptions": jvm} if jvm else {}
     if small_input and not local:  # the application's executors start as it does
         extra["spark.executor.extraJavaOptions"] = SMALL_INPUT_JVM
     for key, value in {**(LOCAL_CONF if local else {}), **extra, **(conf or {})}.items():
         b = b.config(key, value)
-    spark = b.getOrCreate()
+    try:
+        spark = b.getOrCreate()
+    except BaseException:
+        if finish is not None:
+            finish(None)  # no JVM wrote an archive: let another session write it
+        raise
+    if finish is not None:  # once the JVM has exited (stop_session)
+        _AT_JVM_EXIT[SparkContext._gateway.proc.pid] = finish
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+#: What to do once a session's JVM has exited, by its pid (:func:`reports.jvm_archive.archive_options`).
+_AT_JVM_EXIT: dict[int, Callable[[int | None], None]] = {}
 
 
 def stop_session(spark: Any, timeout: float = 30.0) -> None:
@@ -87,13 +108,16 @@ def stop_session(spark: Any, timeout: float = 30.0) -> None:
     SparkContext._jvm = None
     if proc is None:
         return
+    after = _AT_JVM_EXIT.pop(proc.pid, None)
     if proc.stdin is not None:
         proc.stdin.close()
     try:
-        proc.wait(timeout)
+        proc.wait(max(timeout, WRITE_TIMEOUT_S) if after is not None else timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    if after is not None:
+        after(proc.returncode)
 
 
 class BackgroundSession:

@@ -5,6 +5,10 @@ as it is on some machines and CI images. The suite starts thousands of Python pr
 ``rmqemu`` commands, Spark's Python workers); with the variable set, each one compiled every
 module it imported from source, again and again (bench/README.md has the cost). The suite's own
 processes, and all they start, cache bytecode as Python does by default.
+
+The suite starts a Spark JVM in about twenty processes: they share a class-data archive
+(``RMQEMU_SPARK_CDS``, reports/jvm_archive.py) in the cache the real-client installs use, so
+every JVM start but the first few maps it instead of loading Spark's classes afresh.
 """
 
 from __future__ import annotations
@@ -12,5 +16,8 @@ from __future__ import annotations
 import os
 import sys
 
+from tests.realclients.cache import cache_root
+
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+os.environ.setdefault("RMQEMU_SPARK_CDS", str(cache_root("RMQEMU_SPARK_CDS", "spark-cds")))
