@@ -1,7 +1,7 @@
 """The README's main job, run again and again: does it keep its own timing healthy, and how soon
 after the run is its report written?
 
-    .venv/bin/python bench/main_job.py [--runs 10] [--rmqemu .venv/bin/rmqemu] [--topology FILE]
+    .venv/bin/python bench/main_job.py [--runs 10] [--rmqemu .venv/bin/rmqemu] [--topology FILE] [--no-report]
 
 Each run is ``rmqemu launch topologies/chaos-quickstart.yaml --report --no-progress`` as a user
 types it (a subprocess; runs under a temporary ``--root``). Per run it prints:
@@ -10,7 +10,8 @@ types it (a subprocess; runs under a temporary ``--root``). Per run it prints:
 - ``report after run``: wall seconds from the run's directory line on stdout (every node stopped)
   to the report.html line (the report written), i.e. what the user waits for once the run ends;
 - the exit code (0: every expectation held).
-``--rmqemu`` picks the installation, so another tree's can be run beside this one's.
+``--rmqemu`` picks the installation, so another tree's can be run beside this one's; ``--no-report``
+runs the same job without ``--report`` (its warnings only).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 WARNING = "the host is falling behind"
 
 
-def one_run(rmqemu: str, topology: Path, root: Path) -> dict[str, object]:
+def one_run(rmqemu: str, topology: Path, root: Path, report: bool = True) -> dict[str, object]:
     t0 = time.monotonic()
-    proc = subprocess.Popen([rmqemu, "launch", str(topology), "--report", "--no-progress", "--root", str(root)],
+    proc = subprocess.Popen([rmqemu, "launch", str(topology), *(["--report"] if report else []), "--no-progress",
+                             "--root", str(root)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     seen: list[tuple[float, str]] = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
@@ -60,19 +62,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--rmqemu", default=str(ROOT / ".venv" / "bin" / "rmqemu"))
     ap.add_argument("--topology", type=Path, default=ROOT / "topologies" / "chaos-quickstart.yaml")
+    ap.add_argument("--no-report", dest="report", action="store_false")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="rmqemu-main-job-") as tmp:
         for i in range(args.runs):
-            row = one_run(args.rmqemu, args.topology, Path(tmp) / f"r{i}")
+            row = one_run(args.rmqemu, args.topology, Path(tmp) / f"r{i}", args.report)
             rows.append(row)
             print(json.dumps({"run": i, **row}), flush=True)
     warned = sum(1 for r in rows if r["warnings"])
     unhealthy = sum(1 for r in rows if r["healthy"] is False)
     after = [r["report_after_run_s"] for r in rows if isinstance(r["report_after_run_s"], float)]
-    print(f"{len(rows)} runs: {warned} with a timing warning, {unhealthy} not healthy in the report; "
-          f"report written {min(after):.1f} / {statistics.median(after):.1f} / {max(after):.1f} s "
-          f"(min / median / max) after the run" if after else f"{len(rows)} runs: no report written", flush=True)
+    written = (f"report written {min(after):.1f} / {statistics.median(after):.1f} / {max(after):.1f} s "
+               "(min / median / max) after the run" if after else "no report written")
+    print(f"{len(rows)} runs: {warned} with a timing warning, {unhealthy} not healthy in the report; {written}",
+          flush=True)
     sys.exit(0)
 
 
