@@ -47,11 +47,13 @@ expect:
 """
 
 
-def test_a_two_by_two_sweep_runs_every_cell_and_seed_and_a_rerun_skips_them(tmp_path: Path) -> None:
+def test_a_two_by_two_sweep_runs_every_cell_and_seed_and_a_rerun_skips_them_and_judges_all(tmp_path: Path) -> None:
+    """Every cell and seed runs; a rerun runs only what has no ``done.json`` and analyses the whole
+    sweep in one Spark job, where a cell that fails its ``expect:`` exits 1 and is marked."""
     (tmp_path / "tiny.yaml").write_text(TOPO)
-    (tmp_path / "sweep.yaml").write_text(SWEEP)
-    first = run_cli("sweep", "sweep.yaml", "--root", "runs", "--no-report", cwd=tmp_path, timeout=300)
-    assert first.returncode == 0, first.stderr
+    (tmp_path / "rates.yaml").write_text(RATES)
+    first = run_cli("sweep", "rates.yaml", "--root", "runs", "--no-report", cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr  # nothing judged without the report
     out = Path(first.stdout.strip().splitlines()[-1])  # with --no-report: the sweep directory last
     assert "4 run(s), 2 at once" in first.stderr and "4 run(s) now, 0 complete before" in first.stderr
     runs = sorted(p.name for p in out.iterdir() if (p / "done.json").is_file())
@@ -60,31 +62,25 @@ def test_a_two_by_two_sweep_runs_every_cell_and_seed_and_a_rerun_skips_them(tmp_
         done = json.loads((out / run_id / "done.json").read_text())
         topo = json.loads((out / "topologies" / f"{run_id}.json").read_text())
         assert done["exit_code"] == 0 and topo["seed"] == int(run_id[-1])
-        assert topo["producers"][0]["pollNameServerInterval"] == (5000 if run_id.startswith("c000") else 30000)
+        assert topo["producers"][0]["rate"] == (1 if run_id.startswith("c000") else 4)
         assert (out / run_id / "events" / "pg-0.jsonl").read_text().count('"send"') > 0  # it really ran
     (out / "c001-s2" / "done.json").unlink()  # as if that run had been interrupted
-    again = run_cli("sweep", "sweep.yaml", "--root", "runs", "--no-report", cwd=tmp_path, timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert Path(again.stdout.strip().splitlines()[-1]) == out  # same grid: the same directory
+
+    again = run_cli("sweep", "rates.yaml", "--root", "runs", cwd=tmp_path, timeout=600)
+    assert again.returncode == 1, again.stdout + again.stderr  # the rate-4 cell fails its expect:
     assert "1 run(s) now, 3 complete before" in again.stderr
     assert (out / "c001-s2" / "done.json").is_file()
-
-
-def test_one_spark_job_analyses_the_sweep_and_a_failing_cell_exits_1(tmp_path: Path) -> None:
-    (tmp_path / "tiny.yaml").write_text(TOPO)
-    (tmp_path / "rates.yaml").write_text(RATES)
-    proc = run_cli("sweep", "rates.yaml", "--root", "runs", cwd=tmp_path, timeout=600)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    page = Path(proc.stdout.strip().splitlines()[-1])
+    page = Path(again.stdout.strip().splitlines()[-1])
     report = page.parent
+    assert report.parent == out  # same grid: the same directory
     with open(report / "runs.csv") as f:
         rows = {r["run_id"]: r for r in csv.DictReader(f)}
-    assert sorted(rows) == ["c000-s1", "c000-s2", "c001-s1", "c001-s2"]
+    assert sorted(rows) == runs
     for run_id, row in rows.items():
         slow = run_id.startswith("c000")
         assert row["verdict"] == ("PASS" if slow else "FAIL"), row
         assert (int(row["sends.ok"]) <= 180) == slow and row["consumption.lost"] == "0"
-    assert "FAIL c001-s1: FAIL sends.ok = " in proc.stderr
+    assert "FAIL c001-s1: FAIL sends.ok = " in again.stderr
     html = page.read_text()
     assert "<h1>FAIL" in html and html.count('class="FAIL"') == 3  # two runs and their cell
     assert (report / "runs.parquet").is_file() and (report / "vary-0.png").is_file()
