@@ -1,5 +1,6 @@
 """The interactive verbs against `rmqemu up`, each one a CLI subprocess as a user types it;
-effects are read from the nodes' events; `down` leaves no process behind."""
+effects are read from the nodes' events; `status` names role errors; `down` leaves no process
+behind."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import psutil
 
 from rmqemu.emulator.cli.supervisor import call
+from rmqemu.emulator.launcher.run_dir import append_event
+from rmqemu.emulator.node.clock import host_ms
 from rmqemu.emulator.testing import read_events
 from tests.faults.live import alive, kill_survivors, manifest_procs, run_cli, stopped, wait_until
 
@@ -117,6 +120,13 @@ def test_fault_verbs_against_up_then_down_leaves_no_process(tmp_path: Path) -> N
             state = call(run, "state", {"node": node})["_runtime"]
             assert state["transport"]["blocked_links"] == [] and state["clock"]["offset_ms"] == 0.0, node
         assert not any(stopped(*p) for p in manifest_procs(run))
+
+        # status: every node up; a role error (a bug in rmqemu) is named, with where its traceback is
+        status = live.cli("status")
+        assert status.count(" up ") == 3 and "role errors" not in status, status
+        append_event(run / "events" / "broker-b-0.jsonl", {"ts": host_ms(), "node": "broker-b-0", "kind": "node.error",
+                                                           "local_ms": host_ms(), "error": "TypeError: \u00fc"})
+        assert "role errors, a bug in rmqemu: broker-b-0 (1); tracebacks in " in live.cli("status")
 
         live.cli("down")
         wait_until(lambda: not any(alive(*p) for p in [*procs, sup]), 60, "every process of the run to exit")

@@ -1,4 +1,5 @@
-"""No process outlives its run: after `down`, after Ctrl-C of `launch`, after SIGKILL of the launcher.
+"""No process outlives its run: after Ctrl-C of `launch`, after SIGKILL of the launcher (after `down`:
+tests/integration/test_faults_up.py).
 
 Each test finds the run's node pids in its own manifest and checks them with psutil (pid plus
 create_time, so a reused pid is not mistaken for a survivor); whatever a failing test left alive
@@ -13,7 +14,6 @@ import signal
 import subprocess
 from pathlib import Path
 
-import psutil
 import pytest
 
 from rmqemu.emulator.launcher.run_dir import append_event
@@ -65,44 +65,6 @@ def test_launcher_interrupted_or_killed_leaves_no_node(tmp_path: Path, how: str)
             proc.kill()
             proc.wait()
         kill_survivors(procs)
-
-
-def test_up_status_down_leaves_no_process(tmp_path: Path) -> None:
-    topo = tmp_path / "t.yaml"
-    topo.write_text(TOPO)
-    root = tmp_path / "runs"
-    procs: list[tuple[int, float]] = []
-    sup = None
-    try:
-        out = subprocess.run(rmqemu("up", str(topo), "--root", str(root)), capture_output=True, text=True,
-                             timeout=120, cwd=tmp_path)
-        assert out.returncode == 0, out.stderr
-        run_dir = root / "latest"
-        procs = node_procs(run_dir)
-        sup = json.loads((run_dir / "supervisor.json").read_text())["pid"]
-        status = subprocess.run(rmqemu("status", "--run", str(run_dir)), capture_output=True, text=True,
-                                timeout=60, cwd=tmp_path)
-        assert status.returncode == 0, status.stderr
-        assert status.stdout.count(" up ") == 3 and "role errors" not in status.stdout
-        append_event(run_dir / "events" / "broker-a-1.jsonl", {"ts": host_ms(), "node": "broker-a-1",
-                                                               "kind": "node.error", "local_ms": host_ms(),
-                                                               "error": "TypeError: \u00fc"})
-        status = subprocess.run(rmqemu("status", "--run", str(run_dir)), capture_output=True, text=True,
-                                timeout=60, cwd=tmp_path)
-        assert status.returncode == 0, status.stderr
-        assert "role errors, a bug in rmqemu: broker-a-1 (1); tracebacks in " in status.stdout
-        down = subprocess.run(rmqemu("down", "--run", str(run_dir)), capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
-        assert down.returncode == 0, down.stderr
-        wait_until(lambda: not any(alive(*p) for p in procs) and not psutil.pid_exists(sup)
-                   or psutil.Process(sup).status() == psutil.STATUS_ZOMBIE, 60, "every process to exit")
-    finally:
-        kill_survivors(procs)
-        if sup and psutil.pid_exists(sup):
-            try:
-                os.kill(sup, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def test_launch_exits_3_when_a_node_dies_without_a_fault_or_a_role_raises(tmp_path: Path) -> None:
