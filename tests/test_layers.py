@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.layers import (
     PACKAGES,
     cycles,
@@ -20,14 +22,19 @@ from tests.layers import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_project_imports_run_one_way() -> None:
-    graph = import_graph(ROOT)
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The project's import graph, read once for the tests below (it parses every module)."""
+    return import_graph(ROOT)
+
+
+def test_the_project_imports_run_one_way(graph: dict[str, set[str]]) -> None:
     assert len(graph) > 100 and graph["rmqemu.emulator.node.main"], "the import graph was not read"
     assert direction_problems(graph) == []
 
 
-def test_the_project_has_no_import_cycle() -> None:
-    assert cycles(import_graph(ROOT)) == []
+def test_the_project_has_no_import_cycle(graph: dict[str, set[str]]) -> None:
+    assert cycles(graph) == []
 
 
 def test_every_module_has_a_layer() -> None:
@@ -36,9 +43,9 @@ def test_every_module_has_a_layer() -> None:
         room_of(name)  # raises for a module of the roles layer outside every room
 
 
-def test_the_roles_rooms_import_as_rocketmq_modules_do() -> None:
+def test_the_roles_rooms_import_as_rocketmq_modules_do(graph: dict[str, set[str]]) -> None:
     """client never imports broker or store, store never imports broker, common imports no room."""
-    assert room_problems(import_graph(ROOT)) == []
+    assert room_problems(graph) == []
 
 
 def test_the_checker_sees_a_room_reaching_into_another() -> None:
