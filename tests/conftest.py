@@ -16,8 +16,20 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from tests.realclients.cache import cache_root
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 os.environ.setdefault("RMQEMU_SPARK_CDS", str(cache_root("RMQEMU_SPARK_CDS", "spark-cds")))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` (pyproject.toml): a file's tests run on one worker, as with
+    ``loadfile``, and every file that uses the per-worker Spark session (``rmqemu_spark``) on the
+    same worker, so the suite starts that session's JVM once rather than once per worker."""
+    spark_files = {item.path for item in items if "rmqemu_spark" in getattr(item, "fixturenames", ())}
+    for item in items:
+        group = "spark-session" if item.path in spark_files else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
