@@ -1,7 +1,7 @@
 """The README's main job, run again and again: does it keep its own timing healthy, and how soon
 after the run is its report written?
 
-    .venv/bin/python bench/main_job.py [--runs 10] [--rmqemu .venv/bin/rmqemu] [--topology FILE] [--no-report]
+    .venv/bin/python bench/main_job.py [--runs 10] [--tree DIR] [--no-report]
 
 Each run is ``rmqemu launch topologies/chaos-quickstart.yaml --report --no-progress`` as a user
 types it (a subprocess; runs under a temporary ``--root``). Per run it prints:
@@ -10,8 +10,10 @@ types it (a subprocess; runs under a temporary ``--root``). Per run it prints:
 - ``report after run``: wall seconds from the run's directory line on stdout (every node stopped)
   to the report.html line (the report written), i.e. what the user waits for once the run ends;
 - the exit code (0: every expectation held).
-``--rmqemu`` picks the installation, so another tree's can be run beside this one's; ``--no-report``
-runs the same job without ``--report`` (its warnings only).
+``--tree`` picks the checkout to run, with its ``.venv``, so another tree can be measured beside
+this one; the launch runs from it (a node started with ``python -m`` imports the working
+directory's ``rmqemu/`` first). ``--no-report`` runs the
+same job without ``--report`` (its warnings only).
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 WARNING = "the host is falling behind"
 
 
-def one_run(rmqemu: str, topology: Path, root: Path, report: bool = True) -> dict[str, object]:
+def one_run(tree: Path, root: Path, report: bool = True) -> dict[str, object]:
     t0 = time.monotonic()
-    proc = subprocess.Popen([rmqemu, "launch", str(topology), *(["--report"] if report else []), "--no-progress",
-                             "--root", str(root)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(tree / ".venv" / "bin" / "rmqemu"), "launch", "topologies/chaos-quickstart.yaml",
+                             *(["--report"] if report else []), "--no-progress", "--root", str(root)],
+                            cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     seen: list[tuple[float, str]] = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
     err = proc.stderr.read()
@@ -60,14 +62,13 @@ def one_run(rmqemu: str, topology: Path, root: Path, report: bool = True) -> dic
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--rmqemu", default=str(ROOT / ".venv" / "bin" / "rmqemu"))
-    ap.add_argument("--topology", type=Path, default=ROOT / "topologies" / "chaos-quickstart.yaml")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="a checkout with its .venv (default: this one)")
     ap.add_argument("--no-report", dest="report", action="store_false")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="rmqemu-main-job-") as tmp:
         for i in range(args.runs):
-            row = one_run(args.rmqemu, args.topology, Path(tmp) / f"r{i}", args.report)
+            row = one_run(args.tree.resolve(), Path(tmp) / f"r{i}", args.report)
             rows.append(row)
             print(json.dumps({"run": i, **row}), flush=True)
     warned = sum(1 for r in rows if r["warnings"])
