@@ -81,19 +81,27 @@ def _limit_memory() -> None:  # runs in the child: 1 GiB of address space
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
-@pytest.mark.parametrize("name", sorted(CORPUS))
-def test_validate_refuses_with_one_line_exit_2(tmp_path: Path, name: str) -> None:
-    f = write(tmp_path, name)
+def test_validate_refuses_each_with_one_short_message_and_exits_2(tmp_path: Path) -> None:
+    """The whole corpus in one `rmqemu validate`, as a user checks a folder of topologies: each
+    file is refused on its own, with a message of a few short lines naming it."""
+    files = [write(tmp_path, name) for name in sorted(CORPUS)]
     cli = [sys.executable, "-c", "from rmqemu.emulator.cli.main import main; main()"]
-    out = subprocess.run([*cli, "validate", str(f)],
+    out = subprocess.run([*cli, "validate", *map(str, files)],
                          capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory, cwd=tmp_path)
     assert out.returncode == 2, out.stderr
-    assert "Traceback" not in out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert lines[0] == f"error: {f}: 1 problem(s)" and len(lines) <= 4, out.stderr
-    assert len(out.stderr) < 800, out.stderr
-    for word in CORPUS[name][1]:
-        assert word in out.stderr, (word, out.stderr)
+    assert "Traceback" not in out.stderr and out.stdout == ""
+    blocks: list[list[str]] = []
+    for line in out.stderr.strip().splitlines():
+        if line.startswith("error: "):
+            blocks.append([])
+        blocks[-1].append(line)
+    assert len(blocks) == len(files), out.stderr
+    for f, lines in zip(files, blocks, strict=True):
+        text = "\n".join(lines)
+        assert lines[0] == f"error: {f}: 1 problem(s)" and len(lines) <= 4, text
+        assert len(text) < 800, text
+        for word in CORPUS[f.name][1]:
+            assert word in text, (f.name, word, text)
 
 
 def test_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
