@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ sys.dont_write_bytecode = False
 os.environ.setdefault("RMQEMU_SPARK_CDS", str(cache_root("RMQEMU_SPARK_CDS", "spark-cds")))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups into the ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup`` (pyproject.toml): a file's tests run on one worker, as with
     ``loadfile``, and every file that uses the per-worker Spark session (``rmqemu_spark``) on the
@@ -33,3 +35,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         group = "spark-session" if item.path in spark_files else str(item.path)
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Stop the run when ``--dist loadgroup`` lost the groups, before any test runs.
+
+    Every test carries a group (above), which pytest-xdist's worker appends to its id as
+    ``@group``. Where pytest no longer lets it (pytest 9.2 with pytest-xdist 3.8, pytest-xdist
+    #1386), every group is spread over the workers without a word, and each worker starts a
+    Spark JVM of its own."""
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    lost = [nodeid for nodeid in ids if nodeid.rfind("@") < nodeid.rfind("]") or "@" not in nodeid]
+    if lost:
+        pytest.exit(
+            f"--dist loadgroup lost its groups ({len(lost)} of {len(ids)} tests, e.g. {lost[0]}): "
+            f"pytest {pytest.__version__} cannot take a group in a test id (pytest-xdist #1386); "
+            "install the pytest that pyproject.toml asks for", returncode=pytest.ExitCode.USAGE_ERROR)
