@@ -6,6 +6,7 @@ one here is renaming it in every run log. Order matters only for ``docs/events.m
 from __future__ import annotations
 
 from rmqemu import event_kinds_delay as delay_kinds
+from rmqemu import event_kinds_dledger as dledger_kinds
 from rmqemu import event_order
 from rmqemu.event_types import (
     BOOL,
@@ -313,4 +314,4 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
 ))
 
 SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION,
-                                 delay_kinds.DELAY, FAULTS)
+                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, FAULTS)

@@ -37,10 +37,11 @@ ROOMS: dict[str, frozenset[str]] = {
     "common": frozenset(),
     "store": frozenset({"common"}),
     "namesrv": frozenset({"common", "real_clients"}),
-    "broker": frozenset({"common", "store", "real_clients"}),
+    "dledger": frozenset({"common"}),  # a broker hosts it: DLedger's election and log know nothing of messages
+    "broker": frozenset({"common", "store", "dledger", "real_clients"}),
     "client": frozenset({"common"}),
     "real_clients": frozenset({"common", "client"}),  # a server's view of a real client: the client's route maths
-    "registry": frozenset({"common", "store", "namesrv", "broker", "client", "real_clients"}),
+    "registry": frozenset({"common", "store", "dledger", "namesrv", "broker", "client", "real_clients"}),
 }
 
 

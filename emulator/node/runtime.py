@@ -196,7 +196,10 @@ class Runtime:
 
     def _command_result(self, cmd: ControlCommand) -> dict[str, Any]:
         if cmd.name == "set_links":
-            self.transport.set_links(rules_from_wire(cmd.args.get("rules", [])), dict(cmd.args.get("peers", {})))
+            peers = {str(k): str(v) for k, v in dict(cmd.args.get("peers", {})).items()}
+            self.transport.set_links(rules_from_wire(cmd.args.get("rules", [])), peers)
+            if self.stopping_since is None:
+                self._perform(self._call(lambda now: self.role.on_peers(peers, now)))
             return {"rules": len(self.transport.link_rules())}
         if cmd.name == "set_clock":
             self.clock.set(ClockSetting.from_dict(cmd.args.get("setting", {})))

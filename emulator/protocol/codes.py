@@ -55,6 +55,10 @@ class EmulatorCode(IntEnum):
     """
 
     HA_TRANSFER = 90001  # slave -> master: "my max commit-log offset is X, send me what follows"
+    # DLedger's own RPCs between the peers of a group (emulator/roles/dledger/wire.py)
+    DLEDGER_VOTE = 90011
+    DLEDGER_HEARTBEAT = 90012
+    DLEDGER_PUSH = 90013
 
 
 class ResponseCode(IntEnum):

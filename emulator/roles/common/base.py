@@ -234,6 +234,11 @@ class Role:
         re-arms it here (the broker's delay levels, emulator/roles/broker/schedule.py)."""
         return []
 
+    def on_peers(self, peers: dict[str, str], now: Now) -> list[Action]:
+        """The run's node table arrived with the link table (``set_links``): where every node
+        listens now, by name. A DLedger peer learns its group's addresses here."""
+        return []
+
     def stop(self, now: Now) -> list[Action]:
         return []
 
