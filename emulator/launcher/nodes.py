@@ -15,21 +15,26 @@ ROLES: tuple[str, ...] = ("namesrv", "broker", "producer", "consumer")
 
 @dataclass(frozen=True)
 class NodeInfo:
-    """One node of the run. ``broker``/``broker_id`` only for brokers, ``group`` only for clients."""
+    """One node of the run. ``broker``/``broker_id`` only for brokers, ``group`` only for clients.
+
+    A peer of a DLedger group (docs/rocketmq-model.md §8) has its DLedger id in ``peer``
+    (``n0``, ...) and no fixed ``broker_id``: which peer is master changes with elections, so it
+    is neither ``is_master`` nor ``is_slave`` here (the injector asks the cluster when a fault fires)."""
 
     name: str
     role: Role
     broker: str | None = None
     broker_id: int | None = None
     group: str | None = None
+    peer: str | None = None
 
     @property
     def is_master(self) -> bool:
-        return self.role == "broker" and self.broker_id == 0
+        return self.role == "broker" and self.broker_id == 0 and self.peer is None
 
     @property
     def is_slave(self) -> bool:
-        return self.role == "broker" and (self.broker_id or 0) > 0
+        return self.role == "broker" and (self.broker_id or 0) > 0 and self.peer is None
 
 
 def node_table(

@@ -120,6 +120,13 @@ class MessageStoreConfig:
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     flushDelayOffsetInterval: int = 1000 * 10  # ScheduleMessageService persists delayOffset.json this often
     fileReservedTime: int = 72
+    # DLedger mode (docs/rocketmq-model.md §8): the topology's `dledger:` block sets these, never a user.
+    # dLegerPeers is RocketMQ's "n0-HOST:PORT;n1-..." with node names where RocketMQ has addresses.
+    enableDLegerCommitLog: bool = False
+    dLegerGroup: str = ""
+    dLegerPeers: str = ""
+    dLegerSelfId: str = "n0"
+    preferredLeaderId: str = ""
 
 
 def parse_delay_levels(text: str) -> list[int]:
