@@ -59,6 +59,7 @@ class EmulatorCode(IntEnum):
     DLEDGER_VOTE = 90011
     DLEDGER_HEARTBEAT = 90012
     DLEDGER_PUSH = 90013
+    DLEDGER_LEADERSHIP_TRANSFER = 90014
 
 
 class ResponseCode(IntEnum):

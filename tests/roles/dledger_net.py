@@ -89,12 +89,12 @@ class _Frame:
 
 class Net:
     def __init__(self, peers: int = 3, seed: int = 0, delay_ms: tuple[float, float] = (0.5, 5.0),
-                 vote_seed: int | None = None, group: str = "g") -> None:
+                 vote_seed: int | None = None, group: str = "g", preferred: str | None = None) -> None:
         self.rng = random.Random(seed)
         self.delay_ms = delay_ms
         self.time = FakeTime(mono_ms=0.0)
         self.ids = [f"n{i}" for i in range(peers)]
-        self.group = group
+        self.group, self.preferred = group, preferred
         self.names = {p: f"{group}-{p}" for p in self.ids}
         self.addrs = {self.names[p]: f"10.0.0.{i + 1}:10911" for i, p in enumerate(self.ids)}
         self.members = list(self.addrs)  # the group's nodes (a subclass may add others to addrs)
@@ -124,7 +124,8 @@ class Net:
 
     def _make_role(self, name: str, seed: int) -> Role:
         """The role a node of the group runs (a subclass may host the member in a broker)."""
-        cfg = DLedgerConfig(group=self.group, self_id=name.rsplit("-", 1)[1], peers=tuple(self.ids))
+        cfg = DLedgerConfig(group=self.group, self_id=name.rsplit("-", 1)[1], peers=tuple(self.ids),
+                            preferred_leader=self.preferred)
         return Peer(name, self.addrs[name], cfg, dict(self.names), seed, self.stores[name], self)
 
     def _spawn(self, name: str) -> None:

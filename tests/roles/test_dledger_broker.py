@@ -154,3 +154,11 @@ def test_a_delayed_message_parks_and_is_delivered_by_the_master_once_committed()
     delivered = net.broker(master).store.queues[("T", 1)]
     assert [body_bytes(r) for r in delivered] == [b"in a second"]
     assert [e["msg_id"] for e in net.drivers[master].events("delay.deliver")] == ["late"]
+
+
+def test_a_preferred_leader_becomes_the_master_and_registers_as_id_0() -> None:
+    net = BrokerNet(seed=2, config={"preferredLeaderId": "n1"})
+    net.start()
+    net.run_for(8000)
+    assert net.master() == "broker-a-n1"
+    assert brokers_on_namesrv(net)[0] == net.addrs["broker-a-n1"]

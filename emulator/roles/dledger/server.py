@@ -25,9 +25,11 @@ from rmqemu.emulator.roles.dledger.handler import HANDLER_TIMER, EntryHandler, P
 from rmqemu.emulator.roles.dledger.log import DATA_FILE, DLedgerLog, Entry
 from rmqemu.emulator.roles.dledger.member import TERM_FILE, MemberState, Role
 from rmqemu.emulator.roles.dledger.pusher import PUSH_TIMER, AckCallback, Pusher
+from rmqemu.emulator.roles.dledger.transfer import CATCH_UP_TIMER, CHECK_TIMER, Transfer
 from rmqemu.emulator.roles.dledger.wire import Code, ReplyCallback
 
-CODES = {EmulatorCode.DLEDGER_VOTE, EmulatorCode.DLEDGER_HEARTBEAT, EmulatorCode.DLEDGER_PUSH}
+CODES = {EmulatorCode.DLEDGER_VOTE, EmulatorCode.DLEDGER_HEARTBEAT, EmulatorCode.DLEDGER_PUSH,
+         EmulatorCode.DLEDGER_LEADERSHIP_TRANSFER}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class DLedgerServer:
         self.elector = Elector(self.member, self.log, random.Random(seed), self.send, self._role_changed)
         self.pusher = Pusher(self)
         self.handler = EntryHandler(self)
+        self.transfer = Transfer(self)
 
     @property
     def is_leader(self) -> bool:
@@ -61,7 +64,7 @@ class DLedgerServer:
         self.addrs = {p: node_addrs[n] for p, n in self.peer_nodes.items() if n in node_addrs}
 
     def start(self, now: Now) -> list[Action]:
-        return self.elector.arm(now)
+        return self.elector.arm(now) + self.transfer.start()
 
     def on_clock(self, now: Now) -> list[Action]:
         return self.elector.on_clock(now) + self.pusher.wake(now)
@@ -71,6 +74,8 @@ class DLedgerServer:
             return self.pusher.wake(now)
         if name == HANDLER_TIMER:
             return self.handler.on_timer(now)
+        if name in (CHECK_TIMER, CATCH_UP_TIMER):
+            return self.transfer.on_timer(name, now)
         return self.elector.on_timer(name, now)
 
     # ------------------------------------------------------------------ RPCs
@@ -104,6 +109,8 @@ class DLedgerServer:
             if code == EmulatorCode.DLEDGER_HEARTBEAT:
                 answer, actions = handle_heartbeat(self.elector, fields, now)
                 return actions + [self._reply(msg, answer)]
+            if code == EmulatorCode.DLEDGER_LEADERSHIP_TRANSFER:
+                return self.transfer.on_request(msg, fields, lambda answer: [self._reply(msg, answer)], now)
             entry = Entry.from_wire(wire_json.loads(msg.frame.body)) if msg.frame.body else None
         except ValueError as exc:
             return [self._reply(msg, {"code": Code.UNEXPECTED_ARGUMENT, "term": self.member.term, "error": str(exc)})]
@@ -154,6 +161,7 @@ class DLedgerServer:
             "group": self.cfg.group, "peer": self.cfg.self_id, "term": term, "role": role.value,
             "leader": m.leader_id, "ledger_end_index": self.log.end_index,
             "committed_index": self.log.committed_index})]
+        actions += self.transfer.role_changed(term, role)
         actions += self.hooks.on_role(term, role, now)
         if role is Role.FOLLOWER:
             actions += self.handler.work(now)

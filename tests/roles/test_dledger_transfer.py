@@ -1,0 +1,65 @@
+"""Leadership transfer to a preferred leader (docs/rocketmq-model.md §8.4) on the fake network."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmqemu.emulator.roles.dledger.member import Role as DRole
+from rmqemu.emulator.roles.dledger.wire import Code
+from tests.roles.dledger_net import Net
+from tests.roles.dledger_schedules import Step, steps
+from tests.roles.test_dledger_properties import check
+from tests.roles.test_dledger_replication import append
+
+
+def leader_id(net: Net) -> str | None:
+    name = net.leader()
+    return net.server(name).cfg.self_id if name else None
+
+
+def test_the_preferred_peer_takes_over_in_the_next_term_and_appends_wait_meanwhile() -> None:
+    for seed in range(6):
+        net = Net(seed=seed, preferred="n2")
+        net.start()
+        net.run_for(600)
+        first = net.leader()
+        if first is None or leader_id(net) == "n2":
+            continue  # the preferred peer won the first election itself: nothing to transfer
+        term = net.server(first).member.term
+        codes = []
+        while net.time.mono_ms < 10000 and leader_id(net) != "n2":
+            if net.server(first).member.transferee is not None:
+                codes += append(net, first, "during")
+            net.run_for(5)
+        assert leader_id(net) == "n2", seed
+        assert net.server(net.leader()).member.term == term + 1
+        assert codes and set(codes) == {Code.LEADER_TRANSFERRING}
+        net.run_for(3000)
+        assert net.settled() and not net.violations
+        return
+    raise AssertionError("no seed elected another peer first")
+
+
+def test_a_killed_preferred_leader_takes_its_place_back_after_its_restart() -> None:
+    net = Net(seed=3, preferred="n1")
+    net.start()
+    net.run_for(8000)
+    assert leader_id(net) == "n1"
+    net.kill("g-n1")
+    net.run_for(15000)
+    assert leader_id(net) in ("n0", "n2")
+    for i in range(5):
+        append(net, net.leader(), f"m{i}")
+    net.run_for(500)
+    net.restart("g-n1")
+    net.run_for(10000)
+    assert leader_id(net) == "n1" and net.settled() and not net.violations
+    assert [t for t, n, _, r in net.role_log if n == "g-n1" and r is DRole.LEADER]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedule=steps(peers=3), seed=st.integers(0, 2**16), preferred=st.sampled_from(["n0", "n1", "n2"]))
+def test_with_a_preferred_leader_the_invariants_hold_under_random_faults(schedule: list[Step], seed: int,
+                                                                        preferred: str) -> None:
+    check(Net(peers=3, seed=seed, preferred=preferred), schedule)
