@@ -147,9 +147,11 @@ NAMESRV = Section("NameServer", (
     Kind("ns.broker", "namesrv", "a broker entered or left the namesrv's live table", (
         Field("broker_addr", STR, required=True), Field("broker", STR, required=True),
         Field("broker_id", INT, required=True),
-        Field("change", STR, "`register` (new to this namesrv), `unregister`, `channel_destroy` (its channel "
-              "closed or idled out: `onChannelDestroy`), `expired` (no registration within "
-              "`brokerChannelExpiredTime`, scaled)", required=True),
+        Field("change", STR, "`register` (new to this namesrv), `role` (a live address registered under "
+              "another `broker_id`: a DLedger peer promoted or demoted), `replaced` (this address held `broker_id` "
+              "and another one registered under it), `unregister`, `channel_destroy` (its channel closed or idled "
+              "out: `onChannelDestroy`), `expired` (no registration within `brokerChannelExpiredTime`, scaled)",
+              required=True),
     )),
     Kind("ns.route", "namesrv", "the topic's route changed; written after any change of either field", (
         Field("topic", STR, required=True),

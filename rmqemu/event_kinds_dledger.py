@@ -2,8 +2,10 @@
 lists it in ``SECTIONS``): what each peer's DLedger member did, and what its broker made of it.
 
 With them the report follows a moving master (docs/rocketmq-model.md §8): ``dledger.role`` says
-when a peer stopped leading and when another was elected, in which term; ``dledger.truncate``
-what an old leader lost of what no quorum held.
+when a peer stopped leading and when another was elected, in which term; ``broker.role`` when
+the broker behind it took brokerId 0 (or gave it up) and registered; ``dledger.truncate`` what
+an old leader lost of what no quorum held. The namesrvs' ``ns.broker`` and the clients'
+``client.route`` then show the route following.
 """
 
 from __future__ import annotations
@@ -30,5 +32,12 @@ DLEDGER = Section("DLedger broker groups", (
                    required=True),
              Field("removed", INT, "how many entries were cut off", required=True),
              Field("removed_terms", ListOf(LONG), "the terms those entries were written in", required=True),
+         )),
+    Kind("broker.role", "broker (DLedger peers)", "the role-change handler finished: the broker is now the "
+         "group's master (brokerId 0, `SYNC_MASTER`) or a slave (brokerId `n + 1`), and registered one-way "
+         "with every namesrv (docs/rocketmq-model.md §8.3)", (
+             Field("broker", STR, required=True), Field("broker_id", INT, required=True),
+             Field("role", STR, "`SYNC_MASTER` or `SLAVE`", required=True),
+             Field("term", LONG, "the DLedger term of the change", required=True),
          )),
 ))

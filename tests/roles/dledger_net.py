@@ -67,7 +67,7 @@ class Peer(Role):
         return []
 
     def _on_role(self, term: int, role: DRole, now: Now) -> list[Action]:
-        self.net.on_role(self, term, role)
+        self.net.on_role(self.name, self.server, term, role)
         return []
 
     def _on_commit(self, entries: list[Entry], now: Now) -> list[Action]:
@@ -75,7 +75,7 @@ class Peer(Role):
         return []
 
     def _on_truncate(self, removed: list[Entry], now: Now) -> list[Action]:
-        self.net.on_truncate(self, removed)
+        self.net.on_truncate(self.name, removed)
         return []
 
 
@@ -89,13 +89,15 @@ class _Frame:
 
 class Net:
     def __init__(self, peers: int = 3, seed: int = 0, delay_ms: tuple[float, float] = (0.5, 5.0),
-                 vote_seed: int | None = None) -> None:
+                 vote_seed: int | None = None, group: str = "g") -> None:
         self.rng = random.Random(seed)
         self.delay_ms = delay_ms
         self.time = FakeTime(mono_ms=0.0)
         self.ids = [f"n{i}" for i in range(peers)]
-        self.names = {p: f"g-{p}" for p in self.ids}
+        self.group = group
+        self.names = {p: f"{group}-{p}" for p in self.ids}
         self.addrs = {self.names[p]: f"10.0.0.{i + 1}:10911" for i, p in enumerate(self.ids)}
+        self.members = list(self.addrs)  # the group's nodes (a subclass may add others to addrs)
         self.by_addr = {a: n for n, a in self.addrs.items()}
         self.stores = {n: FakeStore() for n in self.addrs}
         self.drivers: dict[str, Driver] = {}
@@ -120,13 +122,15 @@ class Net:
             self._spawn(name)
         self._push_peers()
 
+    def _make_role(self, name: str, seed: int) -> Role:
+        """The role a node of the group runs (a subclass may host the member in a broker)."""
+        cfg = DLedgerConfig(group=self.group, self_id=name.rsplit("-", 1)[1], peers=tuple(self.ids))
+        return Peer(name, self.addrs[name], cfg, dict(self.names), seed, self.stores[name], self)
+
     def _spawn(self, name: str) -> None:
-        peer_id = name.rsplit("-", 1)[1]
-        cfg = DLedgerConfig(group="g", self_id=peer_id, peers=tuple(self.ids))
         self.spawns += 1
         seed = zlib.crc32(f"{self.seed}/{name}/{self.spawns}".encode())  # not hash(): salted per process
-        role = Peer(name, self.addrs[name], cfg, dict(self.names), seed, self.stores[name], self)
-        d = Driver(role, time=self.time, store=self.stores[name])
+        d = Driver(self._make_role(name, seed), time=self.time, store=self.stores[name])
         d.transport.on_send = lambda sent, src=name: self._route(src, sent)
         d.transport.refuse = {self.addrs[n] for n in self.addrs if n not in self.drivers and n != name}
         self.drivers[name] = d
@@ -145,10 +149,12 @@ class Net:
     def alive(self) -> list[str]:
         return [n for n in self.drivers if n not in self.paused]
 
+    def members_alive(self) -> list[str]:
+        return [n for n in self.members if n in self.drivers and n not in self.paused]
+
     def server(self, name: str) -> DLedgerServer:
         role = self.drivers[name].role
-        assert isinstance(role, Peer)
-        return role.server
+        return role.server if isinstance(role, Peer) else role.dledger.server  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ faults
 
@@ -179,7 +185,7 @@ class Net:
 
     def leader(self) -> str | None:
         """The live peer that is leader in the highest term, if any."""
-        best = [(self.server(n).member.term, n) for n in self.alive() if self.server(n).is_leader]
+        best = [(self.server(n).member.term, n) for n in self.members_alive() if self.server(n).is_leader]
         return max(best)[1] if best else None
 
     # ------------------------------------------------------------------ the network
@@ -249,30 +255,29 @@ class Net:
             self.violations.append(f"index {entry.index} acked twice: {old} and {entry}")
         self.acked[entry.index] = entry
 
-    def on_role(self, peer: Peer, term: int, role: DRole) -> None:
-        self.role_log.append((self.time.mono_ms, peer.name, term, role))
+    def on_role(self, name: str, server: DLedgerServer, term: int, role: DRole) -> None:
+        self.role_log.append((self.time.mono_ms, name, term, role))
         if role is not DRole.LEADER:
             return
         leaders = self.leaders.setdefault(term, set())
-        leaders.add(peer.name)
+        leaders.add(name)
         if len(leaders) > 1:
             self.violations.append(f"two leaders in term {term}: {sorted(leaders)}")
-        log = peer.server.log
-        missing = [e for e in self.acked.values() if log.get(e.index) != e]
+        missing = [e for e in self.acked.values() if server.log.get(e.index) != e]
         if missing:
-            self.violations.append(f"{peer.name} leads term {term} without acked entries {missing[:3]}")
+            self.violations.append(f"{name} leads term {term} without acked entries {missing[:3]}")
 
-    def on_truncate(self, peer: Peer, removed: list[Entry]) -> None:
+    def on_truncate(self, name: str, removed: list[Entry]) -> None:
         """A follower may cut entries it holds just as the leader does (its compare raced with
         appends still on the way): harmless while a majority still holds every acked one."""
         for e in removed:
             if self.acked.get(e.index) == e and len(self.holders(e)) < len(self.ids) // 2 + 1:
-                self.violations.append(f"{peer.name} cut acked {e}: now only on {self.holders(e)}")
+                self.violations.append(f"{name} cut acked {e}: now only on {self.holders(e)}")
 
     def holders(self, entry: Entry) -> list[str]:
         """The peers whose log (a dead one's on its disk) holds ``entry``."""
         out = []
-        for name in self.addrs:
+        for name in self.members:
             if name in self.drivers:
                 log = self.server(name).log
             else:
@@ -285,8 +290,8 @@ class Net:
     def settled(self) -> bool:
         """One live leader, followed in its term by every other live peer but the stranded ones
         (:meth:`stranded`), and by a majority."""
-        alive = self.alive()
-        if len(alive) != len(self.addrs):
+        alive = self.members_alive()
+        if len(alive) != len(self.members):
             return False
         leaders = [n for n in alive if self.server(n).is_leader]
         if len(leaders) != 1:
@@ -306,7 +311,7 @@ class Net:
             return []
         lead = self.server(leader)
         out = []
-        for n in self.alive():
+        for n in self.members_alive():
             s = self.server(n)
             if (s.member.role is DRole.CANDIDATE and s.member.term > lead.member.term
                     and (s.log.end_term, s.log.end_index) < (lead.log.end_term, lead.log.end_index)):
@@ -316,5 +321,5 @@ class Net:
     def logs_hold_acked(self) -> list[str]:
         """Peers but the stranded ones whose log lacks an acknowledged entry (none once caught up)."""
         stranded = self.stranded()
-        return [f"{n} lacks {e}" for n in self.alive() if n not in stranded for e in self.acked.values()
+        return [f"{n} lacks {e}" for n in self.members_alive() if n not in stranded for e in self.acked.values()
                 if self.server(n).log.get(e.index) != e]

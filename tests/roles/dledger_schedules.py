@@ -45,7 +45,7 @@ def play(net: Net, schedule: list[Step], horizon_ms: float = 40000.0) -> Outcome
     """Run ``schedule`` with a writer, heal everything at ``horizon_ms`` (or after the last heal
     the schedule holds, if later), and wait up to :data:`SETTLE_BOUND_MS` for the group to settle."""
     net.start()
-    names = list(net.addrs)
+    names = list(net.members)
     timeline: list[tuple[float, int, str, str, float]] = []  # (at, order, what, node, amount)
     for i, (at, kind, target, duration, amount) in enumerate(schedule):
         timeline.append((at, i, kind, names[target], amount))
@@ -93,12 +93,12 @@ def _by_role(net: Net, role: str, index: int) -> str | None:
     leader = net.leader()
     if leader is None or role == "leader":
         return leader
-    followers = [n for n in net.alive() if n != leader]
+    followers = [n for n in net.members_alive() if n != leader]
     return followers[index % len(followers)] if followers else None
 
 
 def _apply(net: Net, what: str, node: str, amount: float) -> None:
-    others = [n for n in net.addrs if n != node]
+    others = [n for n in net.members if n != node]
     if what == "kill":
         net.kill(node)
     elif what == "heal:kill":
@@ -119,7 +119,7 @@ def _apply(net: Net, what: str, node: str, amount: float) -> None:
 
 def _heal_all(net: Net) -> None:
     net.cut.clear()
-    for node in net.addrs:
+    for node in net.members:
         net.restart(node)
         net.resume(node)
         if net.offsets[node]:

@@ -36,11 +36,14 @@ from rmqemu.emulator.roles.broker.consumer_manager import (
     ProducerManager,
     SubscriptionGroupManager,
 )
+from rmqemu.emulator.roles.broker.dledger_commit_log import DLedgerCommitLog
 from rmqemu.emulator.roles.broker.ha import HAService
 from rmqemu.emulator.roles.broker.ha_client import RETRY_TIMER as HA_RETRY
 from rmqemu.emulator.roles.broker.ha_client import HAClient
 from rmqemu.emulator.roles.broker.pull_processor import PullProcessor
 from rmqemu.emulator.roles.broker.queue_processor import QueueProcessor
+from rmqemu.emulator.roles.broker.role_change import POLL_TIMER as ROLE_CHANGE_POLL
+from rmqemu.emulator.roles.broker.role_change import RoleChange
 from rmqemu.emulator.roles.broker.schedule import FLUSH_TIMER, TIMER_PREFIX, ScheduleService
 from rmqemu.emulator.roles.broker.send_back import SendBack
 from rmqemu.emulator.roles.broker.send_processor import SendProcessor
@@ -50,6 +53,7 @@ from rmqemu.emulator.roles.common.base import Action, ChannelEvent, CloseChannel
 from rmqemu.emulator.roles.common.broker_config import BrokerConfigs, broker_configs_from_dict
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.common.server_dispatch import Handler, dispatch
+from rmqemu.emulator.roles.dledger.server import CODES as DLEDGER_CODES
 from rmqemu.emulator.roles.real_clients import WireLog
 from rmqemu.emulator.roles.store.message_store import MessageStore
 from rmqemu.emulator.roles.store.restore import restore
@@ -68,10 +72,11 @@ class Broker(Role):
         self.configs = configs
         self.cfg = configs.broker
         self.store_cfg = configs.store
-        self.broker_id = self.cfg.brokerId
-        self.is_slave = self.broker_id != MASTER_ID or self.store_cfg.brokerRole == "SLAVE"
-        if self.is_slave:
+        if self.store_cfg.enableDLegerCommitLog:  # BrokerStartup: the role-change handler gives the id
+            self.cfg.brokerId = -1
+        elif self.cfg.brokerId != MASTER_ID:
             self.store_cfg.brokerRole = "SLAVE"
+        self.broker_id = self.cfg.brokerId
         host, _, port = addr.rpartition(":")
         self.cfg.brokerIP1 = self.cfg.brokerIP2 = host or self.cfg.brokerIP1
         # haServerAddr = brokerIP2:haListenPort, the HA port being listenPort + 1 (docs/rocketmq-model.md §2.1)
@@ -101,6 +106,8 @@ class Broker(Role):
         self.slave_sync = SlaveSync(self)
         self.ha = HAService(self)
         self.ha_client = HAClient(self)
+        self.role_change = RoleChange(self)
+        self.dledger = DLedgerCommitLog(self, seed) if self.store_cfg.enableDLegerCommitLog else None
         self.handlers: dict[int, Handler] = {
             RC.SEND_MESSAGE: self.sender.send_message,
             RC.SEND_MESSAGE_V2: self.sender.send_message,
@@ -124,6 +131,22 @@ class Broker(Role):
             RC.UNLOCK_BATCH_MQ: self.queues.unlock_batch_mq,
             EmulatorCode.HA_TRANSFER: self.ha.on_transfer_request,
         }
+        if self.dledger is not None:
+            self.handlers.update(dict.fromkeys(DLEDGER_CODES, self.dledger.server.on_request))
+
+    @property
+    def is_slave(self) -> bool:
+        """``brokerRole == SLAVE``: fixed for a classic broker, moving with elections in DLedger mode."""
+        return self.store_cfg.brokerRole == "SLAVE"
+
+    def put_record(self, topic: str, queue_id: int, body: bytes | str, props: dict[str, str], now: Now,
+                   **kw: Any) -> tuple[dict[str, Any] | None, list[Action], str | None]:
+        """The commit log's put: the store's own, or DLedger's (emulator/roles/broker/dledger_commit_log.py),
+        which may refuse it (None and the put status)."""
+        if self.dledger is not None:
+            return self.dledger.put(topic, queue_id, body, props, now, **kw)
+        record, append = self.store.put(topic, queue_id, body, props, now.wall_ms, **kw)
+        return record, [append], None
 
     @classmethod
     def from_spec(cls, spec: NodeSpec, addr: str, read_store: StoreReader) -> "Broker":
@@ -155,11 +178,14 @@ class Broker(Role):
             Every("client_scan", 10000, 10000),
             Every("offset_flush", 10000, self.cfg.flushConsumerOffsetInterval),
         ]
+        check = 5000 if self.cfg.longPollingEnable else self.cfg.shortPollingTimeMills
+        if self.dledger is not None:  # no role, no registration until the member's first role change
+            self.dledger.restored()
+            return actions + [Every("pull_hold_check", check, check)] + self.dledger.server.start(now)
         if not self.is_slave:  # handleScheduleMessageService: masters deliver, slaves only keep the file
             actions += self.schedule.start(now)
         if self.is_slave:
             actions.append(Every("slave_sync", 3000, 10000))
-            check = 5000 if self.cfg.longPollingEnable else self.cfg.shortPollingTimeMills
             actions.append(Every("pull_hold_check", check, check))
         actions += self.registrar.register_all(now, oneway_=False, force=True)
         return actions
@@ -201,17 +227,28 @@ class Broker(Role):
             return self.ha_client.on_retry(now)
         if name.startswith(TIMER_PREFIX) or name == FLUSH_TIMER:
             return self.schedule.on_timer(name, now)
+        if name == ROLE_CHANGE_POLL:
+            return self.role_change.poll(now)
+        if self.dledger is not None and name.startswith("dledger:"):
+            return self.dledger.server.on_timer(name, now)
         return []
 
     def on_clock(self, now: Now) -> list[Action]:
-        return self.wire.observe(self.schedule.on_clock(now))
+        actions = self.schedule.on_clock(now)
+        return self.wire.observe(actions + (self.dledger.server.on_clock(now) if self.dledger else []))
+
+    def on_peers(self, peers: dict[str, str], now: Now) -> list[Action]:
+        """A DLedger peer learns where its group's peers listen (their node names are in ``dLegerPeers``)."""
+        if self.dledger is not None:
+            self.dledger.server.set_addresses(peers)
+        return []
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
         """ClientHousekeepingService: close/idle -> doChannelCloseEvent at once (docs/rocketmq-model.md §4.2); an
         HA connection or a SYNC send waiting on the channel goes too. Our outbound channel to
         the master dropping closes the slave's HA connection."""
         if event.kind == "disconnected":
-            return self.ha_client.on_disconnected(event.addr, now) if self.is_slave else []
+            return self.ha_client.on_disconnected(event.addr, now) if self.is_slave and not self.dledger else []
         if event.kind not in ("closed", "idle") or event.channel is None:
             return []
         self.wire.drop_channel(event.channel)
@@ -230,7 +267,7 @@ class Broker(Role):
         if not self.is_slave:
             return []
         self.master_addr = master_addr
-        return self.ha_client.update_master(master_addr, now)
+        return self.ha_client.update_master(master_addr, now) if self.dledger is None else []
 
     def state(self) -> dict[str, Any]:
         return {
@@ -242,4 +279,5 @@ class Broker(Role):
             "held_pulls": self.puller.held_count(), "locks": self.queues.locks.snapshot(),
             "schedule": self.schedule.snapshot(),
             "ha": {**self.ha.snapshot(), **({"client": self.ha_client.snapshot()} if self.is_slave else {})},
+            **({"dledger": self.dledger.snapshot()} if self.dledger is not None else {}),
         }

@@ -27,7 +27,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
-from rmqemu.emulator.roles.common.base import Action, After, Emit, Every, Now, Persist
+from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Every, Now, Persist
 from rmqemu.emulator.roles.common.broker_config import parse_delay_levels
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.topic_config import SCHEDULE_TOPIC
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 DELAY_OFFSET_JSON = "config/delayOffset.json"  # StorePathConfigHelper.getDelayOffsetStorePath
 FIRST_DELAY_TIME = 1000  # ms after start() before a level is first looked at
 FLUSH_INITIAL_MS = 10000  # persist() first runs 10 s after start()
+DELAY_FOR_A_PERIOD = 10000  # a level whose delivery put failed is looked at again after this
 TIMER_PREFIX = "schedule:"
 FLUSH_TIMER = "delay_offset_flush"
 TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK = 0x0C, 0x04, 0x0C  # MessageSysFlag
@@ -122,6 +123,31 @@ class ScheduleService:
         """``shutdown()`` persists the offsets."""
         return [self.persist()] if self.started else []
 
+    def start_delivering(self, now: Now) -> list[Action]:
+        """``handleScheduleMessageService`` for a broker that became master (DLedger): ``start()``
+        once, which reloads the offsets (a slave's sync kept the file current) and arms the levels."""
+        if self.started:
+            return []
+        self.load(self.broker.read_store)
+        return self.start(now)
+
+    def stop_delivering(self) -> list[Action]:
+        """The same for a broker that became a slave: ``shutdown()``, its timers gone, offsets persisted."""
+        if not self.started:
+            return []
+        actions: list[Action] = [Cancel(f"{TIMER_PREFIX}{level}") for level in sorted(self.armed)]
+        actions += [Cancel(FLUSH_TIMER), self.persist()]
+        self.started = False
+        self.armed.clear()
+        return actions
+
+    def on_dispatched(self, topic: str, queue_id: int, now: Now) -> list[Action]:
+        """A DLedger master stored a parked message only at its commit: arm its level then."""
+        level = queue_id + 1
+        if topic != SCHEDULE_TOPIC or not self.started or level in self.armed or not 1 <= level <= self.max_level:
+            return []
+        return self._arm(level, now)
+
     def encode(self) -> dict[str, Any]:
         """``DelayOffsetSerializeWrapper``: ``{"offsetTable": {level: next offset}}`` (keys are levels)."""
         return {"offsetTable": {str(level): off for level, off in sorted(self.offsets.items())}}
@@ -133,24 +159,24 @@ class ScheduleService:
     # ------------------------------------------------------------------ the write path
 
     def put(self, topic: str, queue_id: int, body: bytes | str, props: dict[str, str], now: Now,
-            sys_flag: int = 0, **kw: Any) -> tuple[dict[str, Any], list[Action]]:
+            sys_flag: int = 0, **kw: Any) -> tuple[dict[str, Any] | None, list[Action]]:
         """``CommitLog.asyncPutMessage``: the delay rewrite (``DELAY`` must parse: see
         :func:`delay_level_of`), the append, and for a parked message its ``delay.park`` and the
-        level's timer. The caller wakes held pulls and HA for ``record["topic"]``/``["queueId"]``."""
+        level's timer. The caller wakes held pulls and HA for ``record["topic"]``/``["queueId"]``.
+        The record is None when a DLedger commit log refused the append (not its group's leader)."""
         level = delay_level_of(props) if delayable(sys_flag) else 0
         store_props, asked = dict(props), level
         if level > 0:
             level = min(level, self.max_level)
             store_props.update(DELAY=str(level), REAL_TOPIC=topic, REAL_QID=str(queue_id))
             topic, queue_id = SCHEDULE_TOPIC, level - 1
-        record, append = self.broker.store.put(topic, queue_id, body, store_props, now.wall_ms, sys_flag=sys_flag,
-                                               **kw)
-        if level <= 0:
-            return record, [append]
+        record, actions, _ = self.broker.put_record(topic, queue_id, body, store_props, now, sys_flag=sys_flag, **kw)
+        if record is None or level <= 0:
+            return record, actions
         fields = {**self._where(level, record), "delay_ms": float(self.delays[level - 1])}
         if asked != level:
             fields["level_asked"] = asked
-        actions: list[Action] = [append, Emit("delay.park", fields)]
+        actions.append(Emit("delay.park", fields))
         if level not in self.armed:
             actions += self._arm(level, now)
         return record, actions
@@ -201,7 +227,11 @@ class ScheduleService:
         queue, offset = self._queue(level), self.offsets.get(level, 0)
         actions: list[Action] = []
         while offset < len(queue) and self._deliver_at(level, queue[offset], now) <= now.wall_ms:
-            actions += self._time_up(level, queue[offset], now)
+            stored, acts = self._time_up(level, queue[offset], now)
+            actions += acts
+            if not stored:  # a put that failed: the level is looked at again after DELAY_FOR_A_PERIOD
+                self.armed.add(level)
+                return actions + [After(f"{TIMER_PREFIX}{level}", DELAY_FOR_A_PERIOD)]
             offset += 1
             self.offsets[level] = offset  # syncDeliver's updateOffset(level, offset + 1) on PUT_OK
         return actions + self._arm(level, now)
@@ -210,20 +240,25 @@ class ScheduleService:
         """The wall clock was set: due times moved against the monotonic timers, re-arm them."""
         return [a for level in sorted(self.armed) for a in self._arm(level, now)]
 
-    def _time_up(self, level: int, rec: dict[str, Any], now: Now) -> list[Action]:
-        """``messageTimeup`` + the put: the stored properties string is kept as it is."""
+    def _time_up(self, level: int, rec: dict[str, Any], now: Now) -> tuple[bool, list[Action]]:
+        """``messageTimeup`` + the put: the stored properties string is kept as it is. False when
+        the put was refused (a DLedger commit log that is not leader). A DLedger master does not
+        wait for the entry's quorum ack here (syncDeliver would): it counts as delivered once appended."""
         b, props = self.broker, rec["properties"]
         topic, queue_id = props.get("REAL_TOPIC"), _int(props.get("REAL_QID"))
         if not topic or queue_id is None or topic == TRANS_HALF_TOPIC:
-            return []  # never stored so by this broker; RocketMQ discards a half message the same way
+            return True, []  # never stored so by this broker; RocketMQ discards a half message the same way
         where = self._where(level, rec)
-        record, append = b.store.put(
-            topic, queue_id, body_bytes(rec), props, now.wall_ms, born_timestamp=rec.get("bornTimestamp", 0),
+        record, actions, _ = b.put_record(
+            topic, queue_id, body_bytes(rec), props, now, born_timestamp=rec.get("bornTimestamp", 0),
             reconsume_times=rec.get("reconsumeTimes", 0), flag=rec.get("flag", 0), sys_flag=rec.get("sysFlag", 0),
             born_host=rec.get("bornHost", ""), parked_msg_id=where["msg_id"])
+        if record is None:
+            return False, actions
         event = Emit("delay.deliver", {**where, "lateness_ms": now.wall_ms - where["due_ms"],
                                        "queue_offset": record["queueOffset"], "offset_msg_id": record["offsetMsgId"]})
-        return [append, event, *b.puller.notify_message_arriving(topic, queue_id, now), *b.ha.notify_new_data(now)]
+        return True, [*actions, event, *b.puller.notify_message_arriving(topic, queue_id, now),
+                      *b.ha.notify_new_data(now)]
 
     def snapshot(self) -> dict[str, Any]:
         levels = range(1, self.max_level + 1)

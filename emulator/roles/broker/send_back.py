@@ -163,10 +163,18 @@ class SendBack:
                                       sys_flag=int(orig.get("sysFlag", 0)), born_timestamp=orig["bornTimestamp"],
                                       reconsume_times=reconsume, flag=orig.get("flag", 0),
                                       born_host=orig.get("bornHost", ""))
+        if record is None:  # 11: anything but PUT_OK is SYSTEM_ERROR with the status's name
+            return self._err(msg, R.SYSTEM_ERROR, "OS_PAGECACHE_BUSY", [*actions, *acts])
         actions += [*acts, *b.puller.notify_message_arriving(record["topic"], record["queueId"], now),
                     *b.ha.notify_new_data(now),
                     self._event(msg, group, props, orig.get("parkedMsgId") or orig["offsetMsgId"], reconsume,
                                 max_times, "dlq" if dlq else "retry", "send_back", record["offsetMsgId"])]
+        if b.dledger is not None:  # the answer waits for DLedger's
+            def answered(status: str, n: Now) -> list[Action]:
+                return [Reply(msg.channel, f.response(R.SUCCESS) if status == "PUT_OK"
+                              else f.response(R.SYSTEM_ERROR, status))]
+            b.dledger.await_ack(record, answered)
+            return actions
         # 11: PUT_OK -> SUCCESS; a SYNC_MASTER never waits here (WAIT is false), so nothing else occurs
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]
 

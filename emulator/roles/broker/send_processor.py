@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.broker.dledger_commit_log import OS_PAGECACHE_BUSY, SERVICE_NOT_AVAILABLE, UNKNOWN_ERROR
 from rmqemu.emulator.roles.broker.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
 from rmqemu.emulator.roles.broker.schedule import DelayLevelError, delay_level_of
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply
@@ -61,6 +62,13 @@ SERVICE_NOT_AVAILABLE_REMARK = (
 )
 PUT_STATUS_CODES = {PUT_OK: R.SUCCESS, FLUSH_SLAVE_TIMEOUT: R.FLUSH_SLAVE_TIMEOUT,
                     SLAVE_NOT_AVAILABLE: R.SLAVE_NOT_AVAILABLE}
+# handlePutMessageResult's answers to the statuses a DLedger commit log gives
+PUT_STATUS_ANSWERS = {
+    PUT_OK: (R.SUCCESS, None),
+    OS_PAGECACHE_BUSY: (R.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
+    SERVICE_NOT_AVAILABLE: (R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK),
+    UNKNOWN_ERROR: (R.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
 PROPERTIES_MAX_LENGTH = 32767  # Short.MAX_VALUE: the commit log stores the properties' length as a short
 # A batch's own properties over the limit: CommitLog.MessageExtEncoder.encode(MessageExtBatch) throws, and
 # NettyRemotingAbstract.processRequestCommand answers SYSTEM_ERROR with RemotingHelper.exceptionSimpleDesc(e)
@@ -199,14 +207,23 @@ class SendProcessor:
                 topic, queue_id, body, props, now, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
                 reconsume_times=reconsume, flag=h_int(f, "flag", 0) or 0, sys_flag=sys_flag,
                 born_host=msg.addr or msg.peer)
-            records.append(record)
             actions += acts
+            if record is None:  # a DLedger commit log that is not leader: OS_PAGECACHE_BUSY at once
+                code, remark = PUT_STATUS_ANSWERS[OS_PAGECACHE_BUSY]
+                return self._err(msg, code, remark, actions)
+            records.append(record)
         first = records[0]
         actions += b.puller.notify_message_arriving(first["topic"], first["queueId"], now) + b.ha.notify_new_data(now)
         if f.code != 320:
             actions += b.send_back.sent(msg, first, reconsume)
         fields = {"msgId": ",".join(r["offsetMsgId"] for r in records), "queueId": queue_id,
                   "queueOffset": records[0]["queueOffset"], "transactionId": records[0]["properties"].get("UNIQ_KEY")}
+        if b.dledger is not None:  # the answer waits for DLedger's (docs/rocketmq-model.md §8.3)
+            def answered(status: str, n: Now) -> list[Action]:
+                code, remark = PUT_STATUS_ANSWERS[status]
+                return [Reply(msg.channel, f.response(code, remark, fields=fields if status == PUT_OK else None))]
+            b.dledger.await_ack(records[-1], answered)
+            return actions
         if b.ha.sync_master and wait_store_msg_ok(records[0]["properties"]):
             def done(status: str, n: Now) -> list[Action]:
                 return [Reply(msg.channel, f.response(PUT_STATUS_CODES[status], fields=fields))]

@@ -9,8 +9,10 @@ Events:
 
 - ``ns.broker`` ``{broker_addr, broker, broker_id, change}``: ``register`` when a live entry
   *appears* (a re-register of an address that is already live is not an event, even on a new
-  channel), ``unregister`` (UNREGISTER_BROKER of a live address), ``channel_destroy`` (its channel
-  closed or went idle), ``expired`` (the scan found it silent for more than 120 s).
+  channel), ``role`` when a live address registers under another brokerId (a DLedger peer
+  promoted or demoted), ``replaced`` for the address that held a brokerId another one now
+  registered under, ``unregister`` (UNREGISTER_BROKER of a live address), ``channel_destroy`` (its
+  channel closed or went idle), ``expired`` (the scan found it silent for more than 120 s).
 - ``ns.route`` ``{topic, queue_datas: [{broker, read, write, perm}], masters}``: for each topic
   whose queue data or set of brokers-with-a-master changed, after the request or event that
   changed it. A topic that disappears gets ``queue_datas: []`` and ``masters: []``.
@@ -145,6 +147,12 @@ class NameServer(Role):
             if result.new_live_entry:
                 out.append(Emit("ns.broker", {"broker_addr": addr, "broker": name, "broker_id": broker_id,
                                               "change": "register"}))
+            elif result.new_at_id:
+                out.append(Emit("ns.broker", {"broker_addr": addr, "broker": name, "broker_id": broker_id,
+                                              "change": "role"}))
+            if result.replaced_addr is not None:
+                out.append(Emit("ns.broker", {"broker_addr": result.replaced_addr, "broker": name,
+                                              "broker_id": broker_id, "change": "replaced"}))
         resp = f.response(
             ResponseCode.SUCCESS,
             fields={"masterAddr": result.masterAddr, "haServerAddr": result.haServerAddr},

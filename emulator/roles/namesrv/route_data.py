@@ -62,6 +62,8 @@ class RegisterResult:
     masterAddr: str | None
     haServerAddr: str | None
     new_live_entry: bool
+    new_at_id: bool = False  # the address was not the one registered under its brokerId (a DLedger role change)
+    replaced_addr: str | None = None  # another address held this brokerId before and no longer does
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,8 @@ class RouteInfoManager:
             m = bd.brokerAddrs.get(MASTER_ID)
             if m is not None and m in self.brokerLiveTable:
                 master_addr, ha = m, self.brokerLiveTable[m].haServerAddr
-        return RegisterResult(master_addr, ha, new_live)
+        replaced = old_addr if old_addr not in (None, addr) else None
+        return RegisterResult(master_addr, ha, new_live, old_addr != addr, replaced)
 
     def _create_and_update_queue_data(self, name: str, tc: TopicConfig) -> None:
         qd = QueueData(name, tc.readQueueNums, tc.writeQueueNums, tc.perm, tc.topicSysFlag)

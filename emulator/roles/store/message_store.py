@@ -113,21 +113,31 @@ class MessageStore:
         """Append one message; returns the stored record (with queueOffset, storeTimestamp, msgId).
         ``parked_msg_id``: a delivered delayed message's id as its send was acked (``parkedMsgId``,
         emulator-only: the id the broker writes its consumption under for a real client without UNIQ_KEY)."""
-        q = self.queues.setdefault((topic, queue_id), [])
-        record: dict[str, Any] = {
-            "topic": topic, "queueId": queue_id, "queueOffset": len(q), **body_fields(body),
-            "properties": dict(properties), "bornTimestamp": int(born_timestamp), "bornHost": born_host,
-            "storeTimestamp": int(wall_ms), "reconsumeTimes": int(reconsume_times), "flag": flag,
-            "sysFlag": sys_flag, "commitLogOffset": self.next_commit_offset,
-        }
-        record["offsetMsgId"] = offset_msg_id(self.store_host, self.next_commit_offset)
-        record["msgId"] = properties.get("UNIQ_KEY") or record["offsetMsgId"]
-        if parked_msg_id is not None:
-            record["parkedMsgId"] = parked_msg_id
+        record = self.make_record(topic, queue_id, len(self.queues.get((topic, queue_id), ())),
+                                  self.next_commit_offset, body, properties, wall_ms, born_timestamp,
+                                  reconsume_times, flag, sys_flag, born_host, parked_msg_id)
         line = wire_json.dumps(record).decode()
         record["storeSize"] = len(line)
         self._index(record)
         return record, Append(queue_file(topic, queue_id), (line,))
+
+    def make_record(self, topic: str, queue_id: int, queue_offset: int, commit_log_offset: int,
+                    body: bytes | str, properties: dict[str, str], wall_ms: float, born_timestamp: int = 0,
+                    reconsume_times: int = 0, flag: int = 0, sys_flag: int = 0, born_host: str = "",
+                    parked_msg_id: str | None = None) -> dict[str, Any]:
+        """The record a message is stored as, at the given queue and commit-log offsets; it is
+        not stored (a DLedger broker stores it once its entry is committed)."""
+        record: dict[str, Any] = {
+            "topic": topic, "queueId": queue_id, "queueOffset": queue_offset, **body_fields(body),
+            "properties": dict(properties), "bornTimestamp": int(born_timestamp), "bornHost": born_host,
+            "storeTimestamp": int(wall_ms), "reconsumeTimes": int(reconsume_times), "flag": flag,
+            "sysFlag": sys_flag, "commitLogOffset": commit_log_offset,
+        }
+        record["offsetMsgId"] = offset_msg_id(self.store_host, commit_log_offset)
+        record["msgId"] = properties.get("UNIQ_KEY") or record["offsetMsgId"]
+        if parked_msg_id is not None:
+            record["parkedMsgId"] = parked_msg_id
+        return record
 
     def _index(self, record: dict[str, Any]) -> None:
         q = self.queues.setdefault((record["topic"], record["queueId"]), [])
