@@ -227,6 +227,8 @@ PRODUCER = Section("Producer", (
         Field("latency_ms", FLOAT, "wall ms, null for an attempt that got no answer on the wire (no route, no broker "
               "address, oneway)", required=True, nullable=True),
         Field("broker_id", INT, "0 (masters only)", required=True, nullable=True, ext=True),
+        Field("broker_addr", STR, "the broker address the attempt went to, or null when none was found (a real "
+              "client's: the broker that answered)", nullable=True, ext=True),
         Field("group", STR, required=True, ext=True),
         Field("mode", STR, "sync/async/oneway, or `wire` for a real client's send, written by the broker that "
               "answered it", required=True, ext=True),

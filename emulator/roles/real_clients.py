@@ -34,15 +34,17 @@ _NO_RNG = random.Random(0)  # to_publish_info's queue index, unused by a view
 
 
 class WireLog:
-    """``node``: the role's own node name (a route's ``source``); ``broker`` / ``broker_id`` for a broker,
-    and ``lookup``, its store's look-up by commit-log offset (the id a delivered delayed message was
-    acked with, ``parkedMsgId``)."""
+    """``node``: the role's own node name (a route's ``source``); ``broker`` / ``broker_id`` /
+    ``broker_addr`` for a broker, and ``lookup``, its store's look-up by commit-log offset (the id a
+    delivered delayed message was acked with, ``parkedMsgId``)."""
 
     def __init__(self, node: str, broker: str | None = None, broker_id: int | None = None,
-                 lookup: Callable[[int], dict[str, Any] | None] = lambda offset: None) -> None:
+                 lookup: Callable[[int], dict[str, Any] | None] = lambda offset: None,
+                 broker_addr: str | None = None) -> None:
         self.node = node
         self.broker = broker
         self.broker_id = broker_id
+        self.broker_addr = broker_addr
         self.lookup = lookup
         self.pending: OrderedDict[tuple[str, int], tuple[str, Frame]] = OrderedDict()
         self.attempts: OrderedDict[str, int] = OrderedDict()
@@ -141,7 +143,8 @@ class WireLog:
             "msg_id": msg_id, "topic": str(f.get("topic", "")), "broker": self.broker,
             "queue_id": _int(resp.fields.get("queueId", f.get("queueId"))), "attempt": attempt,
             "outcome": "ok" if resp.code == 0 else "error", "code": resp.code, "latency_ms": None,
-            "broker_id": self.broker_id, "group": str(f.get("producerGroup", "")), "mode": "wire"}
+            "broker_id": self.broker_id, "broker_addr": self.broker_addr, "group": str(f.get("producerGroup", "")),
+            "mode": "wire"}
         if resp.code != 0:
             fields["error"] = resp.remark or ""
         level = _int(props.get("DELAY"))

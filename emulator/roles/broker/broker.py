@@ -102,7 +102,7 @@ class Broker(Role):
         self.clients = ClientProcessor(self)
         self.admin = AdminProcessor(self)
         self.queues = QueueProcessor(self)
-        self.wire = WireLog(name, self.cfg.brokerName, self.broker_id, self.store.look_message_by_offset)
+        self.wire = WireLog(name, self.cfg.brokerName, self.broker_id, self.store.look_message_by_offset, addr)
         self.slave_sync = SlaveSync(self)
         self.ha = HAService(self)
         self.ha_client = HAClient(self)

@@ -167,7 +167,7 @@ class SendFlow:
         frame = self._frame(job, mq, now)
         if job.mode == "oneway":
             self.producer.fault.update_fault_item(mq.broker_name, 0, False, now.wall_ms)
-            ev = self._event(job, mq, attempt, "oneway", None, None)
+            ev = self._event(job, mq, attempt, "oneway", None, None, addr=addr)
             return [Oneway(addr, frame), ev] + self._done(job, True)
         sent = now
         return [job.request(addr, frame, now,
@@ -181,7 +181,7 @@ class SendFlow:
         if resp is None:
             code, text, outcome = self._no_answer(job, addr)
             job.error = (code, text)
-            ev = self._event(job, mq, attempt, outcome, code, wall_latency, text)
+            ev = self._event(job, mq, attempt, outcome, code, wall_latency, text, addr)
             if job.mode == "async":
                 fault.update_fault_item(mq.broker_name, 3000, True, now.wall_ms)
                 return [ev] + self._async_retry(job, info, mq, frame, attempt, now)
@@ -191,7 +191,7 @@ class SendFlow:
         code = resp.code
         if code in STORED_CODES:
             fault.update_fault_item(mq.broker_name, latency, False, now.wall_ms)
-            ev = self._event(job, mq, attempt, "ok", code, wall_latency)
+            ev = self._event(job, mq, attempt, "ok", code, wall_latency, addr=addr)
             job.stored_code = code
             if job.mode == "sync" and code != 0 and self.producer.cfg.retryAnotherBrokerWhenNotStoreOK:
                 job.times += 1
@@ -200,7 +200,7 @@ class SendFlow:
         text = resp.remark or ""
         job.error = (code, text)
         fault.update_fault_item(mq.broker_name, latency, True, now.wall_ms)
-        ev = self._event(job, mq, attempt, "error", code, wall_latency, text)
+        ev = self._event(job, mq, attempt, "error", code, wall_latency, text, addr)
         if job.mode == "sync" and should_retry_sync(code):
             job.times += 1
             return [ev] + self._attempt(job, info, now)
@@ -258,12 +258,12 @@ class SendFlow:
         return make(code, fields, self.body_of(job))
 
     def _event(self, job: SendJob, mq: MessageQueue | None, attempt: int, outcome: str, code: int | None,
-               latency: float | None, error: str | None = None) -> Emit:
+               latency: float | None, error: str | None = None, addr: str | None = None) -> Emit:
         """One ``send`` event per attempt; ``latency`` (wall ms) None for an attempt that never got an
         answer on the wire (no route, no broker address, oneway), so it cannot pull the
         latency percentiles towards 0."""
         fields = {"msg_id": job.msgs[0].msg_id, "topic": job.topic, "group": self.producer.group,
-                  "broker": mq.broker_name if mq else None, "broker_id": 0 if mq else None,
+                  "broker": mq.broker_name if mq else None, "broker_id": 0 if mq else None, "broker_addr": addr,
                   "queue_id": mq.queue_id if mq else None, "attempt": attempt, "outcome": outcome,
                   "code": code, "latency_ms": None if latency is None else round(latency, 3), "mode": job.mode}
         if error is not None:
