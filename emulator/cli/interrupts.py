@@ -151,8 +151,9 @@ def finish(run_dir: Path) -> tuple[int, list[str]]:
         _kill(name, entry)
         event: dict[str, Any] = {"ts": host_ms(), "node": name, "kind": "node.exit", "role": entry["role"],
                                  "pid": entry["pid"], **_reap(int(entry["pid"]))}
-        if entry.get("broker") is not None:
-            event.update(broker=entry["broker"], broker_id=entry.get("broker_id"))
+        if entry.get("broker") is not None:  # a DLedger peer has no fixed broker_id: none is written
+            event.update(broker=entry["broker"], **({"broker_id": entry["broker_id"]}
+                                                    if entry.get("broker_id") is not None else {}))
         append_event(run_dir / "events" / f"{name}.jsonl", event)
     last = {n: evs[-1] for n, evs in _exit_events(run_dir).items() if evs}
     killed = sorted(n for n in nodes if last.get(n, {}).get("signal") == signal.SIGKILL)

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from rmqemu.emulator.launcher import dledger as _dledger
 from rmqemu.errors import ControlError
 
 if TYPE_CHECKING:
@@ -189,8 +190,10 @@ def wait_drained(probe: Callable[[float], Backlog], clock_ms: Callable[[], float
 
 
 def cluster_probe(cluster: "Launcher", groups: list[GroupWatch]) -> Callable[[float], Backlog]:
-    """A probe that reads the live masters (and BROADCASTING instances) over the control plane."""
+    """A probe that reads the live masters (and BROADCASTING instances) over the control plane;
+    a DLedger group's master is the peer that says it is master at that look (none: unreadable)."""
     masters = {p.broker: n for n, p in cluster.plans.items() if p.role == "broker" and p.broker_id == 0}
+    dledger_groups = _dledger.groups(cluster.plans.values())
     broadcast_nodes = [n for g in groups if g.broadcasting for n in g.instances]
 
     def read(name: str, left_ms: float) -> dict[str, Any] | None:
@@ -202,8 +205,14 @@ def cluster_probe(cluster: "Launcher", groups: list[GroupWatch]) -> Callable[[fl
         except ControlError:
             return None
 
+    def group_master(broker: str, left_ms: float) -> dict[str, Any] | None:
+        states = _dledger.peer_states(cluster, broker, max(200.0, min(STATE_TIMEOUT_MS, left_ms)))
+        master = _dledger.master_of(states)
+        return states[master] if master is not None else None
+
     def probe(left_ms: float) -> Backlog:
         states = {b: read(n, left_ms) for b, n in masters.items() if b is not None}
+        states.update({b: group_master(b, left_ms) for b in dledger_groups})
         consumers = {n: read(n, left_ms) for n in broadcast_nodes}
         return backlog_of(groups, states, consumers)
 

@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from rmqemu.emulator.launcher import dledger as _dledger
 from rmqemu.emulator.launcher import manifest as _manifest
+from rmqemu.emulator.launcher import startup as _startup
 from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready, remoting_clients
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.overload import overloaded
@@ -82,7 +84,7 @@ class Launcher:
             group = [n for n, p in self.plans.items() if p.role in roles]
             if "producer" in roles:
                 self.wait_registered()
-                self.create_topics()
+                _startup.create_topics(self)
             self.spawn(group)
         _manifest.write(self)
         self.record({"node": "launcher", "kind": "run.start"})  # the measured run begins: every node is up
@@ -176,8 +178,8 @@ class Launcher:
         plan = self.plans[name]
         event: dict[str, Any] = {"ts": host_ms() if ts is None else ts, "node": name, "kind": "node.exit",
                                  "role": plan.role, "pid": self.procs[name].pid, **info}
-        if plan.broker is not None:
-            event.update(broker=plan.broker, broker_id=plan.broker_id)
+        if plan.broker is not None:  # a DLedger peer has no fixed broker_id: none is written
+            event.update(broker=plan.broker, **({} if plan.broker_id is None else {"broker_id": plan.broker_id}))
         if not self.run_dir_deleted():
             append_event(self.run_dir / "events" / f"{name}.jsonl", event)
 
@@ -208,30 +210,18 @@ class Launcher:
             self.pump(20)
 
     def wait_registered(self, timeout_s: float = 30.0) -> None:
-        """Wait until every namesrv lists every live broker node (the cluster is usable)."""
-        brokers = {self.addrs[n] for n, p in self.plans.items() if p.role == "broker" and n in self.addrs}
+        """Wait until every namesrv lists every broker node (:func:`emulator.launcher.startup.wait_registered`)."""
+        _startup.wait_registered(self, timeout_s)
 
-        def all_registered() -> bool:
-            for n, p in self.plans.items():
-                if p.role == "namesrv" and n in self.procs and self.procs[n].alive():
-                    live = set(self.state(n).get("brokerLiveTable", {}))
-                    if not brokers <= live:
-                        return False
-            return True
-
-        self.wait_for(all_registered, timeout_s, "every broker to register on every namesrv")
-
-    def create_topics(self) -> None:
-        from rmqemu.emulator.launcher.admin import update_topic
-
-        for topic in self.topo.topics:
-            for b in topic.brokers:
-                update_topic(self.addrs[f"{b}-0"], topic, timeout_ms=max(3000.0, 3000 * self.scale))
+    def dledger_leader(self, broker: str) -> str | None:
+        """ClusterOps: the node of ``broker``'s DLedger leader now (the LEADER of the highest term
+        among its live, running peers' ``state``), None if none leads or it is no DLedger group."""
+        return _dledger.leader(self, broker)
 
     # ------------------------------------------------------------------ ClusterOps for faults/
 
     def node_infos(self) -> dict[str, NodeInfo]:
-        return {n: NodeInfo(n, p.role, p.broker, p.broker_id, p.group) for n, p in self.plans.items()}
+        return {n: p.node_info() for n, p in self.plans.items()}
 
     def host_ms(self) -> float:
         return host_ms()

@@ -29,7 +29,7 @@ def host_problems(namesrvs: int, brokers: Sequence[Any], producers: Sequence[Any
                   scale: float) -> list[str]:
     """What a topology's entries ask beyond the limits above, one message each (empty: it fits)."""
     problems = []
-    nodes = (namesrvs + sum(1 + b.slaves for b in brokers)
+    nodes = (namesrvs + sum(len(b.node_names) for b in brokers)
              + sum(p.instances for p in producers) + sum(c.instances for c in consumers))
     if nodes > MAX_NODES:
         problems.append(f"nodes: {nodes} node processes, more than the {MAX_NODES} one host runs (limit)")

@@ -24,7 +24,7 @@ def _version(dist: str) -> str:
 def node_entry(cluster: "Launcher", name: str) -> dict[str, Any]:
     plan = cluster.plans[name]
     entry: dict[str, Any] = {"role": plan.role, "config": plan.config}
-    for key in ("broker", "broker_id", "cluster", "group"):
+    for key in ("broker", "broker_id", "peer", "cluster", "group"):
         if getattr(plan, key) is not None:
             entry[key] = getattr(plan, key)
     if plan.role == "broker":

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from rmqemu.emulator.launcher import limits
 from rmqemu.emulator.launcher import topology_order as order
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
+from rmqemu.emulator.launcher.nodes import peer_ids, peer_node
+from rmqemu.emulator.launcher.topology_dledger import DLEDGER_OWNED, DLedgerKey, slaves_problem
 from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_problems
 from rmqemu.emulator.roles.client.bodies import BodyKind
 from rmqemu.emulator.roles.client.client_config import ConsumerConfig, ProducerConfig, config_from_dict
@@ -75,13 +77,16 @@ def _check_extra_keys(model: BaseModel, check: Callable[[dict[str, Any]], object
 
 
 class BrokerEntry(BaseModel):
-    """One broker name: a master and ``slaves`` slaves; extra keys are BrokerConfig keys."""
+    """One broker name: a master and ``slaves`` slaves, or the peers of a ``dledger:`` group;
+    extra keys are BrokerConfig keys."""
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(description="brokerName; nodes are <name>-0 (master), <name>-1.. (slaves)")
+    name: str = Field(description="brokerName; nodes are <name>-0 (master), <name>-1.. (slaves), or "
+                                  "<name>-n0, <name>-n1.. (the peers of a dledger: group)")
     cluster: str = Field("DefaultCluster", description="brokerClusterName")
     slaves: int = Field(0, ge=0, le=8)
+    dledger: DLedgerKey = None
 
     @field_validator("name", "cluster")
     @classmethod
@@ -92,8 +97,15 @@ class BrokerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "BrokerEntry":
-        _check_extra_keys(self, _broker_entry_keys)
+        _check_extra_keys(self, _broker_entry_keys, slaves_problem(self.slaves, self.dledger))
         return self
+
+    @property
+    def node_names(self) -> list[str]:
+        """The entry's nodes: ``<name>-0``, ``<name>-1``.. or a DLedger group's ``<name>-n0``.."""
+        if self.dledger is not None:
+            return [peer_node(self.name, p) for p in peer_ids(self.dledger.peers)]
+        return [f"{self.name}-{i}" for i in range(self.slaves + 1)]
 
 
 class TopicEntry(Strict):
@@ -198,9 +210,9 @@ class NamesrvEntry(BaseModel):
 
 
 #: Broker keys the entry itself decides: each node's identity comes from ``name``,
-#: ``cluster`` and ``slaves`` (node ``<name>-0`` is the master, ``-1``.. the slaves).
+#: ``cluster`` and ``slaves`` (node ``<name>-0`` is the master, ``-1``.. the slaves) or ``dledger``.
 _ENTRY_OWNED = {"brokerName": "the entry's `name` sets it", "brokerClusterName": "the entry's `cluster` sets it",
-                "brokerId": "set per node: 0 for the master, 1..N for `slaves: N`"}
+                "brokerId": "set per node: 0 for the master, 1..N for `slaves: N`", **DLEDGER_OWNED}
 
 
 def _broker_entry_keys(d: dict[str, Any]) -> object:

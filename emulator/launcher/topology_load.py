@@ -15,9 +15,11 @@ from pydantic import BaseModel, ValidationError
 from yaml.nodes import Node
 
 from rmqemu.emulator.launcher import topology as _models
+from rmqemu.emulator.launcher import topology_dledger as _dledger_models
 from rmqemu.emulator.launcher import topology_order as _order_models
 from rmqemu.emulator.launcher import topology_remoting as _remoting_models
-from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, Topology, extra_key_problems
+from rmqemu.emulator.launcher.nodes import NodeInfo, Role, peer_ids, peer_node
+from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, BrokerEntry, Topology, extra_key_problems
 from rmqemu.emulator.launcher.topology_order import ordered_workload
 from rmqemu.emulator.launcher.topology_yaml import read_yaml, with_lines
 from rmqemu.emulator.roles.common.broker_config import did_you_mean
@@ -48,7 +50,8 @@ _BOUND_WORDS = {
 def _topology_keys() -> list[str]:
     """Every key name (and alias) of the topology models: what a misspelt key is compared with."""
     names: set[str] = set()
-    for model in [*vars(_models).values(), *vars(_remoting_models).values(), *vars(_order_models).values()]:
+    modules = (_models, _remoting_models, _order_models, _dledger_models)
+    for model in [value for module in modules for value in vars(module).values()]:
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel:
             for name, info in model.model_fields.items():
                 names.update(n for n in (name, info.alias) if n)
@@ -109,7 +112,24 @@ def _independent_problems(data: dict[str, Any]) -> list[str]:
                 if isinstance(b, str) and b not in names:
                     problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: "
                                     f"{', '.join(str(n) for n in names)})")
-    return problems + _remoting_models.raw_problems(data)
+    return (problems + _remoting_models.raw_problems(data, _raw_broker_nodes(data.get("brokers")))
+            + _dledger_models.raw_problems(data))
+
+
+def _raw_broker_nodes(brokers: Any) -> list[str] | None:
+    """The node names of raw broker entries (``<name>-0``.., or a DLedger group's ``<name>-n0``..);
+    None when an entry is too malformed to name its nodes (its own problems say why)."""
+    if not isinstance(brokers, list) or not all(isinstance(b, dict) for b in brokers):
+        return None
+    names = []
+    for b in brokers:
+        name, slaves, dledger = b.get("name"), b.get("slaves", 0), b.get("dledger")
+        peers = _dledger_models.raw_peers(dledger) if dledger not in (None, False) else 0
+        if not isinstance(name, str) or type(slaves) is not int or not 0 <= slaves <= 8 or peers is None:
+            return None
+        names += ([peer_node(name, p) for p in peer_ids(peers)] if peers
+                  else [f"{name}-{i}" for i in range(slaves + 1)])
+    return names
 
 
 def parse_topology(data: Any, source: str = "<topology>", yaml_root: Node | None = None) -> Topology:
@@ -156,7 +176,10 @@ def override(topo: Topology, source: str, **updates: Any) -> Topology:
 
 @dataclass(frozen=True)
 class NodePlan:
-    """One node to spawn, before ports exist: what the launcher turns into a spec file."""
+    """One node to spawn, before ports exist: what the launcher turns into a spec file.
+
+    A peer of a DLedger group has its DLedger id in ``peer`` (``n0``, ...) and no ``broker_id``:
+    its broker decides that on each election (0 as master, ``int(peer[1:]) + 1`` as follower)."""
 
     name: str
     role: str  # namesrv | broker | producer | consumer
@@ -166,6 +189,12 @@ class NodePlan:
     cluster: str | None = None
     group: str | None = None
     workload: dict[str, Any] = field(default_factory=dict)
+    peer: str | None = None
+
+    def node_info(self) -> NodeInfo:
+        """The injector's view of this node (:class:`emulator.launcher.nodes.NodeInfo`)."""
+        role: Role = self.role  # type: ignore[assignment]
+        return NodeInfo(self.name, role, self.broker, self.broker_id, self.group, self.peer)
 
 
 def _subscription(item: str) -> dict[str, str]:
@@ -173,21 +202,34 @@ def _subscription(item: str) -> dict[str, str]:
     return {"topic": topic, "expression": expr or "*"}
 
 
-def plan_nodes(topo: Topology) -> list[NodePlan]:
-    """All nodes in start order: namesrvs, masters, slaves, producers, consumers.
+def _classic_broker(b: BrokerEntry, bid: int) -> NodePlan:
+    """The master (``bid`` 0) or a slave of a classic broker entry."""
+    cfg = {**(b.model_extra or {}), "brokerName": b.name, "brokerClusterName": b.cluster, "brokerId": bid}
+    if bid > 0:
+        cfg["brokerRole"] = "SLAVE"
+    return NodePlan(f"{b.name}-{bid}", "broker", cfg, b.name, bid, b.cluster)
 
-    Names follow docs/design.md §5: ``namesrv-<i>``, ``<broker>-<brokerId>``, ``<group>-<i>``;
-    consumer entries sharing a group continue that group's numbering so names stay unique.
+
+def _dledger_peers(b: BrokerEntry) -> list[NodePlan]:
+    """The peers of a DLedger group entry, one node each, with the keys ``dledger:`` sets."""
+    assert b.dledger is not None
+    base = {**(b.model_extra or {}), "brokerName": b.name, "brokerClusterName": b.cluster}
+    return [NodePlan(peer_node(b.name, p), "broker", {**base, **_dledger_models.peer_config(b.name, b.dledger, p)},
+                     b.name, None, b.cluster, peer=p) for p in peer_ids(b.dledger.peers)]
+
+
+def plan_nodes(topo: Topology) -> list[NodePlan]:
+    """All nodes in start order: namesrvs, masters and DLedger peers, slaves, producers, consumers.
+
+    Names follow docs/design.md §5: ``namesrv-<i>``, ``<broker>-<brokerId>``, ``<broker>-<peer>``
+    (``broker-a-n0``), ``<group>-<i>``; consumer entries sharing a group continue that group's
+    numbering so names stay unique.
     """
     nodes = [NodePlan(f"namesrv-{i}", "namesrv", topo.namesrv_config) for i in range(topo.namesrv_count)]
-    for role_ids in (lambda b: [0], lambda b: list(range(1, b.slaves + 1))):
-        for b in topo.brokers:
-            for bid in role_ids(b):
-                cfg = dict(b.model_extra or {})
-                cfg.update({"brokerName": b.name, "brokerClusterName": b.cluster, "brokerId": bid})
-                if bid > 0:
-                    cfg["brokerRole"] = "SLAVE"
-                nodes.append(NodePlan(f"{b.name}-{bid}", "broker", cfg, b.name, bid, b.cluster))
+    for b in topo.brokers:
+        nodes += _dledger_peers(b) if b.dledger is not None else [_classic_broker(b, 0)]
+    for b in topo.brokers:  # a DLedger group has none (validated)
+        nodes += [_classic_broker(b, bid) for bid in range(1, b.slaves + 1)]
     counters: dict[str, int] = {}
     for p in topo.producers:
         workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,

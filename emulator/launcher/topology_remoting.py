@@ -73,9 +73,9 @@ RemotingKey = Annotated[Remoting | None, BeforeValidator(switch(Remoting, "{host
     json_schema_extra=boolean_too)]
 
 
-def remoting_nodes(namesrv_count: int, brokers: Iterable[tuple[str, int]]) -> list[str]:
-    """The names of the nodes that get a remoting port (``(broker name, slaves)`` pairs)."""
-    return list(node_table(namesrv_count, dict(brokers)))
+def remoting_nodes(namesrv_count: int, broker_nodes: Iterable[str]) -> list[str]:
+    """The names of the nodes that get a remoting port: the namesrvs and every broker node."""
+    return [*node_table(namesrv_count), *broker_nodes]
 
 
 def port_problems(ports: Mapping[str, Any], nodes: list[str]) -> list[str]:
@@ -98,23 +98,20 @@ def topology_problems(topo: "Topology") -> list[str]:
     """The ports' problems of a validated topology (its cross-references check)."""
     if topo.remoting is None:
         return []
-    return port_problems(topo.remoting.ports, remoting_nodes(topo.namesrv_count, ((b.name, b.slaves)
-                                                                                for b in topo.brokers)))
+    return port_problems(topo.remoting.ports, remoting_nodes(topo.namesrv_count,
+                                                             (n for b in topo.brokers for n in b.node_names)))
 
 
-def raw_problems(data: Mapping[str, Any]) -> list[str]:
+def raw_problems(data: Mapping[str, Any], broker_nodes: list[str] | None) -> list[str]:
     """The same on a file's raw data, for a topology that failed elsewhere (every problem in one
-    pass); nothing when the namesrvs or brokers are too malformed to name the nodes."""
-    remoting, brokers, namesrvs = data.get("remoting"), data.get("brokers"), data.get("namesrvs", 1)
+    pass), given the raw entries' broker node names; nothing when the namesrvs or brokers are too
+    malformed to name the nodes (``broker_nodes`` None)."""
+    remoting, namesrvs = data.get("remoting"), data.get("namesrvs", 1)
     ports = remoting.get("ports") if isinstance(remoting, dict) else None
     count = namesrvs.get("count", 1) if isinstance(namesrvs, dict) else namesrvs
-    if not isinstance(ports, dict) or not isinstance(brokers, list) or type(count) is not int:
+    if not isinstance(ports, dict) or broker_nodes is None or type(count) is not int:
         return []
-    pairs = [(b.get("name"), b.get("slaves", 0)) for b in brokers if isinstance(b, dict)]
-    if len(pairs) != len(brokers) or not all(isinstance(n, str) and type(s) is int and 0 <= s <= 8
-                                             for n, s in pairs):
-        return []
-    return port_problems(ports, remoting_nodes(min(max(count, 0), 16), pairs))
+    return port_problems(ports, remoting_nodes(min(max(count, 0), 16), broker_nodes))
 
 
 def idle_close_s(topo: "Topology") -> float:
