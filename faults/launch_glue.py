@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def node_infos(topo: "Topology") -> dict[str, NodeInfo]:
     """The injector's view of the topology's nodes, before any is spawned. A DLedger peer's id
     (``peer``) comes with the topology's DLedger groups (a ``NodePlan`` without it has none)."""
-    return {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group, getattr(p, "peer", None))  # type: ignore[arg-type]
+    return {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group, getattr(p, "peer", None))
             for p in plan_nodes(topo)}
 
 

@@ -79,3 +79,17 @@ def test_no_leader_is_a_refusal(live):
     assert res.exit_code == 1
     assert "pause: nothing to hit: followers:broker-a: broker-a has no DLedger leader now" in res.output
     assert ops.calls_of("signal") == []
+
+
+def test_the_node_table_of_a_topology_keeps_the_dledger_peer_id(monkeypatch):
+    """What build_plan and validate see: a planned node's ``peer`` (NodePlan gains it with the
+    DLedger topology) makes it a DLedger peer; without one, a node is what it always was."""
+    from types import SimpleNamespace
+
+    planned = [SimpleNamespace(name="broker-a-n1", role="broker", broker="broker-a", broker_id=None, group=None,
+                               peer="n1"),
+               SimpleNamespace(name="broker-b-0", role="broker", broker="broker-b", broker_id=0, group=None)]
+    monkeypatch.setattr(launch_glue, "plan_nodes", lambda _topo: planned)
+    table = launch_glue.node_infos(None)
+    assert table["broker-a-n1"].peer == "n1" and not table["broker-a-n1"].is_master
+    assert table["broker-b-0"].peer is None and table["broker-b-0"].is_master
