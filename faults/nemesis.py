@@ -12,7 +12,7 @@ With DLedger groups (docs/rocketmq-model.md §8) three more names aim at a group
 openchaos's leader faults do; each draws one DLedger group, and what it hits is decided when it
 fires (:mod:`faults.roles`): ``leader-kill`` kills that group's leader (restarted an interval
 later), ``leader-pause`` pauses it for an interval, ``group-partition`` cuts the group with one of
-the modes ``leader``, ``leader-minority``, ``leader-majority`` its size allows, for an interval.
+the modes ``leader-alone``, ``leader-minority``, ``leader-majority`` its size allows, for an interval.
 The plain kinds never aim at roles, so a seed's plan of them is what it always was.
 """
 

@@ -11,7 +11,7 @@ Nodes outside every group are not affected. Functions that split a set of nodes 
 caller shuffles with the run's seeded RNG (see :func:`plan_partition`), so the maths stays
 hand-checkable.
 
-The group modes (``leader``, ``leader-minority``, ``leader-majority``, :data:`GROUP_MODES`) split
+The group modes (``leader-alone``, ``leader-minority``, ``leader-majority``, :data:`GROUP_MODES`) split
 one DLedger group's peers around its leader, which is only known when the fault fires: the plan
 keeps the peers in a seeded order, and :func:`plan_leader_partition` fills the leader's side from
 that order once the leader is known. Only the peers are split; every other node keeps all its links.
@@ -131,7 +131,7 @@ def bridge(nodes: Sequence[str], oneway: bool = False) -> list[Link]:
 #: fewest peers the mode needs): the leader alone; the largest strict minority, leader included
 #: (5 peers: leader + 1 vs 3); the smallest majority, leader included (3 peers: leader + 1 vs 1).
 GROUP_MODES: dict[str, tuple[Callable[[int], int], int]] = {
-    "leader": (lambda n: 1, 2),
+    "leader-alone": (lambda n: 1, 2),
     "leader-minority": (lambda n: (n - 1) // 2, 3),
     "leader-majority": (lambda n: n // 2 + 1, 3),
 }

@@ -1,7 +1,7 @@
 """The plan side of faults decided when they fire: role terms and the group partition modes.
 
 A plan step built from a spec that names a role term (:mod:`faults.roles`) or uses a group
-partition mode (``leader``, ``leader-minority``, ``leader-majority``) keeps what cannot be known
+partition mode (``leader-alone``, ``leader-minority``, ``leader-majority``) keeps what cannot be known
 yet in its plain data, and :mod:`faults.binding` turns it into a concrete step when it fires:
 
 - kill, stop, pause, clock: ``targets`` holds the node names resolved now (node-table order) and

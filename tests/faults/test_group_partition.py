@@ -1,4 +1,4 @@
-"""The group partition modes (leader, leader-minority, leader-majority): hand-worked splits, and
+"""The group partition modes (leader-alone, leader-minority, leader-majority): hand-worked splits, and
 properties over any group size, leader and order, at the maths and at the binding of a step."""
 
 import random
@@ -18,8 +18,8 @@ P5 = ["n0", "n1", "n2", "n3", "n4"]
 
 
 @pytest.mark.parametrize("mode, peers, leader, expected", [
-    ("leader", P3, "n1", [["n1"], ["n0", "n2"]]),
-    ("leader", ["n0", "n1"], "n0", [["n0"], ["n1"]]),
+    ("leader-alone", P3, "n1", [["n1"], ["n0", "n2"]]),
+    ("leader-alone", ["n0", "n1"], "n0", [["n0"], ["n1"]]),
     ("leader-minority", P5, "n2", [["n2", "n0"], ["n1", "n3", "n4"]]),  # the brief's 5 peers: leader + 1 vs 3
     ("leader-minority", P3, "n0", [["n0"], ["n1", "n2"]]),               # 3 peers: the leader alone
     ("leader-majority", P3, "n2", [["n2", "n0"], ["n1"]]),               # 3 peers: leader + 1 vs 1
@@ -33,15 +33,15 @@ def test_hand_worked_sides(mode, peers, leader, expected):
 def test_links_cut_both_ways_or_only_from_the_leaders_side():
     assert plan_leader_partition("leader-majority", P3, "n0").links == [
         ("n0", "n2"), ("n1", "n2"), ("n2", "n0"), ("n2", "n1")]
-    assert plan_leader_partition("leader", P3, "n1", oneway=True).links == [("n1", "n0"), ("n1", "n2")]
+    assert plan_leader_partition("leader-alone", P3, "n1", oneway=True).links == [("n1", "n0"), ("n1", "n2")]
 
 
 @pytest.mark.parametrize("mode, peers, leader, message", [
-    ("leader", ["n0"], "n0", "at least 2 peers, got 1"),
+    ("leader-alone", ["n0"], "n0", "at least 2 peers, got 1"),
     ("leader-minority", ["n0", "n1"], "n0", "at least 3 peers, got 2"),
     ("leader-majority", ["n0", "n1"], "n0", "at least 3 peers, got 2"),
-    ("leader", P3, "n7", "the leader n7 is not one of the peers n0, n1, n2"),
-    ("leader", ["n0", "n0", "n1"], "n0", "listed twice: n0"),
+    ("leader-alone", P3, "n7", "the leader n7 is not one of the peers n0, n1, n2"),
+    ("leader-alone", ["n0", "n0", "n1"], "n0", "listed twice: n0"),
     ("leaders", P3, "n0", "unknown group partition mode 'leaders'"),
 ])
 def test_refusals(mode, peers, leader, message):
@@ -56,7 +56,7 @@ def test_plan_partition_sends_group_modes_to_fire_time():
 
 def expected_size(mode: str, n: int) -> int:
     """The brief's rule, written out again rather than read from GROUP_MODES."""
-    return {"leader": 1, "leader-minority": (n - 1) // 2, "leader-majority": n // 2 + 1}[mode]
+    return {"leader-alone": 1, "leader-minority": (n - 1) // 2, "leader-majority": n // 2 + 1}[mode]
 
 
 def check_split(split, mode: str, peers: list[str], leader: str) -> None:
@@ -120,7 +120,7 @@ def test_a_group_partition_without_a_leader_is_not_bound():
     nodes = dledger_nodes()
     peers = ["broker-a-n0", "broker-a-n1", "broker-a-n2"]
     step = PlanStep(1.0, "start", "f1", "partition", tuple(peers),
-                    {"mode": "leader", "oneway": False, "links": [], "groups": [], "peers": peers})
+                    {"mode": "leader-alone", "oneway": False, "links": [], "groups": [], "peers": peers})
     bound = bind_step(step, nodes, {"broker-a": None}, lambda _n: None)
     assert bound.step is None
     assert bound.why == ("nothing to hit: leader:broker-a: broker-a has no DLedger leader now "

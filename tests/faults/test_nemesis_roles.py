@@ -15,7 +15,7 @@ from rmqemu.faults.testing import FakeOps, dledger_nodes, sample_nodes
 NODES = dledger_nodes({"broker-a": 3, "broker-c": 5}, classic={"broker-b": 1})
 needs_group_modes = pytest.mark.skipif(
     not set(GROUP_MODES) <= set(PARTITION_MODES),
-    reason="fault_spec.PARTITION_MODES lacks leader, leader-minority, leader-majority")
+    reason="fault_spec.PARTITION_MODES lacks leader-alone, leader-minority, leader-majority")
 
 
 def starts(plan):
@@ -89,4 +89,4 @@ def test_group_partition_draws_a_mode_the_groups_size_allows():
             group = step.targets[0].rsplit("-", 1)[0]
             modes.setdefault(group, set()).add(step.params["mode"])
             assert sorted(step.params["peers"]) == list(step.targets)
-    assert modes == {"g2": {"leader"}, "g5": set(GROUP_MODES)}
+    assert modes == {"g2": {"leader-alone"}, "g5": set(GROUP_MODES)}

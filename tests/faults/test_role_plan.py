@@ -16,7 +16,7 @@ A = ["broker-a-n0", "broker-a-n1", "broker-a-n2"]
 #: the topology schema (emulator/launcher/fault_spec.py) must list the group modes for a spec to name them
 needs_group_modes = pytest.mark.skipif(
     not set(GROUP_MODES) <= set(PARTITION_MODES),
-    reason="fault_spec.PARTITION_MODES lacks leader, leader-minority, leader-majority")
+    reason="fault_spec.PARTITION_MODES lacks leader-alone, leader-minority, leader-majority")
 
 
 def plan(*entries, seed=1, nodes=NODES):
@@ -146,14 +146,14 @@ def test_a_group_mode_keeps_the_peers_in_a_seeded_order():
 
 @needs_group_modes
 @pytest.mark.parametrize("entry, message", [
-    ({"at": 1, "partition": "leader"},
-     "faults[0].targets: leader splits one DLedger group around its leader: give one DLedger group's peers, as "
+    ({"at": 1, "partition": "leader-alone"},
+     "faults[0].targets: leader-alone splits one DLedger group around its leader: give one DLedger group's peers, as "
      "broker:<name> (DLedger groups: broker-a, broker-c)"),
     ({"at": 1, "partition": "leader-majority", "targets": "broker:broker-b"},
      "faults[0].targets: broker:broker-b is not the peers of one DLedger group"),
-    ({"at": 1, "partition": "leader", "targets": "one:broker:broker-a"}, "faults[0].targets: one:broker:broker-a: "
-                                                                         "leader takes no selector or role term"),
-    ({"at": 1, "partition": "leader", "targets": ["broker-a-n0", "broker-a-n1"]},
+    ({"at": 1, "partition": "leader-alone", "targets": "one:broker:broker-a"},
+     "faults[0].targets: one:broker:broker-a: leader-alone takes no selector or role term"),
+    ({"at": 1, "partition": "leader-alone", "targets": ["broker-a-n0", "broker-a-n1"]},
      "faults[0].targets: broker-a-n0,broker-a-n1 is not the peers of one DLedger group"),
 ])
 def test_a_group_mode_needs_one_whole_group(entry, message):
