@@ -10,8 +10,9 @@ What cannot be hit is not an error, as a refused signal is not (``params.refused
 
 - a role term of a group without a leader now binds nothing (``refused["leader:broker-a"]``);
 - for a fault that holds a resource (kill, stop, pause, clock), a peer a role term picked that an
-  active fault already holds is left out (``refused["broker-a-n1"]``): two faults aimed at roles
-  may overlap in a plan (:mod:`faults.plan_check`), and the later one takes what is free;
+  active fault already holds (or, for kill, stop and pause, that an earlier fault left down) is
+  left out (``refused["broker-a-n1"]``): two faults aimed at roles may overlap in a plan
+  (:mod:`faults.plan_check`), and the later one takes what is free;
 - if nothing is left to hit, there is no step (:attr:`Binding.why` says why) and the step is
   skipped; the interpreter records it as ``fault.error``.
 """
@@ -29,7 +30,7 @@ from rmqemu.faults.plan_check import resource_of
 from rmqemu.faults.roles import Leaders, bind_roles, groups_of, is_role_term
 from rmqemu.faults.schedule import PlanStep
 
-Held = Callable[[str], "str | None"]  # node -> the active fault holding it, described (None: free)
+Held = Callable[[str], "str | None"]  # node -> why the fault cannot take it now (None: free)
 LINK_PARAMS = ("delay_ms", "jitter_ms", "loss", "duplicate")
 
 
@@ -79,18 +80,18 @@ def bind_step(step: PlanStep, nodes: Mapping[str, NodeInfo], leaders: Leaders, h
 
 def _bind(terms: Sequence[str], step: PlanStep, nodes: Mapping[str, NodeInfo], leaders: Leaders,
           held: Held, refused: dict[str, str]) -> list[str]:
-    """Bind role terms; leave out the peers they picked that an active fault holds."""
+    """Bind role terms; leave out the peers they picked that ``held`` says the fault cannot take."""
     names, missing = bind_roles(terms, nodes, leaders)
     refused.update(missing)
     if resource_of(step) is None:
         return names
     out = []
     for name in names:
-        holder = None if name in terms else held(name)  # a named node was checked with the plan
-        if holder is None:
+        why = None if name in terms else held(name)  # a named node was checked with the plan
+        if why is None:
             out.append(name)
         else:
-            refused[name] = f"held by {holder}"
+            refused[name] = why
     return out
 
 

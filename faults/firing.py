@@ -2,9 +2,10 @@
 
 A step without role terms or group modes is built and started as it is. One with them is bound
 first (:func:`faults.binding.bind_step`) against the cluster at this moment: the leader of each
-DLedger group it needs (:meth:`faults.ops.ClusterOps.dledger_leader`) and the resources the
-injector's active faults hold. The fault is built from the bound step, so ``fault.start`` records
-the nodes actually hit, and a later heal acts on them (the injector keeps the fault object).
+DLedger group it needs (:meth:`faults.ops.ClusterOps.dledger_leader`), the resources the
+injector's active faults hold and the nodes earlier faults left down. The fault is built from
+the bound step, so ``fault.start`` records the nodes actually hit, and a later heal acts on them
+(the injector keeps the fault object).
 """
 
 from __future__ import annotations
@@ -26,8 +27,13 @@ def start_step(step: PlanStep, injector: Injector) -> Fault | str:
     resource = resource_of(step)
 
     def held(node: str) -> str | None:
+        """Why the fault cannot take ``node`` now: another holds it, or (a signal) it is down."""
         holder = injector.holder(node, resource) if resource else None
-        return None if holder is None else holder.describe()
+        if holder is not None:
+            return f"held by {holder.describe()}"
+        if resource == "process" and node in injector.down_nodes():
+            return "down: an earlier fault ended it and it was not restarted"
+        return None
     bound = bind_step(step, nodes, leaders, held)
     if bound.step is None:
         return bound.why

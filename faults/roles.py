@@ -107,8 +107,10 @@ def bind_roles(terms: Sequence[str], nodes: Mapping[str, NodeInfo],
         for group in groups_of(term, nodes):
             leader = leaders.get(group)
             which = "leader" if term.startswith(LEADER) else "followers"
-            if leader is None or leader not in groups[group]:
+            if leader is None:
                 refused[f"{which}:{group}"] = f"{group} has no DLedger leader now (an election is under way?)"
+            elif leader not in groups[group]:
+                refused[f"{which}:{group}"] = f"the cluster names {leader} as {group}'s leader, not one of its peers"
             elif which == "leader":
                 chosen.add(leader)
             else:

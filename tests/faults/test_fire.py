@@ -165,6 +165,22 @@ def test_a_peer_another_fault_holds_is_left_out(ops):
     assert ops.state["broker-a-n1"] == "paused"
 
 
+def test_a_peer_an_earlier_kill_left_down_is_not_signalled_again(ops):
+    plan = plan_of(ops, {"at": 1, "kill": "broker-a-n0", "restart_after": 0.5},
+                   {"at": 2, "pause": "followers:broker-a", "duration": 1},
+                   {"at": 3, "clock": "bump", "targets": "followers:broker-a", "offset": 1})
+    inj = Injector(ops)
+    step = {(s.fault_id, s.action): s for s in plan.steps}
+    run_step(step["f1", "start"], inj)
+    inj.stop("f1", restart=False)  # the kill ended without its restart (a heal does that): its node stays down
+    run_step(step["f2", "start"], inj)
+    pause = starts(ops)["f2"]
+    assert pause["targets"] == ["broker-a-n2"]
+    assert pause["params"]["refused"] == {"broker-a-n0": "down: an earlier fault ended it and it was not restarted"}
+    run_step(step["f3", "start"], inj)  # a clock setting waits for a down node: it is taken
+    assert starts(ops)["f3"]["targets"] == ["broker-a-n0", "broker-a-n2"]
+
+
 def test_the_verb_server_binds_now_and_refuses_when_there_is_no_leader(ops):
     srv = VerbServer(ops, scale=0.01, seed=7, clock=ops.clock, log=lambda _m: None)
     out = srv.start("kill", {"targets": ["leader:broker-c"], "restart_after": "5s"})
