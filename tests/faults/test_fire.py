@@ -9,6 +9,7 @@ import pytest
 from rmqemu.emulator.launcher.fault_spec import FaultSpec
 from rmqemu.emulator.node.clock import ClockSetting
 from rmqemu.errors import FaultError
+from rmqemu.events import problems
 from rmqemu.faults.injector import Injector
 from rmqemu.faults.interpreter import run_plan, run_plan_steps, run_step
 from rmqemu.faults.schedule import plan_from_specs
@@ -195,3 +196,15 @@ def test_the_verb_server_binds_now_and_refuses_when_there_is_no_leader(ops):
     ops.clock.advance(50.0)
     srv.tick()
     assert ops.state["broker-c-n0"] == "running" and srv.list_faults({})["active"] == []
+
+
+def test_every_line_a_role_plan_writes_is_a_registered_event(ops):
+    """Resolved targets, refusals keyed by a role term, a skipped step: all in the event registry."""
+    ops.leaders["broker-c"] = None
+    plan = plan_of(ops, {"at": 1, "kill": "leader:broker-a", "restart_after": 1},
+                   {"at": 3, "pause": "leader", "duration": 1},
+                   {"at": 5, "partition": "isolate", "targets": "followers:broker-c", "duration": 1},
+                   {"at": 7, "link": "leader:broker-a", "to": "followers:broker-a", "loss": 0.5, "duration": 1})
+    run_plan(plan, Injector(ops), ops.clock, ops.clock.advance)
+    assert {e["kind"] for e in ops.events} == {"fault.start", "fault.end", "fault.error"}
+    assert [(e["fault_id"], problems(e)) for e in ops.events if problems(e)] == []
