@@ -9,8 +9,13 @@ Layers, from pure to effectful:
   (:mod:`emulator.launcher.signals`): the launcher core needs them and may not import this package;
 - :mod:`faults.targets`, :mod:`faults.partition` — pure, seeded target and partition maths;
   :mod:`faults.clients` — real clients (``client@<pid>``) as partition / link targets;
+  :mod:`faults.roles` — DLedger role terms (``leader:<broker>``), decided when a step fires;
 - :mod:`faults.schedule`, :mod:`faults.nemesis` — plans as plain data (``plan.json``);
+  :mod:`faults.role_plan` — what a step keeps of a role term or group mode until it fires;
+  :mod:`faults.plan_check` — overlaps and names checked before a plan runs;
 - :mod:`faults.kinds`, :mod:`faults.injector` — fault objects and the injector that merges them;
+  :mod:`faults.binding` (pure), :mod:`faults.firing` — a step bound to the leaders of the moment
+  it fires, and started;
 - :mod:`faults.interpreter` — runs a plan on an injected clock: ``run_plan_steps`` for ``launch``,
   ``run_plan`` (until the plan's end, then heal everything) for tests and scripts;
 - :mod:`faults.ops` — ``ClusterOps``, what the launcher implements;

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rmqemu.errors import FaultError, PlanFailed
+from rmqemu.faults.firing import start_step
 from rmqemu.faults.injector import Injector
-from rmqemu.faults.kinds import build_fault
 from rmqemu.faults.schedule import Plan, PlanStep
 
 
@@ -38,14 +38,28 @@ class PlanRun:
 
 
 def run_step(step: PlanStep, injector: Injector) -> str | None:
-    """Execute one step; returns why it was skipped, or None if it ran."""
+    """Execute one step; returns why it was skipped, or None if it ran.
+
+    A start whose role terms find nothing to hit when it fires (no DLedger leader now, or only
+    peers another fault holds: :mod:`faults.binding`) is skipped and recorded as ``fault.error``,
+    whatever ``continue_on_error`` says: the cluster's state at that moment decided it, not a
+    defect of the plan, so the run goes on (its stop step is skipped in turn)."""
     if step.action == "start":
-        injector.start(build_fault(step.kind, step.fault_id, step.targets, step.params))
+        started = start_step(step, injector)
+        if isinstance(started, str):
+            record_error(injector, step, f"skipped when it fired: {started}")
+            return f"{step.describe()}: skipped when it fired: {started}"
         return None
     if injector.get(step.fault_id) is None:
-        return f"{step.describe()}: not active any more (healed interactively?)"
+        return f"{step.describe()}: not active any more (skipped when it fired, or healed interactively?)"
     injector.stop(step.fault_id)
     return None
+
+
+def record_error(injector: Injector, step: PlanStep, error: str) -> None:
+    """A ``fault.error`` line: the step did not take effect, and why."""
+    injector.ops.record({"kind": "fault.error", "node": "injector", "fault_id": step.fault_id,
+                         "fault": step.kind, "targets": list(step.targets), "action": step.action, "error": error})
 
 
 #: Longest single sleep between two ``should_stop()`` checks (wall ms).
@@ -139,9 +153,7 @@ def _interpret(
                         f"fault plan step {index} ({step.source + ': ' if step.source else ''}{step.describe()}) "
                         f"failed: {err} [seed {plan.seed}; replay with: rmqemu launch --replay RUN_DIR]",
                         seed=plan.seed, step={"index": index, "fault_id": step.fault_id}) from err
-                injector.ops.record({"kind": "fault.error", "node": "injector", "fault_id": step.fault_id,
-                                     "fault": step.kind, "targets": list(step.targets),
-                                     "action": step.action, "error": str(err)})
+                record_error(injector, step, str(err))
                 result.skipped.append(f"{step.describe()}: {err}")
                 continue
             if skipped is None:

@@ -78,8 +78,8 @@ def _signal_each(fault: Fault, ops: ClusterOps, sig: int, on_done: Any = None) -
             on_done(node)
     if not done and first is not None:
         raise first
-    if refused:
-        fault.notes["refused"] = refused
+    if refused:  # beside what the binding of a role term refused (faults.binding), if any
+        fault.notes["refused"] = {**fault.notes.get("refused", {}), **refused}
     return tuple(done)
 
 

@@ -25,11 +25,18 @@ if TYPE_CHECKING:
     from rmqemu.emulator.launcher.topology import Topology
 
 
+def node_infos(topo: "Topology") -> dict[str, NodeInfo]:
+    """The injector's view of the topology's nodes, before any is spawned. A DLedger peer's id
+    (``peer``) comes with the topology's DLedger groups (a ``NodePlan`` without it has none)."""
+    return {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group, getattr(p, "peer", None))
+            for p in plan_nodes(topo)}
+
+
 def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = "30s",
                replay: Path | None = None, concurrency: int = 1) -> Plan:
     """The run's fault plan, checked against the topology's nodes before anything is spawned."""
 
-    nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
+    nodes = node_infos(topo)
     scale = topo.timing.scale
     try:
         if replay is not None:
@@ -50,7 +57,7 @@ def topology_fault_problems(topo: "Topology") -> list[str]:
 
     if not topo.faults:
         return []
-    nodes = {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group) for p in plan_nodes(topo)}
+    nodes = node_infos(topo)
     return spec_problems(topo.faults, nodes, topo.seed, topo.timing.scale, topo.duration)
 
 

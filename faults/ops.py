@@ -56,6 +56,16 @@ class ClusterOps(Protocol):
         dead node: the injector defers it until the node is back)."""
         ...
 
+    def dledger_leader(self, broker: str) -> str | None:
+        """The node name of the DLedger group ``broker``'s leader now, or None if it has none
+        (an election is under way). Asked when a step naming a role term fires (faults.binding).
+
+        Only asked for a DLedger group of :meth:`node_infos` (peers with ``peer`` set). The
+        answer is the peer that last said it became LEADER of the group's highest term seen
+        (docs/rocketmq-model.md §8.1), never a peer that has exited since; a stopped (SIGSTOP) one
+        may still be named, as it still believes it leads."""
+        ...
+
     def real_clients(self) -> dict[str, list[str] | None] | None:
         """Node -> the real clients (``client@<pid>``) on its remoting port now (None for a node
         that did not answer); None when the run has no remoting port."""

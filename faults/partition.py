@@ -10,6 +10,11 @@ Nodes outside every group are not affected. Functions that split a set of nodes 
 ``majority``, ``majorities_ring``, ``bridge``) take the nodes *in the order to split them*: the
 caller shuffles with the run's seeded RNG (see :func:`plan_partition`), so the maths stays
 hand-checkable.
+
+The group modes (``leader-alone``, ``leader-minority``, ``leader-majority``, :data:`GROUP_MODES`) split
+one DLedger group's peers around its leader, which is only known when the fault fires: the plan
+keeps the peers in a seeded order, and :func:`plan_leader_partition` fills the leader's side from
+that order once the leader is known. Only the peers are split; every other node keeps all its links.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rmqemu.errors import PartitionError
 
@@ -122,12 +127,45 @@ def bridge(nodes: Sequence[str], oneway: bool = False) -> list[Link]:
     return cut([nodes[:k], nodes[k + 1:]], oneway)
 
 
+#: Partition modes around a DLedger group's leader -> (the leader's side size for n peers, the
+#: fewest peers the mode needs): the leader alone; the largest strict minority, leader included
+#: (5 peers: leader + 1 vs 3); the smallest majority, leader included (3 peers: leader + 1 vs 1).
+GROUP_MODES: dict[str, tuple[Callable[[int], int], int]] = {
+    "leader-alone": (lambda n: 1, 2),
+    "leader-minority": (lambda n: (n - 1) // 2, 3),
+    "leader-majority": (lambda n: n // 2 + 1, 3),
+}
+
+
+def leader_sides(mode: str, peers: Sequence[str], leader: str) -> list[list[str]]:
+    """``[the leader's side, the rest]`` of one group: the leader first, then the followers in
+    the order of ``peers`` until the side has its size (:data:`GROUP_MODES`); the rest in that order."""
+    if mode not in GROUP_MODES:
+        raise PartitionError(f"unknown group partition mode {mode!r}; expected one of {', '.join(GROUP_MODES)}")
+    peers = _check_unique(peers, mode)
+    size, need = GROUP_MODES[mode]
+    if len(peers) < need:
+        raise PartitionError(f"{mode}: needs a group of at least {need} peers, got {len(peers)}")
+    if leader not in peers:
+        raise PartitionError(f"{mode}: the leader {leader} is not one of the peers {', '.join(peers)}")
+    followers = [p for p in peers if p != leader]
+    k = size(len(peers))
+    return [[leader, *followers[:k - 1]], followers[k - 1:]]
+
+
+def plan_leader_partition(mode: str, peers: Sequence[str], leader: str, oneway: bool = False) -> "PartitionPlan":
+    """A group mode resolved once the leader is known (``oneway``: the leader's side cannot send)."""
+    groups = leader_sides(mode, peers, leader)
+    return PartitionPlan(mode, groups, cut(groups, oneway), oneway)
+
+
 @dataclass(frozen=True)
 class PartitionPlan:
     """A resolved partition: the groups it was built from (for the record) and its blocked links.
 
     ``groups`` is ``[targets, rest]`` for isolate, the two sides for halves/majority,
-    ``[side_a, [bridge], side_b]`` for bridge, and ``[ring order]`` for majorities-ring.
+    ``[side_a, [bridge], side_b]`` for bridge, ``[ring order]`` for majorities-ring, and
+    ``[leader's side, rest]`` for the group modes (the leader first in its side).
     """
 
     mode: str
@@ -176,5 +214,7 @@ def plan_partition(
         if oneway:
             raise PartitionError("majorities-ring cannot be oneway: it has no first group")
         return PartitionPlan(mode, [order], majorities_ring(order), False)
+    if mode in GROUP_MODES:
+        raise PartitionError(f"{mode} splits a DLedger group around its leader: plan_leader_partition, when it fires")
     raise PartitionError(f"unknown partition mode {mode!r}; expected one of "
-                         "isolate, halves, majority, majorities-ring, bridge, groups")
+                         f"isolate, halves, majority, majorities-ring, bridge, groups, {', '.join(GROUP_MODES)}")

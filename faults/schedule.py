@@ -2,9 +2,14 @@
 
 A plan is a list of timed steps with everything resolved — concrete node names, the blocked links
 of each partition, offsets in wall ms — so running it needs no randomness and ``plan.json`` alone
-replays a run (``rmqemu launch --replay RUN_DIR``). Specs are resolved in list order with one RNG
-derived from the run's seed (``random.Random(f"rmqemu-faults-{seed}")``): the fault plan does not
-shift when the workload draws more or fewer random numbers, and the same seed gives the same plan.
+replays a run (``rmqemu launch --replay RUN_DIR``). The one exception is what only the running
+cluster knows: a DLedger group's leader. A role term (``leader:broker-a``) or a group partition
+mode stays symbolic in its step, with a ``note`` saying so, and is bound when the step fires
+(:mod:`faults.role_plan`, :mod:`faults.binding`); a replay binds it again, to the leader of then.
+
+Specs are resolved in list order with one RNG derived from the run's seed
+(``random.Random(f"rmqemu-faults-{seed}")``): the fault plan does not shift when the workload
+draws more or fewer random numbers, and the same seed gives the same plan.
 
 Times: specs are in cluster seconds, steps in wall ms from the start of the run
 (``wall_ms = cluster_s * 1000 * scale``).
@@ -20,21 +25,29 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from rmqemu.emulator.launcher.fault_spec import FaultSpec
 from rmqemu.emulator.launcher.nodes import NodeInfo
-from rmqemu.errors import FaultError, PlanError
+from rmqemu.errors import FaultError, PlanError, TargetError
 from rmqemu.faults.clients import (
-    CLIENT_KINDS,
     ConnectedClients,
     is_client,
     link_fault_links,
     partition_links,
     pick_targets,
     servers,
+    terms_of,
 )
-from rmqemu.faults.kinds import FAULT_CLASSES
-from rmqemu.faults.partition import plan_partition
+from rmqemu.faults.partition import GROUP_MODES, plan_partition
+from rmqemu.faults.plan_check import check_plan
+from rmqemu.faults.role_plan import (
+    check_field,
+    fire_note,
+    group_partition,
+    has_roles,
+    role_partition,
+    target_fields,
+)
+from rmqemu.faults.roles import split_roles
 
 PLAN_VERSION = 1
-HOLDS = {"kill": "process", "stop": "process", "pause": "process", "clock": "clock"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,7 @@ class PlanStep:
     targets: tuple[str, ...]
     params: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # where it came from, for messages: "faults[2]", "nemesis"
+    note: str = ""  # what is decided only when it fires (faults.role_plan.fire_note); "" for most steps
 
     def describe(self) -> str:
         return f"{self.action} {self.fault_id} ({self.kind} {','.join(self.targets)}) at {self.at_ms:g} ms"
@@ -66,6 +80,8 @@ class Plan:
         data = asdict(self)
         for step in data["steps"]:
             step["targets"] = list(step["targets"])
+            if not step["note"]:
+                del step["note"]  # a plan without role terms reads as it always did
         return data
 
     def to_json(self) -> str:
@@ -79,7 +95,8 @@ class Plan:
                 raise PlanError(f"plan version {data.get('version')!r} is not supported (expected {PLAN_VERSION})")
             steps = tuple(
                 PlanStep(float(s["at_ms"]), str(s["action"]), str(s["fault_id"]), str(s["kind"]),
-                         tuple(str(t) for t in s["targets"]), dict(s.get("params") or {}), str(s.get("source", "")))
+                         tuple(str(t) for t in s["targets"]), dict(s.get("params") or {}), str(s.get("source", "")),
+                         str(s.get("note", "")))
                 for s in data["steps"])
             duration = data.get("duration_ms")
             return cls(int(data["seed"]), float(data["scale"]), steps,
@@ -144,18 +161,30 @@ def _links_of(spec: FaultSpec, nodes: Mapping[str, NodeInfo], rng: random.Random
 
 def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], rng: random.Random,
                  scale: float, source: str = "", clients: ConnectedClients | None = None) -> list[PlanStep]:
-    """The start (and stop) steps of one spec, with targets, links and offsets resolved.
-    ``clients``: the real clients connected now (a partition or link may name them)."""
+    """The start (and stop) steps of one spec, with targets, links and offsets resolved, except
+    role terms and group modes (:mod:`faults.role_plan`); a bad role term is named by its field
+    (``faults[2].kill: ...``). ``clients``: the real clients connected now (a partition or link may name them)."""
     at = _wall(spec.at, scale) or 0.0
     kind, params = spec.kind, {}
+    for path, terms in target_fields(spec):
+        try:
+            check_field(spec, path, terms, nodes)
+        except TargetError as err:
+            raise PlanError(f"{source or fault_id}.{path}: {err}") from None
 
     def pick(expr: Any) -> list[str]:
-        return pick_targets(expr, nodes, rng, clients, kind)
+        """Node terms drawn now, with the seeded RNG; role terms after them, kept as written."""
+        plain, roles = split_roles(terms_of(expr))
+        return (pick_targets(plain, nodes, rng, clients, kind) if plain or not roles else []) + roles
     try:
         if kind in ("kill", "stop", "pause"):
             targets = tuple(pick(getattr(spec, kind)))
             if kind != "pause":
                 params = {"restart_after_ms": _wall(spec.restart_after, scale)}
+        elif kind == "partition" and spec.partition in GROUP_MODES:
+            targets, params = group_partition(spec, nodes, rng)
+        elif kind == "partition" and has_roles(spec.targets, *(spec.groups or [])):
+            targets, params = role_partition(spec, nodes, pick)
         elif kind == "partition":
             mode = spec.partition or ""
             if mode == "groups":
@@ -176,9 +205,13 @@ def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], 
                       "links": [list(link) for link in partition_links(part.links, nodes)],
                       "groups": [list(g) for g in part.groups]}
         elif kind == "link":
-            src, links = _links_of(spec, nodes, rng, clients)
+            if has_roles(spec.link, spec.to):  # the links are drawn when it fires, between the nodes then
+                src, links = pick(spec.link), []
+                params = {"oneway": spec.oneway, **({"to": pick(spec.to)} if spec.to else {})}
+            else:
+                src, links = _links_of(spec, nodes, rng, clients)
             targets = tuple(src)
-            params = {"links": links, "delay_ms": _wall(spec.delay, scale) or 0.0,
+            params = {**params, "links": links, "delay_ms": _wall(spec.delay, scale) or 0.0,
                       "jitter_ms": _wall(spec.jitter, scale) or 0.0, "loss": spec.loss or 0.0,
                       "duplicate": spec.duplicate or 0.0}
         else:
@@ -189,10 +222,12 @@ def resolve_spec(spec: FaultSpec, fault_id: str, nodes: Mapping[str, NodeInfo], 
                       "strobe_period_ms": _wall(spec.period, scale) or 0.0, "drift_ppm": spec.ppm or 0.0}
     except FaultError as err:
         raise PlanError(f"{source or fault_id} ({spec.describe()}): {err}") from None
-    steps = [PlanStep(at, "start", fault_id, kind, targets, params, source)]
+    note = fire_note(kind, targets, params, nodes)
+    steps = [PlanStep(at, "start", fault_id, kind, targets, params, source, note)]
     end = spec.restart_after if kind in ("kill", "stop") else spec.duration
     if end is not None:
-        steps.append(PlanStep(at + (_wall(end, scale) or 0.0), "stop", fault_id, kind, targets, {}, source))
+        steps.append(PlanStep(at + (_wall(end, scale) or 0.0), "stop", fault_id, kind, targets, {}, source,
+                              "ends what its start hit" if note else ""))
     return steps
 
 
@@ -210,45 +245,6 @@ def sort_steps(steps: Iterable[PlanStep]) -> tuple[PlanStep, ...]:
 
     indexed.sort(key=lambda p: (p[1].at_ms, rank(p[1]), p[0]))
     return tuple(step for _, step in indexed)
-
-
-def check_plan(plan: Plan, nodes: Mapping[str, NodeInfo] | None = None) -> None:
-    """Refuse a plan whose faults would overlap on a node (what the injector would refuse at run
-    time, found before anything is spawned), steps on unknown nodes or faults, and bad kinds."""
-    holders: dict[tuple[str, str], PlanStep] = {}
-    started: dict[str, PlanStep] = {}
-    for step in plan.steps:
-        where = f"{step.source + ': ' if step.source else ''}{step.describe()}"
-        if step.kind not in FAULT_CLASSES or step.action not in ("start", "stop"):
-            raise PlanError(f"{where}: unknown kind or action")
-        named = list(step.targets) + [n for link in step.params.get("links") or [] for n in link]
-        unknown = list(dict.fromkeys(t for t in named if nodes is not None and t not in nodes
-                                     and not (step.kind in CLIENT_KINDS and is_client(t))))
-        if unknown:
-            raise PlanError(f"{where}: unknown node(s) {', '.join(unknown)} (is this plan for another topology?)")
-        resource = HOLDS.get(step.kind) if step.params.get("mode") != "reset" else None
-        if step.action == "stop":
-            if step.fault_id not in started:
-                raise PlanError(f"{where}: stops a fault that has not started")
-            holders = {k: v for k, v in holders.items() if v.fault_id != step.fault_id}
-            continue
-        if step.fault_id in started:
-            raise PlanError(f"{where}: fault id {step.fault_id} starts twice")
-        started[step.fault_id] = step
-        if step.kind == "clock" and step.params.get("mode") == "reset":  # ends the whole holding faults,
-            ended = {v.fault_id for k, v in holders.items()   # as the injector does at run time
-                     if k[1] == "clock" and k[0] in step.targets}
-            holders = {k: v for k, v in holders.items() if v.fault_id not in ended}
-        if resource is None:
-            continue
-        for node in step.targets:
-            holder = holders.get((node, resource))
-            if holder is not None:
-                until = "and never ends" if not any(s.action == "stop" and s.fault_id == holder.fault_id
-                                                     for s in plan.steps) else "until it stops"
-                raise PlanError(f"{where}: {node} is held by {holder.fault_id} ({holder.kind} from "
-                                f"{holder.at_ms:g} ms, {holder.source or 'plan'}) {until}")
-            holders[(node, resource)] = step
 
 
 def spec_problems(specs: Sequence[FaultSpec], nodes: Mapping[str, NodeInfo], seed: int, scale: float,

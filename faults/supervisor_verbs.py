@@ -24,8 +24,9 @@ from typing import Any, Callable
 from rmqemu.emulator.node.clock import mono_ms
 from rmqemu.errors import FaultError, PlanError
 from rmqemu.faults.clients import ConnectedClients, check_not_clients, client_names
+from rmqemu.faults.firing import start_step
 from rmqemu.faults.injector import Injector
-from rmqemu.faults.kinds import Fault, build_fault
+from rmqemu.faults.kinds import Fault
 from rmqemu.faults.ops import ClusterOps
 from rmqemu.faults.verbs import one_fault_plan, spec_from_args
 
@@ -86,7 +87,9 @@ class VerbServer:
             cause = err.__context__ if isinstance(err.__context__, FaultError) else err
             raise FaultError(f"{verb}: {cause}") from None
         start, *stops = plan.steps
-        fault = self.injector.start(build_fault(start.kind, fault_id, start.targets, start.params))
+        fault = start_step(start, self.injector)  # a role term (leader:broker-a) is bound now
+        if isinstance(fault, str):
+            raise FaultError(f"{verb}: {fault}; nothing was started")
         out = fault_summary(fault)
         out["ends_in_ms"] = None
         if stops and self.injector.get(fault_id) is not None:  # a clock reset is over at once

@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal as _signal
 from typing import Any, Mapping
 
-from rmqemu.emulator.launcher.nodes import NodeInfo, node_table
+from rmqemu.emulator.launcher.nodes import NodeInfo, index_nodes, node_table
 from rmqemu.emulator.node.clock import ClockSetting, FakeClock
 from rmqemu.emulator.node.links import LinkRule
 from rmqemu.errors import FaultError, ProcessGone, UnsafeSignal
@@ -25,8 +25,21 @@ def sample_nodes() -> dict[str, NodeInfo]:
                       producers={"pg-1": 1}, consumers={"cg-1": 2})
 
 
+def dledger_nodes(groups: Mapping[str, int] | None = None, *, classic: Mapping[str, int] | None = None
+                  ) -> dict[str, NodeInfo]:
+    """2 namesrvs, DLedger groups (name -> peers; default broker-a with 3, peers
+    ``broker-a-n0``...), master/slave brokers (``classic``: name -> slaves), pg-1-0 and cg-1-0."""
+    table = node_table(namesrvs=2, brokers=dict(classic or {}), producers={"pg-1": 1}, consumers={"cg-1": 1})
+    peers = [NodeInfo(f"{g}-n{i}", "broker", g, None, peer=f"n{i}")
+             for g, n in (groups if groups is not None else {"broker-a": 3}).items() for i in range(n)]
+    names = list(table)
+    at = next((i for i, n in enumerate(names) if table[n].role != "namesrv"), len(names))
+    return index_nodes([*(table[n] for n in names[:at]), *peers, *(table[n] for n in names[at:])])
+
+
 class FakeOps:
-    """In-memory cluster: node states, the last pushed link table and clocks, and every call."""
+    """In-memory cluster: node states, the last pushed link table and clocks, and every call.
+    ``leaders`` says which peer leads each DLedger group (``ops.leaders["broker-a"] = "broker-a-n1"``)."""
 
     def __init__(self, nodes: Mapping[str, NodeInfo] | None = None, clock: FakeClock | None = None,
                  *, ack_ms: float = 0.0, spawned: set[str] | None = None,
@@ -43,6 +56,7 @@ class FakeOps:
         self.exits: list[tuple[str, int, float]] = []
         self.fail: dict[tuple[str, str], Exception] = {}  # (method, node) -> raise once
         self.clients = None if clients is None else dict(clients)  # node -> real clients; None: remoting off
+        self.leaders: dict[str, str | None] = {}  # DLedger group -> the peer a test says leads (dledger_leader)
 
     def _maybe_fail(self, method: str, node: str) -> None:
         err = self.fail.pop((method, node), None)
@@ -54,6 +68,14 @@ class FakeOps:
 
     def host_ms(self) -> float:
         return self.clock()
+
+    def dledger_leader(self, broker: str) -> str | None:
+        """The peer ``leaders`` names for the group, unless it has died (a dead peer leads nothing)."""
+        self.calls.append(("dledger_leader", broker))
+        if not any(i.broker == broker and i.peer is not None for i in self.nodes.values()):
+            raise FaultError(f"fake: {broker} is not a DLedger group")
+        leader = self.leaders.get(broker)
+        return None if leader is None or self.state[leader] == "dead" else leader
 
     def real_clients(self) -> dict[str, list[str] | None] | None:
         """The real clients on the nodes' remoting ports (``clients=``; remoting off if None)."""
