@@ -26,10 +26,8 @@ if TYPE_CHECKING:
 
 
 def node_infos(topo: "Topology") -> dict[str, NodeInfo]:
-    """The injector's view of the topology's nodes, before any is spawned. A DLedger peer's id
-    (``peer``) comes with the topology's DLedger groups (a ``NodePlan`` without it has none)."""
-    return {p.name: NodeInfo(p.name, p.role, p.broker, p.broker_id, p.group, getattr(p, "peer", None))
-            for p in plan_nodes(topo)}
+    """The injector's view of the topology's nodes, before any is spawned (a DLedger peer with its id)."""
+    return {p.name: p.node_info() for p in plan_nodes(topo)}
 
 
 def build_plan(topo: "Topology", *, nemesis: str | None = None, interval: Any = "30s",

@@ -54,8 +54,9 @@ FAULT_PARAMS = Struct("params", (
     Field("signal", INT, "kill/stop/pause: the signal sent"),
     Field("restart_after_ms", FLOAT, "kill/stop: restart after this long (null: never)", nullable=True),
     Field("after_ms", FLOAT, "restart: the kill's `restart_after_ms`", nullable=True),
-    Field("mode", STR, "partition: `groups`/`isolate`/`halves`/`majority`/`bridge`/`majorities-ring`, "
-          "clock: `bump`/`strobe`/`drift`/`reset`"),
+    Field("mode", STR, "partition: `groups`/`isolate`/`halves`/`majority`/`bridge`/`majorities-ring`, or a "
+          "DLedger group's `leader-alone`/`leader-minority`/`leader-majority` (`groups`: the leader's side, "
+          "leader first, then the rest); clock: `bump`/`strobe`/`drift`/`reset`"),
     Field("oneway", BOOL, "partition: only the listed direction is cut"),
     Field("links", LINKS, "partition/link: the directed links `[[src, dst], ...]`"),
     Field("groups", ListOf(STRS), "partition: the node groups"),
@@ -64,7 +65,8 @@ FAULT_PARAMS = Struct("params", (
     Field("offset_ms", FLOAT, "clock: the bump"), Field("drift_ppm", FLOAT, "clock"),
     Field("strobe_delta_ms", FLOAT, "clock"), Field("strobe_period_ms", FLOAT, "clock"),
     Field("since_ms", FLOAT, "clock strobe/drift: when it began (host ms)"),
-    Field("refused", MapOf(STR), "targets that could not be signalled, and why", ext=True),
+    Field("refused", MapOf(STR), "targets that could not be hit, and why: a node that could not be signalled, "
+          "or a role term (`leader:broker-a`) with no leader when the step fired", ext=True),
     Field("gone", MapOf(STR), "pause: targets that exited while paused", ext=True),
     Field("resume_failed", MapOf(STR), "pause: targets that could not be resumed", ext=True),
 ))
@@ -312,7 +314,8 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
                    "their queues count as not drained", required=True),
              Field("interrupted", BOOL, "a signal (Ctrl-C, SIGTERM) cut the drain short", ext=True),
          ), ext=True),
-    Kind("fault.error", "injector (plan)", "a plan step that failed under `continue_on_error`, skipped",
+    Kind("fault.error", "injector (plan)", "a plan step that failed under `continue_on_error`, or whose role "
+         "terms (`leader:broker-a`) found nothing to hit when it fired (its `targets` are then the terms), skipped",
          _FAULT + (Field("action", STR, "`start`/`stop`", required=True), Field("error", STR, required=True)),
          ext=True),
 ))

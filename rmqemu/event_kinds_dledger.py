@@ -19,8 +19,9 @@ _MEMBER = (
 )
 
 DLEDGER = Section("DLedger broker groups", (
-    Kind("dledger.role", "broker (DLedger peers)", "the member changed role, or stayed a candidate into a new "
-         "ballot's step-down: `CANDIDATE` (no leader known), `FOLLOWER` (of `leader`) or `LEADER`", _MEMBER + (
+    Kind("dledger.role", "broker (DLedger peers)", "the member changed role or term: `CANDIDATE` (no leader "
+         "known; `term` is the largest it knows of, which it takes at its next ballot), `FOLLOWER` (of `leader`) or "
+         "`LEADER`", _MEMBER + (
              Field("role", STR, "`CANDIDATE`, `FOLLOWER` or `LEADER`", required=True),
              Field("leader", STR, "the leader's peer id (`null` for a candidate)", required=True, nullable=True),
              Field("ledger_end_index", LONG, "the index of the member's last entry (-1: none)", required=True),

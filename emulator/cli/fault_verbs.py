@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from rmqemu.emulator.cli.errors import handle_errors
+from rmqemu.emulator.launcher.fault_spec import PARTITION_MODES
 from rmqemu.errors import SpecError, TargetError
 from rmqemu.faults.clients import ConnectedClients, check_connected, check_not_clients, client_names
 from rmqemu.faults.verbs import spec_from_args
@@ -154,7 +155,7 @@ def resume(targets: tuple[str, ...], run: Path | None) -> None:
 @click.argument("targets", nargs=-1)
 @click.option("--from", "from_", multiple=True,
               help="the other side: nodes or real clients (client@<pid>); repeat or comma-separate")
-@click.option("--mode", type=click.Choice(["isolate", "halves", "majority", "majorities-ring", "bridge", "groups"]),
+@click.option("--mode", type=click.Choice(list(PARTITION_MODES)),
               help="without --from: how to split (default isolate TARGETS from every other node)")
 @click.option("--oneway", is_flag=True, help="only TARGETS -> the other side is cut (TARGETS still hear it)")
 @DURATION

@@ -24,10 +24,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 FAULT_KINDS: tuple[str, ...] = ("kill", "stop", "pause", "partition", "link", "clock")
-PARTITION_MODES: tuple[str, ...] = ("isolate", "halves", "majority", "majorities-ring", "bridge", "groups")
+PARTITION_MODES: tuple[str, ...] = ("isolate", "halves", "majority", "majorities-ring", "bridge", "groups",
+                                    "leader-alone", "leader-minority", "leader-majority")
 CLOCK_MODES: tuple[str, ...] = ("bump", "strobe", "drift", "reset")
 
-PartitionMode = Literal["isolate", "halves", "majority", "majorities-ring", "bridge", "groups"]
+PartitionMode = Literal["isolate", "halves", "majority", "majorities-ring", "bridge", "groups",
+                        "leader-alone", "leader-minority", "leader-majority"]
 ClockMode = Literal["bump", "strobe", "drift", "reset"]
 
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}

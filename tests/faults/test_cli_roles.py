@@ -81,15 +81,13 @@ def test_no_leader_is_a_refusal(live):
     assert ops.calls_of("signal") == []
 
 
-def test_the_node_table_of_a_topology_keeps_the_dledger_peer_id(monkeypatch):
-    """What build_plan and validate see: a planned node's ``peer`` (NodePlan gains it with the
-    DLedger topology) makes it a DLedger peer; without one, a node is what it always was."""
-    from types import SimpleNamespace
+def test_the_node_table_of_a_topology_keeps_the_dledger_peer_id():
+    """What build_plan and validate see: a DLedger group's nodes carry their peer id and are no
+    fixed master or slave; a classic group's are what they always were."""
+    from rmqemu.emulator.launcher.topology_load import load_topology
 
-    planned = [SimpleNamespace(name="broker-a-n1", role="broker", broker="broker-a", broker_id=None, group=None,
-                               peer="n1"),
-               SimpleNamespace(name="broker-b-0", role="broker", broker="broker-b", broker_id=0, group=None)]
-    monkeypatch.setattr(launch_glue, "plan_nodes", lambda _topo: planned)
-    table = launch_glue.node_infos(None)
-    assert table["broker-a-n1"].peer == "n1" and not table["broker-a-n1"].is_master
-    assert table["broker-b-0"].peer is None and table["broker-b-0"].is_master
+    table = launch_glue.node_infos(load_topology(Path(__file__).parents[2] / "topologies" / "dledger-quickstart.yaml"))
+    assert [(n, i.peer) for n, i in table.items() if i.broker == "broker-a"] == [
+        ("broker-a-n0", "n0"), ("broker-a-n1", "n1"), ("broker-a-n2", "n2")]
+    assert not any(table[f"broker-a-n{i}"].is_master or table[f"broker-a-n{i}"].is_slave for i in range(3))
+    assert table["broker-b-0"].peer is None and table["broker-b-0"].is_master and table["broker-b-1"].is_slave

@@ -105,6 +105,7 @@ class Net:
         self.cut: set[tuple[str, str]] = set()
         self.offsets: dict[str, float] = {n: 0.0 for n in self.addrs}
         self.frames: list[_Frame] = []
+        self.last_due: dict[tuple[str, str], float] = {}
         self.seq = itertools.count()
         self.seed = seed if vote_seed is None else vote_seed
         self.leaders: dict[int, set[str]] = {}
@@ -201,7 +202,9 @@ class Net:
                              addr=self.addrs[src])
         if dst is None or (src, dst) in self.cut:
             return
-        due = self.time.mono_ms + self.rng.uniform(*self.delay_ms)
+        # a connection keeps its order (TCP, ZeroMQ): a frame never overtakes an earlier one on its link
+        due = max(self.time.mono_ms + self.rng.uniform(*self.delay_ms), self.last_due.get((src, dst), 0.0))
+        self.last_due[(src, dst)] = due
         heapq.heappush(self.frames, _Frame(due, next(self.seq), dst, event))
 
     def run_for(self, ms: float) -> None:

@@ -54,6 +54,7 @@ class DLedgerServer:
         self.pusher = Pusher(self)
         self.handler = EntryHandler(self)
         self.transfer = Transfer(self)
+        self.last_role: tuple[int, Role, str | None] | None = None  # of the last dledger.role written
 
     @property
     def is_leader(self) -> bool:
@@ -157,10 +158,13 @@ class DLedgerServer:
 
     def _role_changed(self, term: int, role: Role, now: Now) -> list[Action]:
         m = self.member
-        actions: list[Action] = [Emit("dledger.role", {
-            "group": self.cfg.group, "peer": self.cfg.self_id, "term": term, "role": role.value,
-            "leader": m.leader_id, "ledger_end_index": self.log.end_index,
-            "committed_index": self.log.committed_index})]
+        actions: list[Action] = []
+        if (term, role, m.leader_id) != self.last_role:  # a candidate stepping down again says nothing new
+            self.last_role = (term, role, m.leader_id)
+            actions.append(Emit("dledger.role", {
+                "group": self.cfg.group, "peer": self.cfg.self_id, "term": term, "role": role.value,
+                "leader": m.leader_id, "ledger_end_index": self.log.end_index,
+                "committed_index": self.log.committed_index}))
         actions += self.transfer.role_changed(term, role)
         actions += self.hooks.on_role(term, role, now)
         if role is Role.FOLLOWER:
