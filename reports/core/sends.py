@@ -26,7 +26,7 @@ REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_t
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
                                  "attempt", "outcome", "code", "latency_ms", "error", "group", "sharding_key",
-                                 "route_queues")
+                                 "route_queues", "broker_addr")
 
 #: The columns of :func:`send_outcomes`, in order.
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
@@ -35,8 +35,9 @@ OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "tim
 
 def sends(ev: pd.DataFrame) -> pd.DataFrame:
     """Send attempts: ``producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
-    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues`` (the last two:
-    ordered sends only)."""
+    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues, broker_addr``
+    (``sharding_key`` and ``route_queues``: ordered sends only; ``broker_addr``: the address the
+    attempt went to, which names the node of a DLedger group's moving master)."""
     out = ev.loc[ev["kind"] == "send"].rename(columns={"node": "producer"})
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 
