@@ -33,6 +33,7 @@ from matplotlib.transforms import blended_transform_factory  # noqa: E402
 from rmqemu.reports.core.sends import REASONS  # noqa: E402
 from rmqemu.reports.plot_axes import DPI, axes, fig_height, finish, plain, shade_faults  # noqa: E402
 from rmqemu.reports.plotdata import PlotData  # noqa: E402
+from rmqemu.reports.plots_failover import plot_failover  # noqa: E402
 from rmqemu.reports.plots_order import plot_order  # noqa: E402
 
 STATE_COLOURS = {"fresh": "#cfe8cf", "over": "#f28e2b", "under": "#4e79a7", "both": "#7b3294"}
@@ -235,6 +236,12 @@ def render_all(data: PlotData, out_dir: Path, pool: Executor | None = None) -> l
             "One lane per sharding key (those with the most violations first), coloured by the queue "
             "its sends went to: a change of colour is a remap. Red outline: an attempt failed; "
             "marks: where the order checker found a violation; dashed: a producer's route changed.")))
+    for i, group in enumerate(data.failover_groups):
+        jobs.append((plot_failover, (data, group), Figure(
+            f"failover-{i}-{_safe(group)}.png", f"DLedger group {group}: leader and route views over time",
+            "One band per peer, coloured by its role (blank while down), black where its broker was the master; "
+            "below, each namesrv's and client's route, red while it still held a failover's old master "
+            "(docs/design.md §7 \"DLedger failovers\"); dashed: elections.")))
     jobs.append((plot_staleness, (data,), Figure(
         "staleness.png", "Staleness distribution",
         "How long each client stale interval (view != truth, maximal) lasted.")))

@@ -154,7 +154,7 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         sent = sends_mod.sends(ev)
         out["classified"] = sends_mod.classify_sends(
             sent, truth["nodes"], truth["lives"], truth["pauses"], truth["partitions"], truth["hosts"],
-            truth["autocreate"], truth["write_queues"], end) if classify else sent
+            truth["autocreate"], truth["write_queues"], end, truth["addresses"]) if classify else sent
         out["windows"] = availability.unavailable_windows(sent, until)
     if "client.route" in kinds:
         out["route_changes"] = order_routes.route_changes(ev)
@@ -251,7 +251,8 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.order_moved": lambda: orders().moved(),
         "m.failover_groups": lambda: failovers().groups(), "m.failover_faults": lambda: failovers().faults(),
         "m.failover_failovers": lambda: failovers().rows(), "m.failover_views": lambda: failovers().view_rows(),
-        "m.failover_rto": lambda: failovers().rto_rows(), "m.failover_misrouted": lambda: failovers().misrouted(),
+        "m.failover_rto": lambda: failovers().rto_rows(),
+        "m.failover_stale_sends": lambda: failovers().stale_master_sends(),
         "m.failover_lost": lambda: failovers().lost,
     }
     wanted = set(made) if queries is None else set(queries)

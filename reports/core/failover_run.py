@@ -122,7 +122,7 @@ class FailoverRun:
             "elections": self.leads.groupby("group").size(), "failovers": fo.groupby("group").size(),
             "max_term": terms, "no_master_ms": pd.Series(no_master.to_numpy(float)).groupby(fo["group"]).sum(),
             "max_no_master_ms": pd.Series(no_master.to_numpy(float)).groupby(fo["group"]).max(),
-            "misrouted_sends": self.stale_sends.groupby("group").size(),
+            "stale_master_sends": self.stale_sends.groupby("group").size(),
             "acked_lost": self.lost.drop_duplicates(["group", "msg_id"]).groupby("group").size(),
             "duplicates": self.duplicates.groupby("group").size(),
             "reconsumed": self.reconsumed.groupby("group").size(), "truncated": trunc}
@@ -153,7 +153,7 @@ class FailoverRun:
             out = self._join(out, mine.groupby(_KEY, sort=False)["stale_ms"].max().rename(f"{who}s_stale_ms"), 0.0)
         out = self._join(out, v[v["seen"].isna().to_numpy(bool)].groupby(_KEY, sort=False).size().rename(
             "unseen_views"), 0)
-        out = self._join(out, self.stale_sends.groupby(_KEY, sort=False).size().rename("misrouted_sends"), 0)
+        out = self._join(out, self.stale_sends.groupby(_KEY, sort=False).size().rename("stale_master_sends"), 0)
         out = self._join(out, self.rtos.groupby(_KEY, sort=False)["rto_ms"].max().rename("rto_ms"), 0.0)
         out = self._join(out, self.rtos.groupby(_KEY, sort=False).size().rename("producers_failed"), 0)
         for name, pairs in (("duplicates", self.duplicates), ("reconsumed", self.reconsumed)):
@@ -182,7 +182,7 @@ class FailoverRun:
                              "failed_offset_ms": self._offset(r["failed"]),
                              "recovered_offset_ms": self._offset(r["recovered"]), "rto_ms": r["rto_ms"]})
 
-    def misrouted(self) -> pd.DataFrame:
+    def stale_master_sends(self) -> pd.DataFrame:
         """``group, term, got, sends``: the sends to an old master by what they got."""
         keys = ["group", "term", "got"]
         return _count(self.stale_sends, keys, "sends").sort_values(keys, kind="stable").reset_index(drop=True)

@@ -113,16 +113,20 @@ def _least_greatest(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame, pauses: pd.DataFrame,
                    partitions: pd.DataFrame, hosts: pd.DataFrame, autocreate: pd.DataFrame,
-                   write_queues: pd.DataFrame, run_end: float | None = None) -> pd.DataFrame:
+                   write_queues: pd.DataFrame, run_end: float | None = None,
+                   addresses: pd.DataFrame | None = None) -> pd.DataFrame:
     """All sends plus ``target_id``, ``target`` (node) and ``reason`` (None when the send was
-    well routed or had no broker), in the order of ``sends`` (a fresh index). A node table
-    naming two nodes for one (broker, id) would repeat the send (as a join does).
+    well routed or had no broker), in the order of ``sends`` (a fresh index). The target is the
+    node whose address (``addresses``: ``addr, node``) the attempt's ``broker_addr`` is, when
+    known: a DLedger group's master moves between its nodes, so its name and id do not tell
+    which node an attempt went to; else the node table's node of the (broker, id), the first
+    where it names several (a DLedger group's peers share their broker name).
 
     ``run_end``: intervals are ``[start, end)`` and the ones nothing ended stop at the run
     end, so a send logged at the very end is looked up a hair earlier, inside them."""
     bn = nodes.loc[(nodes["role"] == "broker") & nodes["broker"].notna(), ["node", "broker", "broker_id"]]
     bn = pd.DataFrame({"broker": bn["broker"].astype(object), "target_id": bn["broker_id"].astype("Int64").fillna(0),
-                       "_node": bn["node"].astype(object)})
+                       "_node": bn["node"].astype(object)}).drop_duplicates(["broker", "target_id"])
     df = sends.reset_index(drop=True)
     df["target_id"] = df["broker_id"].astype("Int64").fillna(0)
     df = df.merge(bn, on=["broker", "target_id"], how="left", sort=False) if len(bn) else df.assign(_node=None)
@@ -130,6 +134,9 @@ def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame
     rule = (df["broker"].astype(str) + "-" + df["target_id"].astype(str)).to_numpy(dtype=object)
     named = df["_node"].to_numpy(dtype=object)
     target = np.where(pd.isna(named), rule, named)
+    if addresses is not None and len(addresses) and "broker_addr" in df:
+        at = df["broker_addr"].map(addresses.drop_duplicates("addr").set_index("addr")["node"]).to_numpy(object)
+        target = np.where(pd.isna(at), target, at)
     target = np.where(has_broker, target, None).astype(object)
     df = df.drop(columns="_node").assign(target=target)
 

@@ -72,12 +72,14 @@ class Run:
 
 
 def _start(names: Names, extra: tuple[str, ...] = ()) -> Run:
-    """Every node up at 0; n0 elected in term 1 at 100, its broker master at 110, registered with
-    both namesrvs at 120; both clients take the route at 130; m1 sent at 200, consumed at 210
-    (offset 0)."""
+    """Every node up at 0, each peer hosting the topic; n0 elected in term 1 at 100, its broker
+    master at 110, registered with both namesrvs at 120; both clients take the route at 130; m1
+    sent at 200, consumed at 210 (offset 0)."""
     r = Run(names)
-    for p in PEERS:
+    for i, p in enumerate(PEERS):
         r.add(0.0, node(p), "node.start", role="broker", pid=1, addr=ADDR[p])
+        r.add(0.0, node(p), "broker.topic", broker=names.group, broker_id=i + 1 if i else 0, topic=names.topic,
+              read_queues=4, write_queues=4, perm=6, how="admin")
     for who, role in (*((ns, "namesrv") for ns in NS), ("pg-0", "producer"), ("cg-0", "consumer")):
         r.add(0.0, who, "node.start", role=role, pid=1)
     r.role(100.0, "n0", 1, "LEADER", "n0")

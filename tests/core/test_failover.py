@@ -28,7 +28,7 @@ from tests import strategies
 from tests.core.failover_runs import Names, Run, kill_run, partition_run, pause_run
 
 QUERIES = ("m.failover_groups", "m.failover_faults", "m.failover_failovers", "m.failover_views", "m.failover_rto",
-           "m.failover_misrouted", "m.failover_lost")
+           "m.failover_stale_sends", "m.failover_lost")
 
 
 def analysed(lines: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
@@ -56,19 +56,19 @@ def test_a_killed_leader() -> None:
                 "hit") == ("broker-a", 2, "n1", "broker-a-n1", 1, "n0", "broker-a-n0", "f1", "kill", "leader")
     assert pick(f, "stopped_offset_ms", "elected_offset_ms", "master_offset_ms", "election_ms", "no_master_ms") == (
         999.0, 7300.0, 7400.0, 6301.0, 6401.0)
-    assert pick(f, "namesrvs_stale_ms", "clients_stale_ms", "unseen_views", "misrouted_sends", "rto_ms",
+    assert pick(f, "namesrvs_stale_ms", "clients_stale_ms", "unseen_views", "stale_master_sends", "rto_ms",
                 "producers_failed", "duplicates", "reconsumed") == (6396.0, 29001.0, 0, 3, 29000.0, 1, 0, 1)
     assert views(t) == [("namesrv", "namesrv-0", "ns.broker", 7390.0, 6391.0),
                         ("namesrv", "namesrv-1", "ns.route", 7395.0, 6396.0),
                         ("client", "cg-0", "client.route", 8000.0, 7001.0),
                         ("client", "pg-0", "client.route", 30000.0, 29001.0)]
-    assert [pick(r, "got", "sends") for r in rows(t["m.failover_misrouted"])] == [("refused", 3)]
+    assert [pick(r, "got", "sends") for r in rows(t["m.failover_stale_sends"])] == [("refused", 3)]
     assert [pick(r, "producer", "failed_offset_ms", "recovered_offset_ms", "rto_ms")
             for r in rows(t["m.failover_rto"])] == [("pg-0", 1100.0, 30100.0, 29000.0)]
     assert rows(t["m.failover_lost"]) == [{"group": "broker-a", "consumer_group": "cg", "topic": "T", "msg_id": "m6"}]
     assert one(t, "m.failover_groups") == {
         "group": "broker-a", "peers": 3, "elections": 2, "failovers": 1, "max_term": 2, "no_master_ms": 6401.0,
-        "max_no_master_ms": 6401.0, "misrouted_sends": 3, "acked_lost": 1, "duplicates": 0, "reconsumed": 1,
+        "max_no_master_ms": 6401.0, "stale_master_sends": 3, "acked_lost": 1, "duplicates": 0, "reconsumed": 1,
         "truncated": 0}
     assert rows(t["m.failover_faults"]) == [{"group": "broker-a", "fault_id": "f1", "fault": "kill",
                                              "start_offset_ms": 1000.0, "hit": "leader", "failovers": 1}]
@@ -85,7 +85,7 @@ def test_a_paused_leader_and_a_paused_follower() -> None:
                         ("namesrv", "namesrv-1", None, None, 39000.0),
                         ("client", "cg-0", None, None, 39000.0),
                         ("client", "pg-0", "client.route", 25000.0, 24000.0)]
-    assert [pick(r, "got", "sends") for r in rows(t["m.failover_misrouted"])] == [
+    assert [pick(r, "got", "sends") for r in rows(t["m.failover_stale_sends"])] == [
         ("not_available", 1), ("system_error", 1), ("timeout", 1)]
     assert [pick(r, "fault_id", "hit", "failovers") for r in rows(t["m.failover_faults"])] == [
         ("f1", "leader", 1), ("f2", "follower", 0)]
@@ -96,9 +96,9 @@ def test_a_leader_cut_off_from_its_peers() -> None:
     t = analysed(partition_run())
     f = one(t, "m.failover_failovers")
     assert pick(f, "fault", "hit", "stopped_offset_ms", "no_master_ms", "namesrvs_stale_ms", "clients_stale_ms",
-                "misrouted_sends", "rto_ms", "duplicates", "reconsumed") == (
+                "stale_master_sends", "rto_ms", "duplicates", "reconsumed") == (
         "partition", "leader", 1000.0, 6400.0, 6390.0, 39000.0, 2, 6200.0, 1, 0)
-    assert [pick(r, "got", "sends") for r in rows(t["m.failover_misrouted"])] == [
+    assert [pick(r, "got", "sends") for r in rows(t["m.failover_stale_sends"])] == [
         ("not_available", 1), ("system_error", 1)]
     g = one(t, "m.failover_groups")
     assert pick(g, "duplicates", "reconsumed", "acked_lost", "truncated") == (1, 0, 0, 2)
@@ -123,7 +123,7 @@ def test_a_leader_re_elected_in_a_new_term_and_an_election_without_a_fault() -> 
     r.role(5000.0, "n1", 3, "LEADER", "n1")
     r.add(6000.0, "launcher", "run.stop")
     t = analysed(r.lines)
-    got = [pick(f, "term", "old_node", "node", "fault_id", "stopped_offset_ms", "misrouted_sends")
+    got = [pick(f, "term", "old_node", "node", "fault_id", "stopped_offset_ms", "stale_master_sends")
            for f in rows(t["m.failover_failovers"])]
     assert got == [(2, "broker-a-n0", "broker-a-n0", None, 1000.0, 1),
                    (3, "broker-a-n0", "broker-a-n1", None, 4900.0, 0)]

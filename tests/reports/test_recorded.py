@@ -3,7 +3,7 @@ up to float rounding: in this process (no JVM) and in Spark, both runs in one jo
 written before queues were objects: every line keeps the event registry once converted as the
 report converts it (docs/design.md §6, "Older runs"), and the queues are all that differs. What
 was added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order,
-delays and retries sections) is checked apart: the runs have nothing for it."""
+delays, retries and failover sections) is checked apart: the runs have nothing for it."""
 from __future__ import annotations
 
 import json
@@ -61,6 +61,9 @@ NEWER = {
 def same(got: dict, want: dict) -> bool:
     got, extra = added(got, want)
     delays, retries, order = extra.pop("delays"), extra.pop("retries"), extra.pop("order")
+    failover = extra.pop("failover")  # neither run had a DLedger group
+    assert failover["elections"] == failover["stale_master_sends"]["total"] == failover["max_no_master_ms"] == 0
+    assert failover["groups"] == failover["changes"] == failover["views"] == failover["lost"] == []
     measured = extra.pop("timing.measured_ms")  # run.start to the last event: each run's own
     assert 0 < measured <= got["duration_ms"] and extra.pop("timing.measured_cluster_s") == pytest.approx(measured / 10)
     assert order["messages"] == order["violations"] == order["failed_sends"]["total"] == 0
