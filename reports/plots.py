@@ -39,7 +39,8 @@ from rmqemu.reports.plots_order import plot_order  # noqa: E402
 STATE_COLOURS = {"fresh": "#cfe8cf", "over": "#f28e2b", "under": "#4e79a7", "both": "#7b3294"}
 STATE_LABELS = {"fresh": "view = truth", "over": "over (view has a broker truth has not)",
                 "under": "under (view misses a broker)", "both": "over and under"}
-REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#1f77b4", "#2ca02c"], strict=True))
+REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#e377c2", "#8c564b", "#1f77b4", "#2ca02c"],
+                          strict=True))
 
 
 @dataclass(frozen=True)
@@ -220,8 +221,9 @@ def render_all(data: PlotData, out_dir: Path, pool: Executor | None = None) -> l
             "Other lanes: each namesrv's and client's view, coloured by how it differs from truth.")))
     jobs += [
         (plot_misrouted, (data,), Figure("misrouted.png", "Misrouted sends over time",
-                                         "Send attempts whose target was dead, paused, partitioned, a slave, "
-                                         "without the topic, or given a bad queue id (first matching reason).")),
+                                         "Send attempts whose target was dead, paused, partitioned, a DLedger "
+                                         "member that was not the master, a slave, without the topic, or given "
+                                         "a bad queue id (first matching reason).")),
         (plot_latency, (data,), Figure("latency.png", "Send latency over time",
                                        "Per time bin: median, 99th percentile and maximum latency of send attempts; "
                                        "red bars count timeouts.")),

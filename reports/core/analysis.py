@@ -120,7 +120,8 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
     out["truth"] = truth_mod.truth(out["hosts"], out["pauses"], topics, info.run_start, end, out["lives"])
     out["m.autocreate"] = consumers.autocreate_coverage(ev, nodes, out["hosts"], out["autocreate"])
     out["m.drain"] = pd.DataFrame(health.drain_rows(ev))
-    out.update(dledger=failover.lines(ev), addresses=failover.addresses(ev, manifest_nodes), exits=truth_mod.exits(ev))
+    out["exits"] = truth_mod.exits(ev)
+    out.update(failover.truth_tables(ev, manifest_nodes, out["exits"], fl, end, info.measure_end))
     return out
 
 
@@ -154,7 +155,8 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         sent = sends_mod.sends(ev)
         out["classified"] = sends_mod.classify_sends(
             sent, truth["nodes"], truth["lives"], truth["pauses"], truth["partitions"], truth["hosts"],
-            truth["autocreate"], truth["write_queues"], end, truth["addresses"]) if classify else sent
+            truth["autocreate"], truth["write_queues"], end, truth["addresses"],
+            truth["dledger_masters"], truth["dledger_members"]) if classify else sent
         out["windows"] = availability.unavailable_windows(sent, until)
     if "client.route" in kinds:
         out["route_changes"] = order_routes.route_changes(ev)

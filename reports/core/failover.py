@@ -135,6 +135,40 @@ def _masters(fo: pd.DataFrame, dl: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def master_intervals(dl: pd.DataFrame, exits: pd.DataFrame, fo: pd.DataFrame, members: pd.DataFrame,
+                     run_end: float | None) -> pd.DataFrame:
+    """``node, start, end``: a member's broker was the master: from its ``broker.role`` with
+    broker_id 0 until its next ``broker.role``, its ``node.exit`` or the ``stopped`` of a failover
+    it was the old leader of, whichever comes first (else the run end). What the misrouting reason
+    ``stale_master`` looks a send's target up in (docs/design.md §7 "Misrouted sends")."""
+    br = dl.loc[(dl["kind"] == "broker.role").to_numpy(bool) & dl["node"].isin(members["node"]).to_numpy(bool),
+                ["node", "ts", "seq", "broker_id"]]
+    stops = exits.dropna(subset=["node"])
+    stops = stops[stops["node"].isin(br["node"]).to_numpy(bool)]
+    both = pd.concat([br.assign(_exit=False), stops.assign(_exit=True)], ignore_index=True)
+    iv = from_change_points(both, ["node"], run_end)
+    iv = iv[~iv["_exit"].to_numpy(bool) & (iv["broker_id"] == 0).fillna(False).to_numpy(bool)]
+    end = iv[END].to_numpy(float).copy()
+    for node, stopped in zip(fo["old_node"], fo["stopped"].to_numpy(float), strict=True):
+        cut = (iv["node"] == node).to_numpy(bool) & (iv[START].to_numpy(float) < stopped) & (stopped < end)
+        end[cut] = stopped
+    out = iv[["node", START]].assign(end=end)
+    return out[out[END].to_numpy(float) > out[START].to_numpy(float)].reset_index(drop=True)
+
+
+def truth_tables(ev: pd.DataFrame, manifest_nodes: Mapping[str, Mapping[str, Any]], exits: pd.DataFrame,
+                 faults: pd.DataFrame, run_end: float | None, measure_end: float) -> dict[str, pd.DataFrame]:
+    """Step 1's tables of this section: ``dledger`` (:func:`lines`), ``addresses``,
+    ``dledger_members`` (:func:`peers`), ``leaderships``, ``failovers`` and ``dledger_masters``
+    (:func:`master_intervals`)."""
+    dl = lines(ev)
+    members = peers(dl)
+    leads = leaderships(dl, exits, run_end)
+    fo = failovers(leads, dl, faults, members, measure_end)
+    return {"dledger": dl, "addresses": addresses(ev, manifest_nodes), "dledger_members": members,
+            "leaderships": leads, "failovers": fo, "dledger_masters": master_intervals(dl, exits, fo, members, run_end)}
+
+
 def group_faults(leads: pd.DataFrame, faults: pd.DataFrame, members: pd.DataFrame,
                  fo: pd.DataFrame) -> pd.DataFrame:
     """``group, fault_id, fault, start, hit, failovers``: each fault (not a restart or resume) that

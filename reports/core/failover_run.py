@@ -32,7 +32,7 @@ def _count(df: pd.DataFrame, keys: list[str], name: str) -> pd.DataFrame:
 
 class FailoverRun:
     """The failover tables of one run; ``t``: the run's tables as :func:`reports.core.analysis.combine`
-    holds them (``dledger``, ``addresses``, ``exits``, ``faults``, ``nodes``, ``classified``,
+    holds them (step 1's :func:`reports.core.failover.truth_tables`, ``exits``, ``faults``, ``nodes``, ``classified``,
     ``failover_routes``, ``consumer_lines``); ``fates``: the run's :class:`~reports.core.settle.Fates`;
     ``unheld``: the consume lines left out of duplicates (:attr:`OrderRun.unheld_lines`)."""
 
@@ -40,17 +40,17 @@ class FailoverRun:
                  unheld: Callable[[], np.ndarray]) -> None:
         self.t, self.info, self._fates, self._unheld = t, info, fates, unheld
 
-    @cached_property
+    @property
     def members(self) -> pd.DataFrame:
-        return failover.peers(self.t["dledger"])
+        return self.t["dledger_members"]
 
-    @cached_property
+    @property
     def leads(self) -> pd.DataFrame:
-        return failover.leaderships(self.t["dledger"], self.t["exits"], self.info.run_end)
+        return self.t["leaderships"]
 
-    @cached_property
+    @property
     def failovers(self) -> pd.DataFrame:
-        return failover.failovers(self.leads, self.t["dledger"], self.t["faults"], self.members, self.info.measure_end)
+        return self.t["failovers"]
 
     @cached_property
     def views(self) -> pd.DataFrame:

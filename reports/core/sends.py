@@ -21,7 +21,7 @@ from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERRORS
 #: resolution of epoch-ms timestamps, about 0.0002 ms).
 END_EPSILON_MS = 0.001
 
-REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_topic", "bad_queue")
+REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "stale_master", "not_master", "no_topic", "bad_queue")
 
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
@@ -114,13 +114,16 @@ def _least_greatest(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame, pauses: pd.DataFrame,
                    partitions: pd.DataFrame, hosts: pd.DataFrame, autocreate: pd.DataFrame,
                    write_queues: pd.DataFrame, run_end: float | None = None,
-                   addresses: pd.DataFrame | None = None) -> pd.DataFrame:
+                   addresses: pd.DataFrame | None = None, masters: pd.DataFrame | None = None,
+                   members: pd.DataFrame | None = None) -> pd.DataFrame:
     """All sends plus ``target_id``, ``target`` (node) and ``reason`` (None when the send was
     well routed or had no broker), in the order of ``sends`` (a fresh index). The target is the
     node whose address (``addresses``: ``addr, node``) the attempt's ``broker_addr`` is, when
     known: a DLedger group's master moves between its nodes, so its name and id do not tell
     which node an attempt went to; else the node table's node of the (broker, id), the first
-    where it names several (a DLedger group's peers share their broker name).
+    where it names several (a DLedger group's peers share their broker name). ``masters``
+    (``node, start, end``) and ``members`` (``node``): when a DLedger member's broker was the
+    master, and the members (reason ``stale_master``: :func:`reports.core.failover.master_intervals`).
 
     ``run_end``: intervals are ``[start, end)`` and the ones nothing ended stop at the run
     end, so a send logged at the very end is looked up a hair earlier, inside them."""
@@ -157,9 +160,13 @@ def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame
     with np.errstate(invalid="ignore"):
         bad_queue = queue >= wq  # False where either is null
     slave = df["target_id"].to_numpy(dtype=np.int64) != 0
+    stale = np.zeros(len(df), dtype=bool)
+    if members is not None and len(members):
+        master, _ = point_lookup(at, [target], masters, ["node"])
+        stale = pd.Series(target, dtype=object).isin(members["node"]).to_numpy(bool) & ~master
     reason = np.full(len(df), None, dtype=object)
     # the last assignment wins: reasons from the weakest to the strongest, then no broker
-    conds = [~alive, paused, cut, slave, ~hosted & ~auto, bad_queue]
+    conds = [~alive, paused, cut, stale, slave, ~hosted & ~auto, bad_queue]
     for name, cond in reversed(list(zip(REASONS, conds, strict=True))):
         reason[cond] = name
     reason[~has_broker] = None

@@ -113,6 +113,8 @@ def test_a_leader_re_elected_in_a_new_term_and_an_election_without_a_fault() -> 
     r = Run(Names())
     for p, a in (("n0", "a0"), ("n1", "a1")):
         r.add(0.0, f"broker-a-{p}", "node.start", role="broker", pid=1, addr=a)
+    r.add(0.0, "broker-a-n0", "broker.topic", broker="broker-a", broker_id=0, topic="T", read_queues=4,
+          write_queues=4, perm=6, how="admin")
     r.role(100.0, "n0", 1, "LEADER", "n0")
     r.role(1000.0, "n0", 1, "CANDIDATE", None)
     r.role(1500.0, "n0", 2, "LEADER", "n0")
@@ -127,6 +129,9 @@ def test_a_leader_re_elected_in_a_new_term_and_an_election_without_a_fault() -> 
            for f in rows(t["m.failover_failovers"])]
     assert got == [(2, "broker-a-n0", "broker-a-n0", None, 1000.0, 1),
                    (3, "broker-a-n0", "broker-a-n1", None, 4900.0, 0)]
+    # the misrouting reason: n0's broker was the master from 1600 to its stop at 4900
+    assert t["classified"][["target", "reason"]].values.tolist() == [["broker-a-n0", "stale_master"],
+                                                                    ["broker-a-n0", None]]
 
 
 def test_a_run_without_a_dledger_group_has_an_empty_section() -> None:

@@ -73,6 +73,9 @@ def test_the_pause_and_partition_sections(docs: dict[str, dict[str, Any]]) -> No
     assert [(x["fault_id"], x["hit"], x["failovers"]) for x in p["faults"]] == [("f1", "leader", 1),
                                                                                 ("f2", "follower", 0)]
     assert (c["duplicates"], c["truncated"], c["max_rto_ms"], c["acked_lost"]) == (1, 2, 6200.0, 0)
+    # the misrouting reason of a send to a member whose broker was not the master (docs/design.md §7)
+    pause, cut = docs["pause"]["misrouted"]["by_reason"], docs["partition"]["misrouted"]["by_reason"]
+    assert (pause["paused"], pause["stale_master"], cut["stale_master"], cut["partitioned"]) == (1, 2, 2, 0)
 
 
 def test_every_failover_path_is_registered_and_written(docs: dict[str, dict[str, Any]]) -> None:

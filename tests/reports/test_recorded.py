@@ -46,8 +46,9 @@ def added(got: Any, want: Any, path: str = "") -> tuple[Any, dict[str, Any]]:
     return got, {}
 
 
-#: The fates of unconsumed messages and the faults' late deliveries: neither run delayed, retried or
-#: ordered a message, and no consumer group left before the end.
+#: The fates of unconsumed messages, the faults' late deliveries and the DLedger misrouting reason:
+#: neither run delayed, retried or ordered a message, no consumer group left before the end, and
+#: neither had a DLedger group.
 NEWER = {
     **{f"consumption.{fate}": 0 for fate in ("gone", "dead_lettered", "retrying", "delayed", "gone_per_group")},
     **{f"consumption.{table}[].{fate}": 0 for table in ("by_topic", "groups")
@@ -55,6 +56,7 @@ NEWER = {
     "staleness.faults[].late_deliveries": 0, "staleness.faults[].late_max_ms": 0.0,
     "staleness.faults[].late_max_cluster_s": 0.0,
     "timing.window_ms": 1000.0, "timing.window_cluster_s": 100.0,  # both runs at 0.01
+    "misrouted.by_reason.stale_master": 0,  # neither run had a DLedger group
 }
 
 
