@@ -59,6 +59,12 @@ def failover_tables(m: Metrics) -> list[dict[str, Any]]:
          "caption": "Per change of leader: after the old leader stopped (its death, pause or cut-off, or its step "
                     "down), the election, the new leader's broker taking brokerId 0, how long namesrvs and clients "
                     "kept the old master, and what that cost the clients."},
+        {"headers": ["group", "fault", "kind", "starts after", "hit the", "failovers it caused"],
+         "rows": ([x["group"], x["fault_id"], x["fault"], fmt_ms(x["start_offset_ms"], scale), x["hit"],
+                   fmt_num(x["failovers"])] for x in f.get("faults") or []),
+         "numeric": [False, False, False, True, False, True], "empty": "No fault hit a member of a DLedger group.",
+         "title": "Faults on DLedger members",
+         "caption": "Each fault whose targets held a member: the leader's node then, or a follower's."},
         {"headers": ["what the send got", "attempts"],
          "rows": [[_GOT[g], fmt_num(n)] for g, n in (by.get("by_got") or {}).items() if n]
          + [["all sends to an old master", fmt_num(by.get("total"))]],

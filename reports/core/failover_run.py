@@ -32,9 +32,11 @@ def _count(df: pd.DataFrame, keys: list[str], name: str) -> pd.DataFrame:
 
 class FailoverRun:
     """The failover tables of one run; ``t``: the run's tables as :func:`reports.core.analysis.combine`
-    holds them (step 1's :func:`reports.core.failover.truth_tables`, ``exits``, ``faults``, ``nodes``, ``classified``,
-    ``failover_routes``, ``consumer_lines``); ``fates``: the run's :class:`~reports.core.settle.Fates`;
-    ``unheld``: the consume lines left out of duplicates (:attr:`OrderRun.unheld_lines`)."""
+    holds them (step 1's :func:`reports.core.failover.truth_tables`, ``exits``, ``faults``, ``nodes``,
+    ``classified``, ``failover_routes``, ``consumer_lines``); ``fates``: the run's
+    :class:`~reports.core.settle.Fates`; ``unheld``: the consume lines left out of duplicates
+    (:attr:`OrderRun.unheld_lines`). Leaderships and failovers come from step 1: the misrouting
+    reason ``stale_master`` reads them too."""
 
     def __init__(self, t: Mapping[str, pd.DataFrame], info: RunInfo, fates: Callable[[], Fates],
                  unheld: Callable[[], np.ndarray]) -> None:

@@ -98,7 +98,8 @@ def test_the_plot_and_the_pages_tables(tmp_path: Path) -> None:
     [fig] = [f for f in figs if f.file.startswith("failover-")]
     assert fig.file == "failover-0-broker-a.png" and (tmp_path / fig.file).stat().st_size > 10_000
     page = html.render(document(result), figs, tmp_path, [], [])
-    for title in ("DLedger groups", "Acked messages lost by a DLedger group", "Failovers", "Sends to an old master",
+    for title in ("DLedger groups", "Acked messages lost by a DLedger group", "Failovers", "Faults on DLedger members",
+                  "Sends to an old master",
                   "Route views behind a moving master", "Producer recovery after a failover",
                   "Longest without a master"):
         assert title in page, title
