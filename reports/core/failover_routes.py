@@ -78,7 +78,8 @@ def views(fo: pd.DataFrame, dl: pd.DataFrame, routes: pd.DataFrame, addresses: p
     ``seen`` (NaN: not in the failover's window ``[elected, bound)``), ``by`` (the kind of line
     that showed it) and ``stale_ms`` (from ``stopped`` to ``seen``, else to ``bound``). The
     clients: those with a ``client.route`` of one of the group's topics before ``bound``."""
-    regs = dl.loc[(dl["kind"] == "ns.broker").to_numpy(bool) & (dl["change"] == "register").fillna(False).to_numpy(bool)
+    shown = dl["change"].isin(["register", "role"]).to_numpy(bool)  # new to it, or a live follower moved to id 0
+    regs = dl.loc[(dl["kind"] == "ns.broker").to_numpy(bool) & shown
                   & (dl["broker_id"] == 0).fillna(False).to_numpy(bool)]
     cr = routes.loc[(routes["kind"] == "client.route").to_numpy(bool)]
     nr = routes.loc[(routes["kind"] == "ns.route").to_numpy(bool)]
