@@ -162,3 +162,23 @@ def test_a_preferred_leader_becomes_the_master_and_registers_as_id_0() -> None:
     net.run_for(8000)
     assert net.master() == "broker-a-n1"
     assert brokers_on_namesrv(net)[0] == net.addrs["broker-a-n1"]
+
+
+def test_peers_of_one_run_draw_their_own_vote_backoffs() -> None:
+    """Every node of a run gets the run's seed; two candidates drawing the same backoffs would
+    ballot in lockstep and split the vote round after round (seen: 78 cluster s without a leader)."""
+    from rmqemu.emulator.roles.broker.broker import Broker
+    from rmqemu.emulator.roles.common.node_spec import NodeSpec
+
+    def peer(name: str) -> Broker:
+        spec = NodeSpec(name=name, role="broker", seed=40, broker="broker-a", config={
+            "enableDLegerCommitLog": True, "dLegerGroup": "broker-a", "dLegerSelfId": name[-2:],
+            "dLegerPeers": "n0-broker-a-n0;n1-broker-a-n1;n2-broker-a-n2"})
+        return Broker.from_spec(spec, "127.0.0.1:1", lambda p: None)
+
+    def draws(b: Broker) -> list[int]:
+        assert b.dledger is not None
+        return [b.dledger.server.elector.rng.randrange(700) for _ in range(5)]
+
+    assert draws(peer("broker-a-n1")) != draws(peer("broker-a-n2"))
+    assert draws(peer("broker-a-n1")) == draws(peer("broker-a-n1"))  # and one seed gives one sequence

@@ -13,6 +13,7 @@ holds it), times it out, or refuses it: :meth:`DLedgerCommitLog.await_ack`.
 
 from __future__ import annotations
 
+import zlib
 from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.roles.common.base import Action, Now
@@ -59,7 +60,10 @@ class DLedgerCommitLog:
         nodes = dledger_peers(sc.dLegerPeers)
         cfg = DLedgerConfig(group=sc.dLegerGroup or broker.cfg.brokerName, self_id=sc.dLegerSelfId,
                             peers=tuple(nodes), preferred_leader=sc.preferredLeaderId or None)
-        self.server = DLedgerServer(cfg, nodes, Hooks(broker.role_change.handle, self._dispatch), seed,
+        # every node of a run has the run's seed: a peer's own RNG comes from it and its name, or two
+        # candidates would draw the same vote backoffs and collide ballot after ballot, in lockstep
+        own_seed = zlib.crc32(f"{seed}/{broker.name}".encode())
+        self.server = DLedgerServer(cfg, nodes, Hooks(broker.role_change.handle, self._dispatch), own_seed,
                                     read_store=broker.read_store)
         self.queue_table: dict[tuple[str, int], int] = {}  # topicQueueTable: the next queue offset to hand out
         self.waiting: dict[int, Answer] = {}
