@@ -117,7 +117,7 @@ def main() -> int:
         missing = len(rows) - len(got)
         est = ESTIMATES[args.fault].get(key, "")
         print(f"  {key:<14} {spread(got):<28} {est}" + (f"  ({missing} run(s) without)" if missing else ""))
-    print("  RocketMQ's docs (docs/en/dledger/quick_start.md): a new master in 'about 10 seconds'")
+    print("  RocketMQ's DLedger quick start (apache/rocketmq): a new master in 'about 10 seconds'")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
