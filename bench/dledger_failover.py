@@ -15,9 +15,10 @@ From the run's events, in cluster seconds after the fault took effect:
   left (none: 0); a producer stops at its 30 s route poll after the new master is in the route.
 
 The seed moves the election's random backoffs; the producers' poll phase follows their start
-(with the run), so at a large scale the last old send is about 30 s after a fault at 60 s. Nothing here asserts: it prints each run and the distribution (min,
-median, 90th percentile, max) beside the figures estimated from the code (docs/rocketmq-model.md
-§8; ``[est]``) and the "about 10 seconds" of RocketMQ's own DLedger documentation.
+(with the run), so at a large scale the last old send is about 30 s after a fault at 60 s.
+Nothing here asserts: it prints each run and the distribution (min, median, 90th percentile,
+max) beside the figures estimated from the code (docs/rocketmq-model.md §8; ``[est]``) and the
+"about 10 seconds" of RocketMQ's own DLedger documentation.
 """
 
 from __future__ import annotations

@@ -17,13 +17,14 @@ opaque (a held pull or a SYNC_MASTER send is answered later, from a timer).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import OrderedDict
 from typing import Any, Callable
 
 from rmqemu.emulator.protocol import BadFrame, Frame, RequestCode, is_remoting, message_ext
 from rmqemu.emulator.roles.client import route_cache
-from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Reply
+from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Reply, ReplyHandler, Request
 from rmqemu.emulator.roles.common.server_dispatch import parse_properties
 
 SENDS = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
@@ -61,14 +62,24 @@ class WireLog:
             del self.pending[key]
 
     def observe(self, actions: list[Action]) -> list[Action]:
-        """``actions`` plus the events of the real clients' requests they answer."""
+        """``actions`` plus the events of the real clients' requests they answer. An answer may
+        also come later, from the callback of a request these actions make (a DLedger master
+        answers a send when a follower's reply completes the quorum): those are observed too."""
         events: list[Action] = []
-        for a in actions:
-            if isinstance(a, Reply) and a.frame.is_response and is_remoting(a.channel):
+        out = actions
+        for i, a in enumerate(actions):
+            if isinstance(a, Request):
+                if out is actions:
+                    out = list(actions)
+                out[i] = dataclasses.replace(a, on_reply=self._observed(a.on_reply))
+            elif isinstance(a, Reply) and a.frame.is_response and is_remoting(a.channel):
                 asked = self.pending.pop((a.channel, a.frame.opaque), None)
                 if asked is not None:
                     events += self._events(asked[0], asked[1], a.frame)
-        return [*actions, *events] if events else actions
+        return [*out, *events] if events else out
+
+    def _observed(self, on_reply: ReplyHandler) -> ReplyHandler:
+        return lambda resp, now: self.observe(on_reply(resp, now))
 
     def _events(self, client: str, req: Frame, resp: Frame) -> list[Action]:
         if req.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:

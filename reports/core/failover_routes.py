@@ -77,7 +77,8 @@ def views(fo: pd.DataFrame, dl: pd.DataFrame, routes: pd.DataFrame, addresses: p
     """:data:`VIEW_COLUMNS`: per failover (``group, term``), each namesrv's and then each client's
     ``seen`` (NaN: not in the failover's window ``[elected, bound)``), ``by`` (the kind of line
     that showed it) and ``stale_ms`` (from ``stopped`` to ``seen``, else to ``bound``). The
-    clients: those with a ``client.route`` of one of the group's topics before ``bound``."""
+    clients: those with a ``client.route`` of one of the group's topics before ``stopped`` (one
+    that came later never held the old master)."""
     shown = dl["change"].isin(["register", "role"]).to_numpy(bool)  # new to it, or a live follower moved to id 0
     regs = dl.loc[(dl["kind"] == "ns.broker").to_numpy(bool) & shown
                   & (dl["broker_id"] == 0).fillna(False).to_numpy(bool)]
@@ -101,7 +102,9 @@ def views(fo: pd.DataFrame, dl: pd.DataFrame, routes: pd.DataFrame, addresses: p
             else:
                 rows.append((f.group, f.term, "namesrv", n, None, np.nan, f.stopped, f.bound))
         lines = cr[cr["topic"].isin(topics).to_numpy(bool)]
-        for client in sorted(set(lines.loc[(lines["ts"] < f.bound).to_numpy(bool), "node"].dropna())):
+        # a client that first fetched a route of the group after the old leader stopped never held it
+        held = lines.loc[(lines["ts"] < f.stopped).to_numpy(bool), "node"].dropna()
+        for client in sorted(set(held)):
             own = lines[(lines["node"] == client).to_numpy(bool)]
             t = own["ts"].to_numpy(float)
             shown = np.array([s in seen_by and ts >= seen_by[s] for s, ts in zip(own["source"], t, strict=True)],

@@ -203,3 +203,14 @@ def test_lost_ids_are_the_group_loss_counts() -> None:
     assert subscriptions(lines).values.tolist() == [["cg", "T"]]
     assert list(fates.lost("cg", "T")) == ["m6"] and fates.per_group("cg", "T")["lost"] == 1
     assert np.asarray(fates.lost("nobody", "T")).tolist() == ["m1", "m5", "m6"]
+
+
+def test_a_client_that_first_fetched_the_route_after_the_failover_began_was_never_stale() -> None:
+    """A client whose first route of the group came after the old leader stopped never held the
+    old master: it is no view of that failover (it would add the whole failover as staleness)."""
+    lines = kill_run()
+    late = {**next(e for e in lines if e["kind"] == "client.route" and e["node"] == "cg-0"), "node": "cg-late",
+            "ts": 20000.0}
+    t = analysed([*lines, late])
+    assert "cg-late" not in {r["node"] for r in rows(t["m.failover_views"])}
+    assert views(t) == views(analysed(kill_run()))

@@ -13,6 +13,7 @@ from typing import Any
 
 from rmqemu.emulator.protocol import Flag, Frame, encode_body
 from rmqemu.emulator.protocol import RequestCode as RC
+from rmqemu.emulator.protocol.frame import REMOTING_PREFIX
 from rmqemu.emulator.roles.broker.broker import Broker
 from rmqemu.emulator.roles.common.base import Role
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
@@ -85,23 +86,26 @@ class BrokerNet(Net):
 
     # ------------------------------------------------------------------ a client's requests
 
-    def call(self, name: str, code: int, fields: dict[str, Any], body: Any = None) -> str:
-        """Send a request to node ``name`` as a client on a channel of its own; returns the channel,
-        under which :attr:`answers` gets the response when it comes (never for a dead node)."""
-        channel = f"client-{next(self.opaques)}"
+    def call(self, name: str, code: int, fields: dict[str, Any], body: Any = None, remoting: bool = False) -> str:
+        """Send a request to node ``name`` as a client on a channel of its own (a real client's
+        remoting connection with ``remoting``); returns the channel, under which :attr:`answers`
+        gets the response when it comes (never for a dead node)."""
+        channel = f"{REMOTING_PREFIX if remoting else ''}client-{next(self.opaques)}"
         frame = Frame(code=int(code), opaque=1, flag=Flag.REQUEST, fields=fields, body=encode_body(body))
         if name in self.drivers:
             self.drivers[name].transport.push(Received(channel, "pg-0", frame))
         return channel
 
-    def send(self, name: str, topic: str, body: bytes | str, queue_id: int = 0, key: str = "k") -> str:
+    def send(self, name: str, topic: str, body: bytes | str, queue_id: int = 0, key: str = "k",
+             remoting: bool = False) -> str:
         header = {"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
                   "queueId": queue_id, "sysFlag": 0, "bornTimestamp": 1, "flag": 0,
                   "properties": {"UNIQ_KEY": key}, "reconsumeTimes": 0, "unitMode": False, "batch": False}
-        return self.call(name, RC.SEND_MESSAGE_V2, header, body if isinstance(body, bytes) else body.encode())
+        return self.call(name, RC.SEND_MESSAGE_V2, header, body if isinstance(body, bytes) else body.encode(),
+                         remoting=remoting)
 
     def _route(self, src: str, sent: Any) -> None:
-        if sent.channel is not None and str(sent.channel).startswith("client-"):
+        if sent.channel is not None and str(sent.channel).removeprefix(REMOTING_PREFIX).startswith("client-"):
             self.answers[str(sent.channel)] = sent.frame
             return
         super()._route(src, sent)
