@@ -31,13 +31,13 @@ from tests.realclients.drivers import NodeProcess, NodeProcs, wait_exit, wait_fo
 from tests.realclients.failover import (
     SEND_TIMEOUT_MS,
     TOPIC,
+    TOPOLOGY,
     UnrecordedDLedgerSends,
     cut_from_namesrvs,
     first_event,
     kill_leader,
     node_events,
     restart_old,
-    topology,
     wait_topic_on_every_peer,
 )
 from tests.realclients.test_alions_cluster import BODIES, FAST, as_sent, sha
@@ -70,7 +70,7 @@ def routes(c: emulator.Cluster, client: str) -> list[dict[str, Any]]:
 def test_alions_keeps_sending_through_a_leader_kill_and_finds_the_new_master_after_its_route_poll(
         tmp_path: Path, node_procs: NodeProcs) -> None:
     started = time.monotonic()
-    with emulator.Cluster(topology("alions-dledger"), run_dir=tmp_path / "run") as c:
+    with emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
         common = {"nameSrv": c.namesrv_addr, "topic": TOPIC}
         consumer = node_procs.consumer({**common, "consumerGroup": "CG_DLEDGER", **FAST})
         wait_for_line(consumer, lambda line: len(line.get("assigned") or []) == 8, 60, "all 8 queues assigned")

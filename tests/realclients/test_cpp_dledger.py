@@ -35,6 +35,7 @@ from tests.realclients.drivers import NodeProcess, NodeProcs, wait_exit, wait_fo
 from tests.realclients.failover import (
     SEND_TIMEOUT_MS,
     TOPIC,
+    TOPOLOGY,
     UnrecordedDLedgerSends,
     cut_from_namesrvs,
     first_event,
@@ -42,7 +43,6 @@ from tests.realclients.failover import (
     node_events,
     restart_old,
     throttled,
-    topology,
     wait_topic_on_every_peer,
 )
 from tests.realclients.test_alions_cluster import BODIES
@@ -75,7 +75,7 @@ def client_log(proc: NodeProcess) -> bytes:
 def test_cpp_producer_sends_through_a_leader_kill_and_a_new_consumer_reads_every_acked_message(
         tmp_path: Path, node_procs: NodeProcs) -> None:
     started = time.monotonic()
-    with emulator.Cluster(topology("cpp-dledger"), run_dir=tmp_path / "run") as c:
+    with emulator.Cluster(TOPOLOGY, run_dir=tmp_path / "run") as c:
         common = {"nameSrv": c.namesrv_addr, "topic": TOPIC}
         producer = node_procs.cpp({"role": "producer", "group": "PG_CPP_DLEDGER", "interval_ms": 100,
                                    "bodies": [base64.b64encode(b).decode() for b in CPP_BODIES], **common},
