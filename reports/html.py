@@ -26,6 +26,7 @@ from markupsafe import Markup
 
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.html_delays import delay_tables
+from rmqemu.reports.html_failover import failover_tables
 from rmqemu.reports.plot_axes import fault_colour
 from rmqemu.reports.plots import Figure
 from rmqemu.reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
@@ -175,6 +176,7 @@ def _details(m: Metrics) -> list[Table]:
               [False] + [True] * 9, empty="No acked or consumed messages.", title="Consumption per topic"),
         *[table(**t) for t in delay_tables(m)],
         *_order(m),
+        *[table(**t) for t in failover_tables(m)],
         table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
               ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),
               empty="No SUBSCRIPTION_NOT_EXIST pulls.", title="Subscriptions"),

@@ -36,10 +36,15 @@ class PlotData:
     order_failed: pd.DataFrame = field(default_factory=pd.DataFrame)  # key, t_s
     order_marks: pd.DataFrame = field(default_factory=pd.DataFrame)  # key, t_s, violation, n
     order_changes: pd.DataFrame = field(default_factory=pd.DataFrame)  # producer, topic, t_s, label
+    failover_groups: list[str] = field(default_factory=list)  # DLedger groups drawn, by name
+    failover_roles: pd.DataFrame = field(default_factory=pd.DataFrame)  # group, lane, role, start_s, end_s
+    failover_masters: pd.DataFrame = field(default_factory=pd.DataFrame)  # group, lane, start_s, end_s
+    failover_views: pd.DataFrame = field(default_factory=pd.DataFrame)  # group, lane, kind, start_s, end_s
+    failover_elections: pd.DataFrame = field(default_factory=pd.DataFrame)  # group, t_s, label
 
 
 def assemble(result: RunResult, max_topics: int = 6, max_lanes: int = 24, max_durations: int = 200_000,
-             max_windows: int = 100_000) -> PlotData:
+             max_windows: int = 100_000, max_groups: int = 6) -> PlotData:
     """:class:`PlotData` of an analysed run (its ``p.*`` tables), with a note for each cut."""
     run, p = result.meta, result.tables
     notes: list[str] = []
@@ -64,9 +69,15 @@ def assemble(result: RunResult, max_topics: int = 6, max_lanes: int = 24, max_du
         unavailable = unavailable.iloc[:max_windows]
         notes.append(f"The availability plot shows {max_windows:,} of the unavailability windows "
                      "(metrics.json counts all of them).")
+    groups = sorted(set(p["p.failover_roles"]["group"].dropna()))
+    if len(groups) > max_groups:
+        notes.append(f"Failover plots show {max_groups} of {len(groups)} DLedger groups (the first by name); "
+                     "metrics.json has every failover.")
     return PlotData(scale=run.manifest.scale, duration_s=(run.run_end - run.run_start) / 1000.0,
                     bin_s=run.info.bin_ms / 1000.0, faults=faults, topics=topics, lanes=p["p.lanes"],
                     misrouted=p["p.misrouted"], latency=p["p.latency"].sort_values("t_s").reset_index(drop=True),
                     stale_durations=durations, notes=notes, producers=p["p.producers"], unavailable=unavailable,
                     order_keys=p["p.order_keys"], order_failed=p["p.order_failed"], order_marks=p["p.order_marks"],
-                    order_changes=p["p.order_changes"])
+                    order_changes=p["p.order_changes"], failover_groups=groups[:max_groups],
+                    failover_roles=p["p.failover_roles"], failover_masters=p["p.failover_masters"],
+                    failover_views=p["p.failover_views"], failover_elections=p["p.failover_elections"])

@@ -33,12 +33,14 @@ from matplotlib.transforms import blended_transform_factory  # noqa: E402
 from rmqemu.reports.core.sends import REASONS  # noqa: E402
 from rmqemu.reports.plot_axes import DPI, axes, fig_height, finish, plain, shade_faults  # noqa: E402
 from rmqemu.reports.plotdata import PlotData  # noqa: E402
+from rmqemu.reports.plots_failover import plot_failover  # noqa: E402
 from rmqemu.reports.plots_order import plot_order  # noqa: E402
 
 STATE_COLOURS = {"fresh": "#cfe8cf", "over": "#f28e2b", "under": "#4e79a7", "both": "#7b3294"}
 STATE_LABELS = {"fresh": "view = truth", "over": "over (view has a broker truth has not)",
                 "under": "under (view misses a broker)", "both": "over and under"}
-REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#1f77b4", "#2ca02c"], strict=True))
+REASON_COLOURS = dict(zip(REASONS, ["#d62728", "#9467bd", "#ff7f0e", "#e377c2", "#8c564b", "#1f77b4", "#2ca02c"],
+                          strict=True))
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,9 @@ def render_all(data: PlotData, out_dir: Path, pool: Executor | None = None) -> l
             "Other lanes: each namesrv's and client's view, coloured by how it differs from truth.")))
     jobs += [
         (plot_misrouted, (data,), Figure("misrouted.png", "Misrouted sends over time",
-                                         "Send attempts whose target was dead, paused, partitioned, a slave, "
-                                         "without the topic, or given a bad queue id (first matching reason).")),
+                                         "Send attempts whose target was dead, paused, partitioned, a DLedger "
+                                         "member that was not the master, a slave, without the topic, or given "
+                                         "a bad queue id (first matching reason).")),
         (plot_latency, (data,), Figure("latency.png", "Send latency over time",
                                        "Per time bin: median, 99th percentile and maximum latency of send attempts; "
                                        "red bars count timeouts.")),
@@ -235,6 +238,12 @@ def render_all(data: PlotData, out_dir: Path, pool: Executor | None = None) -> l
             "One lane per sharding key (those with the most violations first), coloured by the queue "
             "its sends went to: a change of colour is a remap. Red outline: an attempt failed; "
             "marks: where the order checker found a violation; dashed: a producer's route changed.")))
+    for i, group in enumerate(data.failover_groups):
+        jobs.append((plot_failover, (data, group), Figure(
+            f"failover-{i}-{_safe(group)}.png", f"DLedger group {group}: leader and route views over time",
+            "One band per peer, coloured by its role (blank while down), black where its broker was the master; "
+            "below, each namesrv's and client's route, red while it still held a failover's old master "
+            "(docs/design.md §7 \"DLedger failovers\"); dashed: elections.")))
     jobs.append((plot_staleness, (data,), Figure(
         "staleness.png", "Staleness distribution",
         "How long each client stale interval (view != truth, maximal) lasted.")))

@@ -22,9 +22,10 @@ FILE = "analysis.json"
 
 _HERE = Path(__file__).resolve().parent
 #: The modules whose code decides a metrics document: the core (its reader included), the
-#: document's assembly, timing health's rules and the conversion of older runs' lines. Found by
-#: their modules, so an installed copy (rmqemu/reports/ beside rmqemu/timing.py) finds them too.
-_SOURCES = sorted([*(_HERE / "core").glob("*.py"), _HERE / "metrics.py", _HERE / "results.py",
+#: document's assembly (``metrics.py`` and its sections' ``metrics_*.py``), timing health's rules
+#: and the conversion of older runs' lines. Found by their modules, so an installed copy
+#: (rmqemu/reports/ beside rmqemu/timing.py) finds them too.
+_SOURCES = sorted([*(_HERE / "core").glob("*.py"), *_HERE.glob("metrics*.py"), _HERE / "results.py",
                    Path(timing.__file__), Path(events.__file__)])
 
 

@@ -67,7 +67,7 @@ def _max_rto(m: Metrics) -> float:
 
 
 _S, _M, _L, _A, _O = "Route staleness", "Sends", "Loss and consumption", "Availability", "Order"
-_D = "Delays and retries"
+_D, _F = "Delays and retries", "DLedger failovers"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -123,6 +123,16 @@ HEADLINES: list[Headline] = [
     Headline(_O, "Ordered sends failed", _path("order", "failed_sends", "total")),
     Headline(_O, "... while the producer's route was stale", _path("order", "failed_sends", "stale_route")),
     Headline(_O, "Longest a key could not be sent", _path("order", "availability", "max_unavailable_ms"), MS),
+    Headline(_F, "Leader elections (first ones included)", _path("failover", "elections")),
+    Headline(_F, "Failovers (a new leader)", _path("failover", "failovers")),
+    Headline(_F, "Longest without a master", _path("failover", "max_no_master_ms"), MS),
+    Headline(_F, "Slowest namesrv to show a new master", _path("failover", "max_namesrv_stale_ms"), MS),
+    Headline(_F, "Slowest client to show a new master", _path("failover", "max_client_stale_ms"), MS),
+    Headline(_F, "Sends to an old master after it stopped leading", _path("failover", "stale_master_sends", "total")),
+    Headline(_F, "Longest producer recovery (RTO) after a failover", _path("failover", "max_rto_ms"), MS),
+    Headline(_F, "Acked messages lost by a DLedger group", _path("failover", "acked_lost")),
+    Headline(_F, "Messages duplicated by a retried send committed anyway", _path("failover", "duplicates")),
+    Headline(_F, "Messages re-consumed after a failover", _path("failover", "reconsumed")),
 ]
 
 
@@ -234,6 +244,8 @@ PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
     ("auto-created topic(s) missing on some auto-create master", _imbalanced_topics),
     ("ordered message(s) consumed out of order", _path("order", "out_of_order")),
     ("ordered message(s) consumed twice", _path("order", "duplicates")),
+    ("DLedger failover(s)", _path("failover", "failovers")),
+    ("acked message(s) lost by a DLedger group", _path("failover", "acked_lost")),
 ]
 
 

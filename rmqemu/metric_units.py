@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 #: The misrouting reasons, first match wins (the report's ``reports.core.sends.REASONS``; a test
 #: keeps the two equal).
-REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_topic", "bad_queue")
+REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "stale_master", "not_master", "no_topic", "bad_queue")
 #: The scopes of the send latency: every attempt, and the ok ones only.
 LATENCY_SCOPES: tuple[str, ...] = ("all", "ok")
 

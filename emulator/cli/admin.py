@@ -83,16 +83,25 @@ def topic_list(run: Path | None, namesrv: str | None) -> None:
 @click.option("--queues", type=int, default=4, show_default=True)
 @click.option("--perm", type=int, default=6, show_default=True)
 @RUN
+@NAMESRV
 @_handled
-def update_topic(topic: str, brokers: tuple[str, ...], queues: int, perm: int, run: Path | None) -> None:
-    """UPDATE_AND_CREATE_TOPIC on the master of each named broker."""
+def update_topic(topic: str, brokers: tuple[str, ...], queues: int, perm: int, run: Path | None,
+                 namesrv: str | None) -> None:
+    """UPDATE_AND_CREATE_TOPIC on the master of each named broker: the address the namesrv holds
+    as its brokerId 0 (as ``mqadmin updateTopic -c`` finds masters), so a DLedger group's
+    current master."""
     from rmqemu.emulator.launcher.topology import TopicEntry
 
     nodes = _nodes(run)
+    known = sorted({n["broker"] for n in nodes.values() if n.get("broker")})
+    info = _admin.cluster_list(_namesrv_addr(run, namesrv))
     entry = TopicEntry(name=topic, brokers=list(brokers), queues=queues, perm=perm)
     for b in brokers:
-        master = nodes.get(f"{b}-0")
-        if not master or not master.get("addr"):
-            raise RmqemuError(f"unknown broker {b!r}")
-        _admin.update_topic(master["addr"], entry)
-        click.echo(f"{topic}: created/updated on {b} ({master['addr']})")
+        if b not in known:
+            raise RmqemuError(f"unknown broker {b!r} (this run's brokers: {', '.join(known) or 'none'})")
+        addr = info.get("brokerAddrTable", {}).get(b, {}).get("brokerAddrs", {}).get("0")
+        if not addr:
+            raise RmqemuError(f"broker {b!r} has no master on the namesrv now (dead, or a DLedger group "
+                              "between leaders): try again, or see `rmqemu admin cluster-list`")
+        _admin.update_topic(addr, entry)
+        click.echo(f"{topic}: created/updated on {b} ({addr})")

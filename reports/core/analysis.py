@@ -32,6 +32,9 @@ from rmqemu.reports.core import (
     availability,
     consumers,
     delays,
+    failover,
+    failover_plot,
+    failover_routes,
     health,
     order_routes,
     plots,
@@ -41,6 +44,7 @@ from rmqemu.reports.core import (
 )
 from rmqemu.reports.core import sends as sends_mod
 from rmqemu.reports.core import truth as truth_mod
+from rmqemu.reports.core.failover_run import FailoverRun
 from rmqemu.reports.core.frame import RunInfo, events, node_table
 from rmqemu.reports.core.order_locks import LOCK_KINDS, lock_lines
 from rmqemu.reports.core.order_run import OrderRun
@@ -49,7 +53,7 @@ Tables = dict[str, pd.DataFrame]
 
 #: The kinds step 1 reads (a run's few lines; the route kinds only name the topics truth is drawn for).
 TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault.end", "broker.topic",
-                                "client.route", "ns.route", "run.drain")
+                                "client.route", "ns.route", "run.drain", *failover.DLEDGER_KINDS)
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
                                "pull", "consume", "rebalance", *LOCK_KINDS, *delays.DELAY_KINDS,
@@ -58,13 +62,13 @@ NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", 
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
     "fault_id", "fault", "targets", "params", "completed", "waited_ms", "timeout_ms", "lag_total", "lag_left",
-    "unreadable", "interrupted")
+    "unreadable", "interrupted", *failover.DLEDGER_COLUMNS)
 #: The columns step 2 reads.
 NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
     "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", "sharding_key", "route_queues", "offsets", "orderly",
-    "peer", "change", "late_ms", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
+    "peer", "change", "late_ms", "source", "broker_addr", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 #: The kinds of :data:`TRUTH_KINDS` step 1 reads only the topic of (truth is drawn for every topic
@@ -116,6 +120,8 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
     out["truth"] = truth_mod.truth(out["hosts"], out["pauses"], topics, info.run_start, end, out["lives"])
     out["m.autocreate"] = consumers.autocreate_coverage(ev, nodes, out["hosts"], out["autocreate"])
     out["m.drain"] = pd.DataFrame(health.drain_rows(ev))
+    out["exits"] = truth_mod.exits(ev)
+    out.update(failover.truth_tables(ev, manifest_nodes, out["exits"], fl, end, info.measure_end))
     return out
 
 
@@ -149,10 +155,13 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         sent = sends_mod.sends(ev)
         out["classified"] = sends_mod.classify_sends(
             sent, truth["nodes"], truth["lives"], truth["pauses"], truth["partitions"], truth["hosts"],
-            truth["autocreate"], truth["write_queues"], end) if classify else sent
+            truth["autocreate"], truth["write_queues"], end, truth["addresses"],
+            truth["dledger_masters"], truth["dledger_members"]) if classify else sent
         out["windows"] = availability.unavailable_windows(sent, until)
     if "client.route" in kinds:
         out["route_changes"] = order_routes.route_changes(ev)
+    if kinds & {"client.route", "ns.route"}:
+        out["failover_routes"] = failover_routes.route_lines(ev)
     if kinds & set(LOCK_KINDS):
         out["lock_lines"] = lock_lines(ev)
     if "node.lag" in kinds:
@@ -208,6 +217,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
                                                  delays.undelivered(entries(), stop)))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
+    failovers = functools.cache(lambda: FailoverRun(t, info, fates, lambda: orders().unheld_lines))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
@@ -241,6 +251,11 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.order_groups": lambda: orders().summary(), "m.order_remaps": lambda: orders().remaps(),
         "m.order_failed": lambda: orders().failed(), "m.order_availability": lambda: orders().availability(),
         "m.order_moved": lambda: orders().moved(),
+        "m.failover_groups": lambda: failovers().groups(), "m.failover_faults": lambda: failovers().faults(),
+        "m.failover_failovers": lambda: failovers().rows(), "m.failover_views": lambda: failovers().view_rows(),
+        "m.failover_rto": lambda: failovers().rto_rows(),
+        "m.failover_stale_sends": lambda: failovers().stale_master_sends(),
+        "m.failover_lost": lambda: failovers().lost,
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:
@@ -251,6 +266,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     if plots_too:
         m.update(plots.plot_tables(t, info))
         m.update(orders().plot_tables())
+        m.update(failover_plot.plot_tables(failovers()))
     return {**t, **m}
 
 

@@ -21,12 +21,12 @@ from rmqemu.reports.core.schema import AUTO_CREATE_TOPIC, NO_ROUTE_ERRORS
 #: resolution of epoch-ms timestamps, about 0.0002 ms).
 END_EPSILON_MS = 0.001
 
-REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "not_master", "no_topic", "bad_queue")
+REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "stale_master", "not_master", "no_topic", "bad_queue")
 
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
                                  "attempt", "outcome", "code", "latency_ms", "error", "group", "sharding_key",
-                                 "route_queues")
+                                 "route_queues", "broker_addr")
 
 #: The columns of :func:`send_outcomes`, in order.
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
@@ -35,8 +35,9 @@ OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "tim
 
 def sends(ev: pd.DataFrame) -> pd.DataFrame:
     """Send attempts: ``producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
-    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues`` (the last two:
-    ordered sends only)."""
+    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues, broker_addr``
+    (``sharding_key`` and ``route_queues``: ordered sends only; ``broker_addr``: the address the
+    attempt went to, which names the node of a DLedger group's moving master)."""
     out = ev.loc[ev["kind"] == "send"].rename(columns={"node": "producer"})
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 
@@ -112,16 +113,23 @@ def _least_greatest(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame, pauses: pd.DataFrame,
                    partitions: pd.DataFrame, hosts: pd.DataFrame, autocreate: pd.DataFrame,
-                   write_queues: pd.DataFrame, run_end: float | None = None) -> pd.DataFrame:
+                   write_queues: pd.DataFrame, run_end: float | None = None,
+                   addresses: pd.DataFrame | None = None, masters: pd.DataFrame | None = None,
+                   members: pd.DataFrame | None = None) -> pd.DataFrame:
     """All sends plus ``target_id``, ``target`` (node) and ``reason`` (None when the send was
-    well routed or had no broker), in the order of ``sends`` (a fresh index). A node table
-    naming two nodes for one (broker, id) would repeat the send (as a join does).
+    well routed or had no broker), in the order of ``sends`` (a fresh index). The target is the
+    node whose address (``addresses``: ``addr, node``) the attempt's ``broker_addr`` is, when
+    known: a DLedger group's master moves between its nodes, so its name and id do not tell
+    which node an attempt went to; else the node table's node of the (broker, id), the first
+    where it names several (a DLedger group's peers share their broker name). ``masters``
+    (``node, start, end``) and ``members`` (``node``): when a DLedger member's broker was the
+    master, and the members (reason ``stale_master``: :func:`reports.core.failover.master_intervals`).
 
     ``run_end``: intervals are ``[start, end)`` and the ones nothing ended stop at the run
     end, so a send logged at the very end is looked up a hair earlier, inside them."""
     bn = nodes.loc[(nodes["role"] == "broker") & nodes["broker"].notna(), ["node", "broker", "broker_id"]]
     bn = pd.DataFrame({"broker": bn["broker"].astype(object), "target_id": bn["broker_id"].astype("Int64").fillna(0),
-                       "_node": bn["node"].astype(object)})
+                       "_node": bn["node"].astype(object)}).drop_duplicates(["broker", "target_id"])
     df = sends.reset_index(drop=True)
     df["target_id"] = df["broker_id"].astype("Int64").fillna(0)
     df = df.merge(bn, on=["broker", "target_id"], how="left", sort=False) if len(bn) else df.assign(_node=None)
@@ -129,6 +137,9 @@ def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame
     rule = (df["broker"].astype(str) + "-" + df["target_id"].astype(str)).to_numpy(dtype=object)
     named = df["_node"].to_numpy(dtype=object)
     target = np.where(pd.isna(named), rule, named)
+    if addresses is not None and len(addresses) and "broker_addr" in df:
+        at = df["broker_addr"].map(addresses.drop_duplicates("addr").set_index("addr")["node"]).to_numpy(object)
+        target = np.where(pd.isna(at), target, at)
     target = np.where(has_broker, target, None).astype(object)
     df = df.drop(columns="_node").assign(target=target)
 
@@ -149,9 +160,13 @@ def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame
     with np.errstate(invalid="ignore"):
         bad_queue = queue >= wq  # False where either is null
     slave = df["target_id"].to_numpy(dtype=np.int64) != 0
+    stale = np.zeros(len(df), dtype=bool)
+    if members is not None and len(members):
+        master, _ = point_lookup(at, [target], masters, ["node"])
+        stale = pd.Series(target, dtype=object).isin(members["node"]).to_numpy(bool) & ~master
     reason = np.full(len(df), None, dtype=object)
     # the last assignment wins: reasons from the weakest to the strongest, then no broker
-    conds = [~alive, paused, cut, slave, ~hosted & ~auto, bad_queue]
+    conds = [~alive, paused, cut, stale, slave, ~hosted & ~auto, bad_queue]
     for name, cond in reversed(list(zip(REASONS, conds, strict=True))):
         reason[cond] = name
     reason[~has_broker] = None

@@ -95,7 +95,7 @@ class Fates:
         bounds = np.cumsum([0, *(len(t) for t in tables)])
         for t, lo, hi in zip(tables, bounds[:-1], bounds[1:], strict=True):
             t["code"] = codes[lo:hi]
-        self._n = len(ids)
+        self._n, self._ids = len(ids), np.asarray(ids, dtype=object)
         self._tables: dict[tuple[str, str | None], np.ndarray] = {}
 
     def _among(self, msgs: np.ndarray, name: str, group: str | None = None) -> np.ndarray:
@@ -130,6 +130,17 @@ class Fates:
         msgs = self._topic(topic)
         had = self._among(msgs, "consumed", group)
         return {"consumed": int(had.sum()), **self._fates(msgs[~had], group, group in self.gone)}
+
+    def lost(self, group: str, topic: str) -> np.ndarray:
+        """The ids of the acked messages of ``topic`` that ``group`` lost: what :meth:`per_group`
+        counts as ``lost`` (the failover section names them, :mod:`reports.core.failover_run`)."""
+        if group in self.gone:
+            return self._ids[:0]
+        msgs = self._topic(topic)
+        msgs = msgs[~self._among(msgs, "consumed", group)]
+        left = ~self._among(msgs, "given_up", group) & ~self._among(msgs, "handled", group) & \
+            ~self._among(msgs, "delayed")
+        return self._ids[msgs[left]]
 
     def per_topic(self, topic: str) -> dict[str, int]:
         """The fates of the acked messages of ``topic`` no group consumed (none unless some group

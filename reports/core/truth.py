@@ -99,10 +99,30 @@ def _perm_has(lines: pd.DataFrame, bits: int) -> np.ndarray:
 
 
 def hosts(ev: pd.DataFrame, nodes: pd.DataFrame, run_end: float | None) -> pd.DataFrame:
-    """``node, topic, start, end, broker, broker_id``: a broker node hosting a topic."""
+    """``node, topic, start, end, broker, broker_id``: a broker node hosting a topic. A DLedger
+    peer's ``broker_id`` moves with elections: its hosting is cut at each ``broker.role`` and
+    takes that line's id (none before its first: it is no master then)."""
     lines = _topic_lines(ev, nodes)
     marks = lines[_perm_has(lines, PERM_WRITE)][["node", "topic", "ts", "seq", "broker", "broker_id"]]
-    return _first_per_life(marks, exits(ev), ["node", "topic"], run_end)
+    iv = _first_per_life(marks, exits(ev), ["node", "topic"], run_end)
+    roles = role_ids(ev, run_end)
+    if roles.empty:
+        return iv
+    peer = iv["node"].isin(roles["node"]).to_numpy(bool)
+    moved = overlap_pieces(iv[peer].drop(columns="broker_id"), roles, ["node"])
+    return pd.concat([iv[~peer], moved[iv.columns]], ignore_index=True)
+
+
+def role_ids(ev: pd.DataFrame, run_end: float | None) -> pd.DataFrame:
+    """``node, broker_id, start, end``: a DLedger peer's brokerId from each ``broker.role`` line
+    until the next or the node's exit."""
+    lines = _kind(ev, "broker.role")[["node", "ts", "seq", "broker_id"]]
+    stops = exits(ev).dropna(subset=["node"])
+    stops = stops[stops["node"].isin(lines["node"]).to_numpy(bool)]
+    both = pd.concat([lines.assign(_exit=False), stops.assign(_exit=True, broker_id=-1)], ignore_index=True)
+    iv = from_change_points(both, ["node"], run_end)
+    iv = iv[~iv["_exit"].to_numpy(bool)]
+    return iv[["node", "broker_id", START, END]].reset_index(drop=True)
 
 
 def autocreate(ev: pd.DataFrame, nodes: pd.DataFrame, run_end: float | None) -> pd.DataFrame:

@@ -27,8 +27,8 @@ def send(producer: str, ts: float, topic: str, outcome: str, latency: float | No
          ) -> dict[str, Any]:
     return {"producer": producer, "ts": ts, "seq": int(ts), "msg_id": f"m{ts}", "topic": topic, "broker": "broker-a",
             "broker_id": None, "queue_id": 0, "attempt": 1, "outcome": outcome, "code": 0, "latency_ms": latency,
-            "error": None, "group": "pg", "sharding_key": None, "route_queues": None, "target_id": 0,
-            "target": "broker-a-0", "reason": reason}
+            "error": None, "group": "pg", "sharding_key": None, "route_queues": None, "broker_addr": None,
+            "target_id": 0, "target": "broker-a-0", "reason": reason}
 
 
 def pieces(who: str, rows: list[tuple[str, str, float, float, bool, bool]]) -> pd.DataFrame:

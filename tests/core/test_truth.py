@@ -213,3 +213,29 @@ def test_everything_of_an_empty_run():
     assert t.empty and list(t.columns) == ["topic", "start", "end", "brokers"]
     assert rows(truth(hosts(e, NODES, 10.0), pauses(fl, 10.0), ["T"], 0.0, 10.0),
                 "topic", "start", "end", "brokers") == [("T", 0.0, 10.0, ())]
+
+
+def test_a_dledger_peer_is_master_between_its_broker_role_lines_only():
+    """A peer's hosting takes the brokerId of its latest ``broker.role``: master (0) from its
+    promotion until its demotion or exit, so truth follows the moving master."""
+    nodes = pd.DataFrame({"node": ["broker-a-n0", "broker-a-n1"], "role": ["broker", "broker"],
+                          "broker": ["broker-a", "broker-a"], "broker_id": pd.array([None, None], dtype="Int64"),
+                          "group": [None, None], "auto_create": pd.array([None, None], dtype="boolean")})
+
+    def role(ts: float, node: str, bid: int) -> dict[str, Any]:
+        return ev(ts, node, "broker.role", broker="broker-a", broker_id=bid,
+                  role="SYNC_MASTER" if bid == 0 else "SLAVE", term=1)
+
+    def topic_on(ts: float, node: str) -> dict[str, Any]:
+        return ev(ts, node, "broker.topic", topic="T", read_queues=4, write_queues=4, perm=6, how="startup",
+                  broker="broker-a", broker_id=-1)
+
+    evs = events([topic_on(1, "broker-a-n0"), topic_on(1, "broker-a-n1"), role(5, "broker-a-n0", 0),
+                  role(6, "broker-a-n1", 2), ev(50, "broker-a-n0", "node.exit", role="broker", signal=9),
+                  role(60, "broker-a-n1", 0)])
+    got = hosts(evs, nodes, 100.0)
+    assert rows(got, "node", "broker_id", "start", "end") == [
+        ("broker-a-n0", 0, 5.0, 50.0), ("broker-a-n1", 0, 60.0, 100.0), ("broker-a-n1", 2, 6.0, 60.0)]
+    t = truth(got, pauses(faults(evs, 100.0), 100.0), ["T"], 0.0, 100.0)
+    assert [(r.start, r.end, r.brokers) for r in t.itertuples()] == [
+        (0.0, 5.0, ()), (5.0, 50.0, ("broker-a",)), (50.0, 60.0, ()), (60.0, 100.0, ("broker-a",))]

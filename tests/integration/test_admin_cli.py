@@ -13,7 +13,8 @@ TOPO = {
     "name": "admin",
     "timing": {"scale": 0.01},
     "namesrvs": 2,
-    "brokers": [{"name": "broker-a", "slaves": 1}, {"name": "broker-b", "autoCreateTopicEnable": False}],
+    "brokers": [{"name": "broker-a", "slaves": 1}, {"name": "broker-b", "autoCreateTopicEnable": False},
+                {"name": "broker-c", "dledger": {"peers": 2}}],
     "topics": [{"name": "OrderTopic", "brokers": ["broker-a", "broker-b"], "queues": 4}],
     "duration": "600s",
 }
@@ -49,3 +50,10 @@ def test_admin_verbs_against_a_live_cluster(start_cluster) -> None:
     assert "CODE: 17  DESC: No topic route info in name server for the topic: Nope" in missing.output
     unknown = admin(c.run_dir, "update-topic", "T", "--broker", "broker-z")
     assert unknown.exit_code == 1 and "unknown broker 'broker-z'" in unknown.output
+
+    # a DLedger group's topic goes to the peer that is master now
+    on_c = admin(c.run_dir, "update-topic", "DTopic", "--broker", "broker-c")
+    assert on_c.exit_code == 0, on_c.output
+    master = next(n for n in ("broker-c-n0", "broker-c-n1") if c.state(n)["broker_id"] == 0)
+    assert f"created/updated on broker-c ({c.addrs[master]})" in on_c.output
+    assert read_events(c.run_dir, "broker.topic", node=master, where=lambda e: e["topic"] == "DTopic")

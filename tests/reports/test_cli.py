@@ -63,8 +63,8 @@ def test_metrics_json_design_keys_and_values(reported):
     assert by(m["staleness"]["namesrvs"], namesrv="namesrv-0", topic=T)["stale_ms"] == 10.0
     f = by(m["staleness"]["faults"], fault_id="f1")
     assert (f["fault"], f["converged_ms"]) == ("kill", 900.0)
-    assert m["misrouted"] == {"total": 1, "by_reason": {"dead": 1, "paused": 0, "partitioned": 0, "not_master": 0,
-                                                        "no_topic": 0, "bad_queue": 0},
+    assert m["misrouted"] == {"total": 1, "by_reason": {"dead": 1, "paused": 0, "partitioned": 0, "stale_master": 0,
+                                                        "not_master": 0, "no_topic": 0, "bad_queue": 0},
                               "by_reason_outcome": {"dead": {"timeout": 1}}}
     s = m["sends"]
     assert (s["attempts"], s["ok"], s["failed"], s["no_route"]) == (3, 2, 1, 0)

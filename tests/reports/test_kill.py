@@ -66,7 +66,7 @@ def test_fault_converged_at_slow_client(metrics):
 def test_send_to_killed_master_is_dead(metrics):
     assert metrics["misrouted"]["total"] == 1
     assert metrics["misrouted"]["by_reason"] == {
-        "dead": 1, "paused": 0, "partitioned": 0, "not_master": 0, "no_topic": 0, "bad_queue": 0}
+        "dead": 1, "paused": 0, "partitioned": 0, "stale_master": 0, "not_master": 0, "no_topic": 0, "bad_queue": 0}
     assert metrics["misrouted"]["by_reason_outcome"] == {"dead": {"timeout": 1}}
 
 

@@ -29,8 +29,8 @@ def test_the_order_section_its_expectations_plot_and_tables(tmp_path: Path) -> N
     assert change["offset_ms"] == 5.0 and change["offset_cluster_s"] == 0.005  # the run's first event is at 0
     assert (change["stale_before"], change["stale_after"], change["out_of_order"]) == (True, False, 1)
     assert o["failed_sends"] == {"total": 1, "stale_route": 1, "no_route": 0, "misrouted": 1,
-                                 "by_reason": {"dead": 1, "paused": 0, "partitioned": 0, "not_master": 0,
-                                               "no_topic": 0, "bad_queue": 0}}
+                                 "by_reason": {"dead": 1, "paused": 0, "partitioned": 0, "stale_master": 0,
+                                               "not_master": 0, "no_topic": 0, "bad_queue": 0}}
     assert o["availability"]["max_unavailable_ms"] == 2.0 and o["availability"]["unavailable_keys"] == 1
     rules = parse_expect({"order.remaps.keys": {"min": 1}, "order.by_cause.remapped": 1,
                           "order.failed_sends.stale_route": {"min": 1}, "order.duplicates": 0}, "expect")

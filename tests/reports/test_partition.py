@@ -40,7 +40,7 @@ def metrics(tmp_path_factory):
 
 def test_partitioned_sends_either_direction(metrics):
     assert metrics["misrouted"]["by_reason"] == {
-        "dead": 0, "paused": 1, "partitioned": 2, "not_master": 0, "no_topic": 0, "bad_queue": 0}
+        "dead": 0, "paused": 1, "partitioned": 2, "stale_master": 0, "not_master": 0, "no_topic": 0, "bad_queue": 0}
     assert metrics["misrouted"]["total"] == 3
 
 

@@ -3,7 +3,7 @@ up to float rounding: in this process (no JVM) and in Spark, both runs in one jo
 written before queues were objects: every line keeps the event registry once converted as the
 report converts it (docs/design.md §6, "Older runs"), and the queues are all that differs. What
 was added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order,
-delays and retries sections) is checked apart: the runs have nothing for it."""
+delays, retries and failover sections) is checked apart: the runs have nothing for it."""
 from __future__ import annotations
 
 import json
@@ -46,8 +46,9 @@ def added(got: Any, want: Any, path: str = "") -> tuple[Any, dict[str, Any]]:
     return got, {}
 
 
-#: The fates of unconsumed messages and the faults' late deliveries: neither run delayed, retried or
-#: ordered a message, and no consumer group left before the end.
+#: The fates of unconsumed messages, the faults' late deliveries and the DLedger misrouting reason:
+#: neither run delayed, retried or ordered a message, no consumer group left before the end, and
+#: neither had a DLedger group.
 NEWER = {
     **{f"consumption.{fate}": 0 for fate in ("gone", "dead_lettered", "retrying", "delayed", "gone_per_group")},
     **{f"consumption.{table}[].{fate}": 0 for table in ("by_topic", "groups")
@@ -55,12 +56,16 @@ NEWER = {
     "staleness.faults[].late_deliveries": 0, "staleness.faults[].late_max_ms": 0.0,
     "staleness.faults[].late_max_cluster_s": 0.0,
     "timing.window_ms": 1000.0, "timing.window_cluster_s": 100.0,  # both runs at 0.01
+    "misrouted.by_reason.stale_master": 0,  # neither run had a DLedger group
 }
 
 
 def same(got: dict, want: dict) -> bool:
     got, extra = added(got, want)
     delays, retries, order = extra.pop("delays"), extra.pop("retries"), extra.pop("order")
+    failover = extra.pop("failover")  # neither run had a DLedger group
+    assert failover["elections"] == failover["stale_master_sends"]["total"] == failover["max_no_master_ms"] == 0
+    assert failover["groups"] == failover["changes"] == failover["views"] == failover["lost"] == []
     measured = extra.pop("timing.measured_ms")  # run.start to the last event: each run's own
     assert 0 < measured <= got["duration_ms"] and extra.pop("timing.measured_cluster_s") == pytest.approx(measured / 10)
     assert order["messages"] == order["violations"] == order["failed_sends"]["total"] == 0

@@ -44,7 +44,7 @@ def metrics(tmp_path_factory):
 
 def test_reasons(metrics):
     assert metrics["misrouted"]["by_reason"] == {
-        "dead": 1, "paused": 0, "partitioned": 0, "not_master": 1, "no_topic": 2, "bad_queue": 3}
+        "dead": 1, "paused": 0, "partitioned": 0, "stale_master": 0, "not_master": 1, "no_topic": 2, "bad_queue": 3}
     assert metrics["misrouted"]["total"] == 7
 
 
