@@ -21,11 +21,14 @@ finds the new master.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from rmqemu import emulator, jsonlines
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "real-clients-dledger.yaml"
 TOPIC, GROUP = "RealTopic", "broker-a"
@@ -104,6 +107,7 @@ class Failover:
     old_remoting: str
     new_remoting: str
     killed_ms: float
+    stopped_ms: float  # the old leader stopped leading: its node.exit, or the kill's start if earlier
     master_ms: float  # the namesrv took the new master's registration as brokerId 0
     restarted_ms: float | None = None  # the old leader started again
     slave_ms: float | None = None  # the namesrv took its registration as a slave
@@ -122,6 +126,7 @@ def kill_leader(c: emulator.Cluster) -> tuple[emulator.FaultHandle, Failover]:
     kill = c.kill(f"leader:{GROUP}")
     (old,) = kill.targets
     killed_ms = first_event(c, "the kill recorded", lambda e: e["fault_id"] == kill.fault_id, "fault.start")["ts"]
+    exited_ms = first_event(c, f"{old}'s exit recorded", lambda e: e.get("signal") == 9, "node.exit", old)["ts"]
     bus = {p: c.addrs[p] for p in PEERS}
 
     def registered() -> dict[str, Any] | None:
@@ -133,7 +138,8 @@ def kill_leader(c: emulator.Cluster) -> tuple[emulator.FaultHandle, Failover]:
     assert event is not None
     (new,) = [p for p in PEERS if bus[p] == event["broker_addr"]]
     remoting = c.launcher.remoting_addrs
-    return kill, Failover(old, new, bus[old], bus[new], remoting[old], remoting[new], killed_ms, event["ts"])
+    return kill, Failover(old, new, bus[old], bus[new], remoting[old], remoting[new], killed_ms,
+                          min(killed_ms, exited_ms), event["ts"])
 
 
 def restart_old(c: emulator.Cluster, kill: emulator.FaultHandle, f: Failover) -> None:
@@ -165,3 +171,33 @@ class UnrecordedDLedgerSends(AssertionError):
     (``DLedgerCommitLog._acked``) never passes ``observe``. The same path answers the pulls a
     master held until the entry was committed (``DLedgerCommitLog._dispatch``, then
     ``PullProcessor.notify_message_arriving``): their ``pull`` and ``consume`` lines are missing too."""
+
+
+def failover_report(run_dir: Path) -> dict[str, Any]:
+    """The finished run's metrics.json sections ``failover`` and ``misrouted``, analysed in this
+    process (the core tasks the Spark job runs, without a JVM)."""
+    return document(analyse_dirs([str(run_dir)], plots_too=False)[0], ["failover", "misrouted"])
+
+
+def assert_report_shows(doc: dict[str, Any], f: Failover, client: str, answered: Counter[int],
+                        seen_ms: float) -> None:
+    """The report's failover section (docs/design.md §7 "DLedger failovers") tells the run as the
+    nodes and the client saw it: one failover of the group, the kill of its leader behind it; the
+    old master's answers to ``client`` (``answered``: their codes, as its ``send`` lines have them)
+    are its stale-master sends, by what they got, and its misrouted sends (``stale_master``); the
+    attempts refused while it was dead never reached a broker, so none is ``refused``; and the
+    client's route showed the new master at ``seen_ms``, its first route after the old master's
+    stop."""
+    fo = doc["failover"]
+    (change,) = fo["changes"]
+    assert (change["group"], change["old_node"], change["node"], change["fault"], change["hit"]) == (
+        GROUP, f.old, f.new, "kill", "leader"), change
+    stale = fo["stale_master_sends"]
+    assert stale["total"] == sum(answered.values()), (stale, answered)
+    assert (stale["by_got"]["not_available"], stale["by_got"]["system_error"], stale["by_got"]["refused"]) == (
+        answered[14], answered[1], 0), (stale, answered)
+    mis = doc["misrouted"]
+    assert mis["total"] == mis["by_reason"]["stale_master"] == sum(answered.values()), (mis, answered)
+    (view,) = [v for v in fo["views"] if v["node"] == client]
+    assert (view["who"], view["by"]) == ("client", "client.route"), view
+    assert abs(view["stale_ms"] - (seen_ms - f.stopped_ms)) < 1.0, (view, seen_ms - f.stopped_ms)

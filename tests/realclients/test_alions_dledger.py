@@ -6,8 +6,8 @@ The producer keeps the route that names the old master until its route poll (hel
 it off the namesrv, failover.py says why): its attempts at the old master's address are refused
 while it is dead and answered SERVICE_NOT_AVAILABLE (14) once it is back as a slave, each retried
 on broker-b; after the poll its attempts at broker-a go to the new master, another address. Every
-acked message is consumed byte for byte, and the brokers' events hold each misrouted attempt that
-reached the old master.
+acked message is consumed byte for byte; the old master's events hold each misrouted attempt that
+reached it, and the report's failover section counts them and the producer's stale route.
 
 What the test cannot pass yet: a real client's send that a DLedger master answers after its
 quorum acked the entry is written by no broker (the answer leaves through the callback of the
@@ -33,7 +33,9 @@ from tests.realclients.failover import (
     TOPIC,
     TOPOLOGY,
     UnrecordedDLedgerSends,
+    assert_report_shows,
     cut_from_namesrvs,
+    failover_report,
     first_event,
     kill_leader,
     node_events,
@@ -106,6 +108,7 @@ def test_alions_keeps_sending_through_a_leader_kill_and_finds_the_new_master_aft
         wire = {node: [e for e in node_events(c, node, "send") if e["node"] == client]
                 for node in (f.old, f.new)}
         polls = routes(c, client)
+        run_dir = c.finish()
     print(f"alions-dledger: {f.describe()}; test {time.monotonic() - started:.1f} s")
 
     tried, sends = attempts(producer), results(producer)
@@ -167,6 +170,8 @@ def test_alions_keeps_sending_through_a_leader_kill_and_finds_the_new_master_aft
     assert all(e["broker_addr"] == f.old_bus and e["outcome"] == "error" for e in old_wire), old_wire
     assert Counter(e["code"] for e in old_wire) == Counter(a["code"] for a in answered), (old_wire, answered)
     assert all(e["ts"] > f.restarted_ms for e in old_wire)
+    # and the report's failover section says so
+    assert_report_shows(failover_report(run_dir), f, client, Counter(e["code"] for e in old_wire), found_ms)
     # and the new master each send it acked: the known defect
     acked_new = Counter(a["msgId"] for a in at_new)
     recorded = Counter(e["msg_id"] for e in wire[f.new] if e["outcome"] == "ok" and e["broker_addr"] == f.new_bus)

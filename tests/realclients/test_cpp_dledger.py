@@ -7,11 +7,12 @@ The C++ producer polls its routes every 30 s from its start (not configurable th
 Until then it keeps the route that names the old master (held here by cutting it off the namesrv:
 failover.py says why): its attempts at broker-a fail, refused while the old master is dead and
 answered SERVICE_NOT_AVAILABLE (14) once it is back as a slave, and ``sendDefaultImpl`` retries
-each on a queue of broker-b; after the poll its sends to broker-a go to the new master. What this
-client allows to see: its send results carry no broker, so the attempts are read from the
-brokers' events (those that reached one) and from its log (``send failed of times``); the bodies
-are the hostile set of the ali-ons tests without NUL bytes, which its C API cannot hand back
-(tests/realclients/cpp/normal.py).
+each on a queue of broker-b; after the poll its sends to broker-a go to the new master. The
+report's failover section counts the misrouted attempts the old master answered and the
+producer's stale route. What this client allows to see: its send results carry no broker, so the
+attempts are read from the brokers' events (those that reached one) and from its log (``send
+failed of times``); the bodies are the hostile set of the ali-ons tests without NUL bytes, which
+its C API cannot hand back (tests/realclients/cpp/normal.py).
 
 What the test cannot pass yet: the new master's acked sends have no ``send`` event, the known
 defect :class:`~tests.realclients.failover.UnrecordedDLedgerSends`, checked last and expected to
@@ -37,7 +38,9 @@ from tests.realclients.failover import (
     TOPIC,
     TOPOLOGY,
     UnrecordedDLedgerSends,
+    assert_report_shows,
     cut_from_namesrvs,
+    failover_report,
     first_event,
     kill_leader,
     node_events,
@@ -122,6 +125,7 @@ def test_cpp_producer_sends_through_a_leader_kill_and_a_new_consumer_reads_every
                     for m in e["msg_ids"]}
         new_wire = [e for e in node_events(c, f.new, "send") if e["node"] == client and e["outcome"] == "ok"]
         polls = [e for e in node_events(c, "namesrv-0", "client.route") if e["node"] == client and e["topic"] == TOPIC]
+        run_dir = c.finish()
     print(f"cpp-dledger: {f.describe()}; test {time.monotonic() - started:.1f} s")
 
     sends = sent(producer)
@@ -171,6 +175,9 @@ def test_cpp_producer_sends_through_a_leader_kill_and_a_new_consumer_reads_every
           f"the new master {(first_new - f.killed_ms) / 1000:.1f} s after the kill, "
           f"{(min(acked[m]['born'] for m in to_a) - found_ms):.0f} ms after the route that named it; "
           f"{len(stored_twice)} stored twice, {sum(len(v) - 1 for v in rows.values())} redelivered")
+
+    # the report's failover section: the failover, the old master's answers to the producer, its route
+    assert_report_shows(failover_report(run_dir), f, client, Counter(e["code"] for e in old_wire), found_ms)
 
     # and the new master's own lines for each of them: the known defect
     recorded = {e["msg_id"] for e in new_wire if e["broker_addr"] == f.new_bus}
