@@ -42,6 +42,7 @@ from tests.realclients.failover import (
     cut_from_namesrvs,
     failover_report,
     first_event,
+    group_routes,
     kill_leader,
     node_events,
     restart_old,
@@ -104,8 +105,7 @@ def test_cpp_producer_sends_through_a_leader_kill_and_a_new_consumer_reads_every
         healed_ms = first_event(c, "the cut healed", lambda e: e["fault_id"] == cut.fault_id, "fault.end")["ts"]
 
         def route_after_heal() -> list[dict[str, Any]]:
-            return [e for e in node_events(c, "namesrv-0", "client.route")
-                    if e["node"] == client and e["topic"] == TOPIC and e["ts"] > healed_ms]
+            return [e for e in group_routes(c, client) if e["ts"] > healed_ms]
         c.wait_for(throttled(route_after_heal), ROUTE_POLL_S + ROUTE_TIMEOUT_S + 5, "the producer's next route poll")
         found_ms = route_after_heal()[0]["ts"]
         wait_for(lambda: sum(s["ok"] and s["born"] > found_ms for s in sent(producer)) >= 20, 30,
@@ -124,7 +124,7 @@ def test_cpp_producer_sends_through_a_leader_kill_and_a_new_consumer_reads_every
         from_new = {m for e in node_events(c, f.new, "consume") if e["node"] == f"client@{consumer.pid}"
                     for m in e["msg_ids"]}
         new_wire = [e for e in node_events(c, f.new, "send") if e["node"] == client and e["outcome"] == "ok"]
-        polls = [e for e in node_events(c, "namesrv-0", "client.route") if e["node"] == client and e["topic"] == TOPIC]
+        polls = group_routes(c, client)
         run_dir = c.finish()
     print(f"cpp-dledger: {f.describe()}; test {time.monotonic() - started:.1f} s")
 
