@@ -26,7 +26,7 @@ from tests.realclients import pyclient
 from tests.realclients.alions import ali_ons_dir, node_path
 
 JS_DIR = Path(__file__).resolve().parent / "js"
-CPP_DRIVER = Path(__file__).resolve().parent / "cpp" / "orderly.py"
+CPP_DIR = Path(__file__).resolve().parent / "cpp"
 T = TypeVar("T")
 _seq = itertools.count(1)
 
@@ -38,6 +38,7 @@ class NodeProcess(subprocess.Popen[bytes]):
     stdout_path: Path
     stderr_path: Path
     config_path: Path
+    home: Path | None = None  # the C++ client's $HOME (start_cpp): its library's log is in home/logs
 
     def lines(self) -> list[dict[str, Any]]:
         """The JSON lines it has printed so far."""
@@ -80,16 +81,19 @@ def start_node(script: str, cfg: dict[str, Any], log_dir: Path, name: str | None
                          {"NODE_PATH": str(ali_ons_dir() / "node_modules"), **(env or {})})
 
 
-def start_cpp(cfg: dict[str, Any], log_dir: Path, name: str | None = None) -> NodeProcess:
-    """``cpp/orderly.py`` (``cfg["role"]``: producer or consumer) under the C++ client's venv, its
-    files kept in a directory of its own in ``log_dir``: the library writes its log to
+def start_cpp(cfg: dict[str, Any], log_dir: Path, name: str | None = None, script: str = "orderly.py") -> NodeProcess:
+    """``cpp/<script>`` (``orderly.py``, or ``normal.py`` for unordered messages; ``cfg["role"]``:
+    producer or consumer) under the C++ client's venv, its files kept in a directory of its own
+    in ``log_dir``: the library writes its log to
     ``$ROCKETMQ_CLIENT_LOG_DIR`` (else ``/logs/rocketmq-client``, at the filesystem's root; the
     binding's ``set_log_root_path`` does nothing) and anything else under ``$HOME``."""
     log_dir.mkdir(parents=True, exist_ok=True)
     name = name or str(cfg["role"])
     home = Path(tempfile.mkdtemp(prefix=f"{name}-home-", dir=log_dir))
-    return start_program([str(pyclient.python()), str(CPP_DRIVER)], cfg, log_dir, name,
+    proc = start_program([str(pyclient.python()), str(CPP_DIR / script)], cfg, log_dir, name,
                          {"HOME": str(home), "ROCKETMQ_CLIENT_LOG_DIR": str(home / "logs")})
+    proc.home = home
+    return proc
 
 
 def start_producer(cfg: dict[str, Any], log_dir: Path, name: str | None = None) -> NodeProcess:
@@ -208,9 +212,9 @@ class NodeProcs:
         self.procs.append(start_consumer(cfg, self.log_dir, name))
         return self.procs[-1]
 
-    def cpp(self, cfg: dict[str, Any], name: str | None = None) -> NodeProcess:
-        """Start the C++ client's program (:func:`start_cpp`) and track it."""
-        self.procs.append(start_cpp(cfg, self.log_dir, name))
+    def cpp(self, cfg: dict[str, Any], name: str | None = None, script: str = "orderly.py") -> NodeProcess:
+        """Start the C++ client's program ``cpp/<script>`` (:func:`start_cpp`) and track it."""
+        self.procs.append(start_cpp(cfg, self.log_dir, name, script))
         return self.procs[-1]
 
     def stop_all(self, grace_s: float = 10.0) -> dict[str, int]:

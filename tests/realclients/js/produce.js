@@ -7,6 +7,11 @@
 //    them, null ones left out), "delayTimeLevel", "born" (ms before send()), "ts", and on failure "error",
 //    "error_name", "error_code"}
 // then {"done": true, "sent", "failed", "stopped", "unhandled", "client_errors"} and {"closed": bool, "close_ms"}.
+// With trace_attempts, each attempt of a send (ali-ons retries a failed one on another queue, up to
+// 1 + retryTimesWhenSendFailed attempts) is also a line, printed before its send's line:
+//   {"attempt": n (1-based), "i", "broker", "addr" (the broker address ali-ons sent to), "queueId", "ok",
+//    "code" (the answer's, or null: no answer), "msgId" when ok, "error", "error_name", "error_code" when not,
+//    "born", "ms", "ts"}
 // "ok" means producer.send() resolved; "status" is ali-ons' SendStatus (SEND_OK, FLUSH_DISK_TIMEOUT, ...).
 // A failed send does not end the run. Exit 0 after a run; 2 for a bad config; 1 for a crash.
 // SIGTERM/SIGINT (and stdin EOF when stdin_eof_stops) stop after the send in flight.
@@ -19,7 +24,7 @@
 // interval_ms, sendTimeout (ali-ons sendMsgTimeout),
 // retryTimesWhenSendFailed, compressMsgBodyOverHowmuch, the client intervals (pollNameServerInteval,
 // heartbeatBrokerInterval, ...), options (passed verbatim to new Producer), stdin_eof_stops,
-// ready_timeout_ms, close_timeout_ms.
+// ready_timeout_ms, close_timeout_ms, trace_attempts (true: the attempt lines above).
 
 const crypto = require('crypto');
 const c = require('./common');
@@ -29,7 +34,7 @@ const PRODUCER_KEYS = [ 'sendMsgTimeout', 'retryTimesWhenSendFailed', 'compressM
 const ALLOWED = [ 'nameSrv', 'topic', 'producerGroup', 'count', 'bodies', 'body_size', 'tags', 'keys', 'user_properties',
   'delay_levels', 'interval_ms', 'sendTimeout', 'options', 'stdin_eof_stops', 'ready_timeout_ms', 'close_timeout_ms',
   'pollNameServerInteval', 'heartbeatBrokerInterval', 'persistConsumerOffsetInterval', 'rebalanceInterval',
-  'instanceName', 'clientIP', 'responseTimeout', 'connectTimeout' ].concat(PRODUCER_KEYS);
+  'instanceName', 'clientIP', 'responseTimeout', 'connectTimeout', 'trace_attempts' ].concat(PRODUCER_KEYS);
 const PRINT_BODY_MAX = 4096;
 
 const cfg = c.loadConfig();
@@ -87,9 +92,36 @@ function sentProperties(msg) {
   return Object.fromEntries(Object.entries(msg.properties).filter(([ , v ]) => v !== null && v !== undefined));
 }
 
+// Each attempt of send i as a line: ali-ons's send() calls its MQClient's sendMessage(brokerAddr, brokerName,
+// msg, requestHeader, timeout) once per attempt (sendKernelImpl), so a wrapper there sees every attempt and
+// the address it went to, which send() itself does not report.
+let current = null;
+function traceAttempts(producer) {
+  const client = producer._mqClient;
+  const sendMessage = client.sendMessage;
+  client.sendMessage = async function(brokerAddr, brokerName, msg, requestHeader, timeoutMillis) {
+    const line = { attempt: current ? ++current.attempts : null, i: current ? current.i : null, broker: brokerName,
+      addr: brokerAddr, queueId: requestHeader.queueId, born: Date.now() };
+    try {
+      const res = await sendMessage.call(this, brokerAddr, brokerName, msg, requestHeader, timeoutMillis);
+      Object.assign(line, { ok: true, code: 0, msgId: res.msgId });
+      return res;
+    } catch (err) {
+      // an answer with an error code is an MQClientException carrying it; a failed connection has none
+      Object.assign(line, { ok: false, code: Number.isInteger(err && err.code) ? err.code : null }, c.errorInfo(err));
+      throw err;
+    } finally {
+      line.ts = Date.now();
+      line.ms = line.ts - line.born;
+      c.emit(line);
+    }
+  };
+}
+
 async function main() {
   const producer = new Producer(options);
   producer.on('error', err => { c.stats.clientErrors++; c.logError('producer', err); });
+  if (cfg.trace_attempts === true) traceAttempts(producer);
   let readyError = null;
   const ready = await Promise.race([
     producer.ready().then(() => true, err => { readyError = err; return false; }),
@@ -115,6 +147,7 @@ async function main() {
     line.properties = sentProperties(msg);
     const started = Date.now();
     line.born = started;
+    current = { i, attempts: 0 };
     try {
       const res = await producer.send(msg);
       sent++;
