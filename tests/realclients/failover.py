@@ -172,20 +172,6 @@ def restart_old(c: emulator.Cluster, kill: emulator.FaultHandle, f: Failover) ->
     f.slave_ms = event["ts"]
 
 
-class UnrecordedDLedgerSends(AssertionError):
-    """A known emulator defect, raised by the failover tests' last check so that their
-    ``xfail(raises=..., strict=True)`` expects exactly it: a real client's send that a DLedger
-    master answers once its quorum acked the entry has no ``send`` event. The broker records a real
-    client's requests in ``Broker.wire`` (``emulator/roles/real_clients.py``, ``WireLog``), which
-    pairs each answer with its request as the actions of ``Broker.on_message``, ``on_timer`` and
-    ``on_clock`` pass through ``WireLog.observe``; the quorum ack arrives as the answer to the
-    master's own push to a follower (``DLedgerServer.send``, a ``Request`` whose ``on_reply`` the
-    node runtime calls directly, ``emulator/node/runtime.py``), and the put's answer made there
-    (``DLedgerCommitLog._acked``) never passes ``observe``. The same path answers the pulls a
-    master held until the entry was committed (``DLedgerCommitLog._dispatch``, then
-    ``PullProcessor.notify_message_arriving``): their ``pull`` and ``consume`` lines are missing too."""
-
-
 def failover_report(run_dir: Path) -> dict[str, Any]:
     """The finished run's metrics.json sections ``failover`` and ``misrouted``, analysed in this
     process (the core tasks the Spark job runs, without a JVM)."""

@@ -9,11 +9,8 @@ on broker-b; after the poll its attempts at broker-a go to the new master, anoth
 acked message is consumed byte for byte; the old master's events hold each misrouted attempt that
 reached it, and the report's failover section counts them and the producer's stale route.
 
-What the test cannot pass yet: a real client's send that a DLedger master answers after its
-quorum acked the entry is written by no broker (the answer leaves through the callback of the
-master's push to a follower, which the broker's ``WireLog`` does not see). The test checks it
-last, as the known defect :class:`~tests.realclients.failover.UnrecordedDLedgerSends`, expected
-to fail (strict: once the emulator records them, this test fails until the marker goes).
+The new master writes a ``send`` line for each send it acked, though it answers from the callback
+of a follower's reply that completed the quorum (docs/real-clients.md).
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from tests.realclients.failover import (
     SEND_TIMEOUT_MS,
     TOPIC,
     TOPOLOGY,
-    UnrecordedDLedgerSends,
     assert_report_shows,
     cut_from_namesrvs,
     failover_report,
@@ -63,8 +59,6 @@ def results(producer: NodeProcess) -> list[dict[str, Any]]:
     return [line for line in producer.lines() if "i" in line and "attempt" not in line]
 
 
-@pytest.mark.xfail(raises=UnrecordedDLedgerSends, strict=True,
-                   reason="a DLedger master's quorum-acked answers bypass the broker's WireLog (emulator defect)")
 def test_alions_keeps_sending_through_a_leader_kill_and_finds_the_new_master_after_its_route_poll(
         tmp_path: Path, node_procs: NodeProcs) -> None:
     started = time.monotonic()
@@ -169,9 +163,7 @@ def test_alions_keeps_sending_through_a_leader_kill_and_finds_the_new_master_aft
     assert all(e["ts"] > f.restarted_ms for e in old_wire)
     # and the report's failover section says so
     assert_report_shows(failover_report(run_dir), f, client, Counter(e["code"] for e in old_wire), found_ms)
-    # and the new master each send it acked: the known defect
+    # and the new master wrote a send line for each send it acked
     acked_new = Counter(a["msgId"] for a in at_new)
     recorded = Counter(e["msg_id"] for e in wire[f.new] if e["outcome"] == "ok" and e["broker_addr"] == f.new_bus)
-    if recorded != acked_new:
-        raise UnrecordedDLedgerSends(f"{sum(acked_new.values())} sends acked by {f.new}, {sum(recorded.values())} "
-                                     f"written as its send events")
+    assert recorded == acked_new, f"{sum(acked_new.values())} acked by {f.new}, {sum(recorded.values())} written"
