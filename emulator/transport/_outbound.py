@@ -23,10 +23,6 @@ from rmqemu.emulator.transport._monitor import recv_monitor_message
 from rmqemu.emulator.transport.base import SendFailed, addr_to_endpoint
 
 OUT_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED
-# After a disconnect zmq tries again after 1 ms, then backs off (doubling) to ``reconnect_ivl_ms``:
-# a peer that died is found refused about at once, as Netty's connect-on-send finds it, and a
-# send to it fails then instead of waiting out the first retry (50 ms wall is 5 cluster s at 0.01).
-RECONNECT_FIRST_MS = 1
 
 
 @dataclass
@@ -45,8 +41,7 @@ class Outbound:
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.IDENTITY, identity)
         self.sock.setsockopt(zmq.IMMEDIATE, 1)
-        self.sock.setsockopt(zmq.RECONNECT_IVL, RECONNECT_FIRST_MS)
-        self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, reconnect_ivl_ms)
+        self.sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ivl_ms)
         self.sock.setsockopt(zmq.HEARTBEAT_IVL, heartbeat_ivl_ms)
         self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, heartbeat_timeout_ms)
         self.mon = self.sock.get_monitor_socket(OUT_EVENTS)
