@@ -74,7 +74,7 @@ class EndTransactionProcessor:
                                 "offset": state_offset}
 
         def answer(code: int, result: str, remark: str | None = None, **extra: Any) -> list[Action]:
-            event = Emit("tx.end", {**line, "result": result, "code": code, **extra,
+            event = Emit("tx.end", {**line, "result": result, "code": int(code), **extra,
                                     **({"error": remark} if remark and code != R.SUCCESS else {})})
             return [event, Reply(msg.channel, f.response(code, remark))]
 
