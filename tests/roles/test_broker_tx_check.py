@@ -160,3 +160,23 @@ def test_a_master_that_became_a_slave_does_not_check():
     d.role.store_cfg.brokerRole = "SLAVE"
     d.advance(3000)
     assert not d.events("tx.check")
+
+
+def test_a_pass_checks_each_half_once_when_the_clock_is_between_two_milliseconds():
+    """The runtime's clock is fractional (1795938578435.61 ms), the store stamps a put with whole ms
+    (``int(wall_ms)``, as ``System.currentTimeMillis``). With a fractional pass start, the copy the
+    pass had just written read as stored before the pass: it was checked in the same pass, and its
+    copy, up to ``transactionCheckMax`` checks of each half within a millisecond, then a discard: a
+    real C++ producer was asked 15 times at once and its answers came after the half was gone."""
+    d = broker(config={**FAST, "transactionCheckMax": 15}, time=FakeTime(mono_ms=0.25))
+    producer_heartbeat(d, "p@1")
+    half(d, "u1")
+    half(d, "u2")
+    assert d.now().wall_ms % 1 == 0.25
+    d.advance(1000)
+    assert [(e["msg_id"], e["check_times"]) for e in d.events("tx.check")] == [("u1", 1), ("u2", 1)]
+    assert len(checks(d)) == 2 and not d.events("tx.discard")
+    assert [m["properties"]["UNIQ_KEY"] for m in stored(d, HALF)] == ["u1", "u2", "u1", "u2"]
+    assert d.role.offsets.query_offset("CID_RMQ_SYS_TRANS", HALF, 0) == 2  # the copies wait for the next pass
+    d.advance(1000)
+    assert [e["check_times"] for e in d.events("tx.check")] == [1, 1, 2, 2]

@@ -77,7 +77,10 @@ class CheckService:
         op_offset = offsets.query_offset(SYS_GROUP, OP_TOPIC, 0)
         half_offset, op_offset = max(half_offset, 0), max(op_offset, 0)  # -1: the queue's min offset
         remove, done = self._ops(op_offset, half_offset)
-        start = now.wall_ms
+        # System.currentTimeMillis(): whole ms, as the store stamps a put (int(wall_ms)). A fractional
+        # start would be above the stamp of a copy this very pass wrote, which then reads as old: the
+        # pass would check it again, and its copy, up to transactionCheckMax times in one pass.
+        start = int(now.wall_ms)
         i = new = half_offset
         missing = 1
         while True:
@@ -95,14 +98,14 @@ class CheckService:
                     continue
                 props = dict(half.get("properties", {}))
                 reason = "max_checks" if self._need_discard(props) else "expired" if \
-                    now.wall_ms - int(half.get("bornTimestamp", 0)) > b.store_cfg.fileReservedTime * HOUR_MS else None
+                    start - int(half.get("bornTimestamp", 0)) > b.store_cfg.fileReservedTime * HOUR_MS else None
                 if reason is not None:
                     actions += self._discard(half, props, reason, now)
                     i = new = i + 1
                     continue
                 if int(half.get("storeTimestamp", 0)) >= start:
                     break  # fresh stored: next pass
-                age = now.wall_ms - int(half.get("bornTimestamp", 0))
+                age = start - int(half.get("bornTimestamp", 0))
                 immunity = cfg.transactionTimeOut
                 text = props.get(IMMUNITY)
                 if text is not None:
