@@ -15,10 +15,11 @@ COMMIT, ROLLBACK, UNKNOWN = 8, 12, 0
 
 
 def half(d: Driver, uniq: str, topic: str = "A", queue_id: int = 2, group: str = "pg",
-         body: str | bytes = "hello", channel: str = "prod-ch", **props: str) -> Frame:
-    """A producer's half: ``TRAN_MSG`` and ``PGROUP``, sysFlag 4, as sendMessageInTransaction sends it."""
+         body: str | bytes = "hello", channel: str = "prod-ch", sys_flag: int = 4, **props: str) -> Frame:
+    """A producer's half: ``TRAN_MSG`` and ``PGROUP``, sysFlag 4 (plus 1 for a deflated body), as
+    sendMessageInTransaction sends it."""
     header = {"producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
-              "queueId": queue_id, "sysFlag": 4, "bornTimestamp": int(d.now().wall_ms), "flag": 0,
+              "queueId": queue_id, "sysFlag": sys_flag, "bornTimestamp": int(d.now().wall_ms), "flag": 0,
               "properties": {"UNIQ_KEY": uniq, "TRAN_MSG": "true", "PGROUP": group, **props},
               "reconsumeTimes": 0, "unitMode": False, "batch": False}
     resp = d.call(RC.SEND_MESSAGE_V2, header, body.encode() if isinstance(body, str) else body,

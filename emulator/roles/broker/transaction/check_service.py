@@ -42,6 +42,7 @@ from rmqemu.emulator.roles.broker.transaction.bridge import (
     msg_id_of,
 )
 from rmqemu.emulator.roles.common.base import Action, Cancel, Emit, Every, Now, Reply
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.store.message_store import LOST
 
 if TYPE_CHECKING:
@@ -219,7 +220,10 @@ class CheckService:
             return [Emit("tx.check", {**line, "client_id": None})]
         channel, client_id = found
         view = {**copy, "topic": props.get(REAL_TOPIC, ""), "queueId": queue_id, "storeSize": 0}
-        body: bytes | dict[str, Any] = message_ext.encode_messages([view], b.store.store_host) \
+        # a real client gets the stored bytes: a body that is not UTF-8 (one the client deflated,
+        # sysFlag bit 0) is kept as ``body64``, and encoding the record's ``body`` sent it empty
+        body: bytes | dict[str, Any] = message_ext.encode_messages([{**view, "body": body_bytes(copy)}],
+                                                                   b.store.store_host) \
             if is_remoting(channel) else {k: v for k, v in view.items() if k != "storeSize"}
         frame = oneway(RequestCode.CHECK_TRANSACTION_STATE, {k: v for k, v in fields.items() if v is not None}, body)
         return [Reply(channel, frame), Emit("tx.check", {**line, "client_id": client_id})]
