@@ -7,11 +7,17 @@ commit that 4.9.4 commits twice."""
 from __future__ import annotations
 
 import json
+import zlib
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqemu.emulator.protocol import message_ext
 from rmqemu.emulator.roles.common.message import body_bytes
 from tests.roles.broker_helpers import broker
 from tests.roles.fakes import FakeStore, FakeTime
 from tests.roles.tx_helpers import COMMIT, HALF, OP, ROLLBACK, UNKNOWN, checks, end, half, producer_heartbeat, stored
+from tests.strategies import bodies
 
 FAST = {"transactionCheckInterval": 1000, "transactionTimeOut": 500, "transactionCheckMax": 3}
 
@@ -160,3 +166,45 @@ def test_a_master_that_became_a_slave_does_not_check():
     d.role.store_cfg.brokerRole = "SLAVE"
     d.advance(3000)
     assert not d.events("tx.check")
+
+
+def test_a_pass_checks_each_half_once_when_the_clock_is_between_two_milliseconds():
+    """The runtime's clock is fractional (1795938578435.61 ms), the store stamps a put with whole ms
+    (``int(wall_ms)``, as ``System.currentTimeMillis``). With a fractional pass start, the copy the
+    pass had just written read as stored before the pass: it was checked in the same pass, and its
+    copy, up to ``transactionCheckMax`` checks of each half within a millisecond, then a discard: a
+    real C++ producer was asked 15 times at once and its answers came after the half was gone."""
+    d = broker(config={**FAST, "transactionCheckMax": 15}, time=FakeTime(mono_ms=0.25))
+    producer_heartbeat(d, "p@1")
+    half(d, "u1")
+    half(d, "u2")
+    assert d.now().wall_ms % 1 == 0.25
+    d.advance(1000)
+    assert [(e["msg_id"], e["check_times"]) for e in d.events("tx.check")] == [("u1", 1), ("u2", 1)]
+    assert len(checks(d)) == 2 and not d.events("tx.discard")
+    assert [m["properties"]["UNIQ_KEY"] for m in stored(d, HALF)] == ["u1", "u2", "u1", "u2"]
+    assert d.role.offsets.query_offset("CID_RMQ_SYS_TRANS", HALF, 0) == 2  # the copies wait for the next pass
+    d.advance(1000)
+    assert [e["check_times"] for e in d.events("tx.check")] == [1, 1, 2, 2]
+
+
+@settings(max_examples=30, deadline=None)
+@given(raw=bodies(), deflate=st.booleans())
+def test_a_real_producer_is_pushed_the_checked_copy_with_the_bytes_stored(raw, deflate):
+    """A real client's check carries 4.9.4's MessageExt encoding of the copy, its real topic and
+    queue. A body that is not UTF-8 is stored as ``body64``: every body the Java and C++ clients
+    deflate (4 KiB and over, sysFlag bit 0). The check used to send it empty; the C++ client's
+    inflate of nothing failed and its checker was handed an empty body."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    sent = zlib.compress(data) if deflate else data
+    d = broker(config=FAST)
+    producer_heartbeat(d, "c@1", channel="rm:1")
+    half(d, "u1", body=sent, channel="rm:1", sys_flag=5 if deflate else 4)
+    d.advance(1000)
+    (check,) = checks(d)
+    (msg,) = message_ext.decode_messages(check.frame.body)
+    _, copy = stored(d, HALF)
+    assert check.channel == "rm:1" and msg["body"] == sent
+    assert (msg["topic"], msg["queueId"], msg["sysFlag"] & 1) == ("A", 2, int(deflate))
+    assert (msg["queueOffset"], msg["commitLogOffset"]) == (copy["queueOffset"], copy["commitLogOffset"])
+    assert (msg["properties"]["UNIQ_KEY"], msg["properties"]["TRANSACTION_CHECK_TIMES"]) == ("u1", "1")

@@ -15,12 +15,13 @@ COMMIT, ROLLBACK, UNKNOWN = 8, 12, 0
 
 
 def half(d: Driver, uniq: str, topic: str = "A", queue_id: int = 2, group: str = "pg",
-         body: str | bytes = "hello", channel: str = "prod-ch", born: float | None = None, **props: str) -> Frame:
-    """A producer's half: ``TRAN_MSG`` and ``PGROUP``, sysFlag 4, as sendMessageInTransaction sends it;
-    born by the broker's clock unless ``born`` gives the producer's."""
+         body: str | bytes = "hello", channel: str = "prod-ch", born: float | None = None, sys_flag: int = 4,
+         **props: str) -> Frame:
+    """A producer's half: ``TRAN_MSG`` and ``PGROUP``, sysFlag 4 (plus 1 for a deflated body), as
+    sendMessageInTransaction sends it; born by the broker's clock unless ``born`` gives the producer's."""
     born_ms = int(d.now().wall_ms if born is None else born)
     header = {"producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
-              "queueId": queue_id, "sysFlag": 4, "bornTimestamp": born_ms, "flag": 0,
+              "queueId": queue_id, "sysFlag": sys_flag, "bornTimestamp": born_ms, "flag": 0,
               "properties": {"UNIQ_KEY": uniq, "TRAN_MSG": "true", "PGROUP": group, **props},
               "reconsumeTimes": 0, "unitMode": False, "batch": False}
     resp = d.call(RC.SEND_MESSAGE_V2, header, body.encode() if isinstance(body, str) else body,

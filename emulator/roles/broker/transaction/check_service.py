@@ -42,6 +42,7 @@ from rmqemu.emulator.roles.broker.transaction.bridge import (
     msg_id_of,
 )
 from rmqemu.emulator.roles.common.base import Action, Cancel, Emit, Every, Now, Reply
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.store.message_store import LOST
 
 if TYPE_CHECKING:
@@ -77,7 +78,10 @@ class CheckService:
         op_offset = offsets.query_offset(SYS_GROUP, OP_TOPIC, 0)
         half_offset, op_offset = max(half_offset, 0), max(op_offset, 0)  # -1: the queue's min offset
         remove, done = self._ops(op_offset, half_offset)
-        start = now.wall_ms
+        # System.currentTimeMillis(): whole ms, as the store stamps a put (int(wall_ms)). A fractional
+        # start would be above the stamp of a copy this very pass wrote, which then reads as old: the
+        # pass would check it again, and its copy, up to transactionCheckMax times in one pass.
+        start = int(now.wall_ms)
         i = new = half_offset
         missing = 1
         while True:
@@ -95,14 +99,14 @@ class CheckService:
                     continue
                 props = dict(half.get("properties", {}))
                 reason = "max_checks" if self._need_discard(props) else "expired" if \
-                    now.wall_ms - int(half.get("bornTimestamp", 0)) > b.store_cfg.fileReservedTime * HOUR_MS else None
+                    start - int(half.get("bornTimestamp", 0)) > b.store_cfg.fileReservedTime * HOUR_MS else None
                 if reason is not None:
                     actions += self._discard(half, props, reason, now)
                     i = new = i + 1
                     continue
                 if int(half.get("storeTimestamp", 0)) >= start:
                     break  # fresh stored: next pass
-                age = now.wall_ms - int(half.get("bornTimestamp", 0))
+                age = start - int(half.get("bornTimestamp", 0))
                 immunity = cfg.transactionTimeOut
                 text = props.get(IMMUNITY)
                 if text is not None:
@@ -216,7 +220,10 @@ class CheckService:
             return [Emit("tx.check", {**line, "client_id": None})]
         channel, client_id = found
         view = {**copy, "topic": props.get(REAL_TOPIC, ""), "queueId": queue_id, "storeSize": 0}
-        body: bytes | dict[str, Any] = message_ext.encode_messages([view], b.store.store_host) \
+        # a real client gets the stored bytes: a body that is not UTF-8 (one the client deflated,
+        # sysFlag bit 0) is kept as ``body64``, and encoding the record's ``body`` sent it empty
+        body: bytes | dict[str, Any] = message_ext.encode_messages([{**view, "body": body_bytes(copy)}],
+                                                                   b.store.store_host) \
             if is_remoting(channel) else {k: v for k, v in view.items() if k != "storeSize"}
         frame = oneway(RequestCode.CHECK_TRANSACTION_STATE, {k: v for k, v in fields.items() if v is not None}, body)
         return [Reply(channel, frame), Emit("tx.check", {**line, "client_id": client_id})]
