@@ -124,12 +124,13 @@ class Producer(Role):
         self.counts["sent"] += len(batch)
         return self.flow.send(job, now)
 
-    def _finished(self, job: SendJob, ok: bool) -> None:
+    def _finished(self, job: SendJob, ok: bool) -> list[Action]:
         if job.sharding_key is not None:
             self.keys_in_flight.discard(job.sharding_key)
         elif job.mode == "sync":
             self.sync_in_flight = False
         self.counts["ok" if ok else "failed"] += len(job.msgs)
+        return []
 
     def _workload_tick(self, now: Now) -> list[Action]:
         if self.pacer is None or self.factory is None or self.workload is None:

@@ -52,6 +52,14 @@ class OutgoingMessage:
         return self.properties["UNIQ_KEY"]
 
 
+TRANSACTION_PREPARED_TYPE = 4  # MessageSysFlag: the sysFlag bit of a half (docs/rocketmq-model.md §9.1)
+
+
+def is_half(msg: OutgoingMessage) -> bool:
+    """``Boolean.parseBoolean(TRAN_MSG)``: what sendKernelImpl sets TRANSACTION_PREPARED_TYPE by."""
+    return msg.properties.get("TRAN_MSG", "").lower() == "true"
+
+
 @dataclass
 class ProducerWorkload:
     topics: list[str]
