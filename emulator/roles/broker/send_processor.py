@@ -228,7 +228,7 @@ class SendProcessor:
         if f.code != 320:
             actions += b.send_back.sent(msg, first, reconsume)
         fields = {"msgId": ",".join(r["offsetMsgId"] for r in records), "queueId": queue_id,
-                  "queueOffset": records[0]["queueOffset"], "transactionId": records[0]["properties"].get("UNIQ_KEY")}
+                  "queueOffset": records[0]["queueOffset"]}  # 4.9.4 sets no transactionId
         stored_half = [b.transactions.half_event(first)] if half and first["topic"] == HALF_TOPIC else []
         if b.dledger is not None:  # the answer waits for DLedger's (docs/rocketmq-model.md §8.3)
             def answered(status: str, n: Now) -> list[Action]:
