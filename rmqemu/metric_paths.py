@@ -171,7 +171,8 @@ def _registry() -> list[Metric]:
     add(s, "consumption", GROUP, "acked messages against consumed ones. An acked message (first acked before "
         "run.stop) that no group consumed is, first match wins: dead_lettered, retrying, delayed, gone, else lost "
         "(docs/design.md §7 \"Consumption\"). Deliveries from %RETRY% and %DLQ% topics are retries: they make "
-        "their message consumed (by the id it was first acked with) and count nowhere else here")
+        "their message consumed (by the id it was first acked with) and count nowhere else here. A transactional "
+        "producer's half is a message only once committed: its ok send is an ack only then")
     for col, text in (("lost", "acked messages no group had: some group subscribing the topic still had consumers "
                                "at run.stop, and none consumed, failed or gave up on them, nor were they delayed"),
                       ("gone", "acked messages no group consumed, every group subscribing the topic having left: "

@@ -41,6 +41,7 @@ from rmqemu.reports.core import (
     retries,
     settle,
     staleness,
+    transactions,
 )
 from rmqemu.reports.core import sends as sends_mod
 from rmqemu.reports.core import truth as truth_mod
@@ -57,7 +58,7 @@ TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
                                "pull", "consume", "rebalance", *LOCK_KINDS, *delays.DELAY_KINDS,
-                               *retries.RETRY_KINDS)
+                               *retries.RETRY_KINDS, *transactions.TX_KINDS)
 #: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
@@ -68,7 +69,8 @@ NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
     "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", "sharding_key", "route_queues", "offsets", "orderly",
-    "peer", "change", "late_ms", "source", "broker_addr", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
+    "peer", "change", "late_ms", "source", "broker_addr", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS,
+    *transactions.TX_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 #: The kinds of :data:`TRUTH_KINDS` step 1 reads only the topic of (truth is drawn for every topic
@@ -87,6 +89,7 @@ TABLES: dict[str, str] = {
     "client_stale_intervals": "client_intervals", "namesrv_stale_intervals": "namesrv_intervals",
     "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
     "fault_convergence": "convergence", "sends": "classified", "order_violations": "order_violations",
+    "transactions": "tx_messages",
 }
 
 
@@ -172,6 +175,8 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         out["delay_lines"] = delays.delay_lines(ev)
     if kinds & set(retries.RETRY_KINDS):
         out["retry_lines"] = retries.retry_lines(ev)
+    if kinds & {"send", *transactions.TX_KINDS}:
+        out["tx_lines"] = transactions.tx_lines(ev)
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
         pulls = mine[mine["kind"] == "pull"].drop_duplicates(["node", "group", "topic"])
@@ -210,10 +215,12 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
     orders = functools.cache(lambda: OrderRun(t, info))
+    # a half is a message once committed: the loss metrics read its ok attempts as acks only then
+    acks = functools.cache(lambda: transactions.acks(classified, t["tx_lines"]))
     # the consumption duplicates leave out the deliveries the order checker counts unheld
-    messages = functools.cache(lambda: consumers.Messages(lines, classified, stop, orders().unheld_lines))
+    messages = functools.cache(lambda: consumers.Messages(lines, acks(), stop, orders().unheld_lines))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
-    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop,
+    fates = functools.cache(lambda: settle.Fates(lines, acks(), t["retry_lines"], t["lives"], stop,
                                                  delays.undelivered(entries(), stop)))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
@@ -263,6 +270,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     m = {name: make() for name, make in made.items() if name in wanted}
     if queries is None:
         t["order_violations"] = orders().violations
+        t["tx_messages"] = transactions.messages(t["tx_lines"], info.run_end)
     if plots_too:
         m.update(plots.plot_tables(t, info))
         m.update(orders().plot_tables())
