@@ -12,7 +12,8 @@
    those nodes give in the whole run.
 3. :func:`combine` (one task per run): the node parts of a run together: what spans nodes
    (fault convergence and impact, send counts and latency percentiles, loss per group, the
-   order of ordered messages: :mod:`reports.core.order_run`), the metrics queries (``m.*``),
+   order of ordered messages: :mod:`reports.core.order_run`, transactions:
+   :mod:`reports.core.transactions_run`), the metrics queries (``m.*``),
    the plot tables (``p.*``) and the derived tables.
 
 :func:`analyse` runs the three in one process, all nodes in one share: the tests' engine,
@@ -49,6 +50,7 @@ from rmqemu.reports.core.failover_run import FailoverRun
 from rmqemu.reports.core.frame import RunInfo, events, node_table
 from rmqemu.reports.core.order_locks import LOCK_KINDS, lock_lines
 from rmqemu.reports.core.order_run import OrderRun
+from rmqemu.reports.core.transactions_run import TransactionRun
 
 Tables = dict[str, pd.DataFrame]
 
@@ -129,7 +131,8 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
 
 
 #: The metrics queries that read route views, and those that read the classified sends.
-VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed"})
+VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed",
+                          "m.tx_faults"})
 CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults", "m.order_failed"})
 
 
@@ -220,11 +223,14 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     # the consumption duplicates leave out the deliveries the order checker counts unheld
     messages = functools.cache(lambda: consumers.Messages(lines, acks(), stop, orders().unheld_lines))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
-    fates = functools.cache(lambda: settle.Fates(lines, acks(), t["retry_lines"], t["lives"], stop,
-                                                 delays.undelivered(entries(), stop)))
+
+    def fates_of(sends: pd.DataFrame) -> settle.Fates:
+        return settle.Fates(lines, sends, t["retry_lines"], t["lives"], stop, delays.undelivered(entries(), stop))
+    fates = functools.cache(lambda: fates_of(acks()))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
     failovers = functools.cache(lambda: FailoverRun(t, info, fates, lambda: orders().unheld_lines))
+    txs = functools.cache(lambda: TransactionRun(t, info, fates_of, lambda: orders().unheld_lines))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
@@ -263,6 +269,8 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.failover_rto": lambda: failovers().rto_rows(),
         "m.failover_stale_sends": lambda: failovers().stale_master_sends(),
         "m.failover_lost": lambda: failovers().lost,
+        "m.tx_totals": lambda: txs().totals(), "m.tx_checks": lambda: txs().by_checks(),
+        "m.tx_groups": lambda: txs().groups(), "m.tx_faults": lambda: txs().faults(),
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:
@@ -270,7 +278,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     m = {name: make() for name, make in made.items() if name in wanted}
     if queries is None:
         t["order_violations"] = orders().violations
-        t["tx_messages"] = transactions.messages(t["tx_lines"], info.run_end)
+        t["tx_messages"] = txs().msgs
     if plots_too:
         m.update(plots.plot_tables(t, info))
         m.update(orders().plot_tables())

@@ -12,10 +12,12 @@ twice in its topic.
 
 Step 2 passes on each node's lines of :data:`TX_KINDS` and its ``send`` lines of halves
 (:func:`tx_lines`); step 3 makes one row per message of them (:func:`messages`, the Parquet table
-``transactions``), and reads a half as a message of the loss metrics only once committed
-(:func:`acks`).
+``transactions``), which the section's metrics count (:mod:`reports.core.transactions_run`), and
+reads a half as a message of the loss metrics only once committed (:func:`acks`).
 """
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -184,3 +186,22 @@ def _half_at(at: pd.Series, stored_at: pd.Series, commits: pd.DataFrame, halves:
     on = first.merge(halves.drop_duplicates(["_m", "_b"])[["_m", "_b", "ts"]], on=["_m", "_b"])
     same = at.map(pd.Series(on["ts"].to_numpy(float), index=on["_m"].to_numpy()))
     return same.fillna(pd.Series(stored_at.to_numpy(float))).to_numpy(float)
+def commit_acks(msgs: pd.DataFrame) -> pd.DataFrame:
+    """One ok "attempt" per committed message at its first commit (``ts``, ``seq``, ``msg_id``,
+    ``topic``, ``outcome``): what :class:`reports.core.settle.Fates` reads as acks, so the
+    committed messages are judged as the loss metrics judge acked ones, dated by their commit."""
+    c = msgs.loc[msgs["first_commit"].notna().to_numpy(bool)]
+    return pd.DataFrame({"ts": c["first_commit"].to_numpy(float), "seq": np.arange(len(c), dtype=np.int64),
+                         "msg_id": c["msg_id"].to_numpy(dtype=object), "topic": c["topic"].to_numpy(dtype=object),
+                         "outcome": "ok"})
+
+
+def percentiles(values: Iterable[float]) -> dict[str, float | int | None]:
+    """``n, p50_ms, p90_ms, p99_ms, max_ms, mean_ms`` (linear, as the send latency's; null without
+    a value)."""
+    v = np.asarray([x for x in values if not np.isnan(x)], dtype=float)
+    if not len(v):
+        return {"n": 0, "p50_ms": None, "p90_ms": None, "p99_ms": None, "max_ms": None, "mean_ms": None}
+    p50, p90, p99 = np.percentile(v, [50, 90, 99], method="linear")
+    return {"n": len(v), "p50_ms": float(p50), "p90_ms": float(p90), "p99_ms": float(p99), "max_ms": float(v.max()),
+            "mean_ms": float(v.mean())}

@@ -1,7 +1,8 @@
-"""The transactions core (reports.core.transactions) on the hand-made run of tests/core/tx_runs.py,
-each number worked out in its docstring: each message's fate; the loss metrics reading a half as a
-message only once committed; the same numbers whatever text the user's names are and whichever
-nodes a share of the run holds."""
+"""The transactions section's core (reports.core.transactions*) on the hand-made run of
+tests/core/tx_runs.py, each number worked out in its docstring: each message's fate, the totals,
+the checks, the committed messages per consumer group and per fault; the loss metrics reading a
+half as a message only once committed; the same numbers whatever text the user's names are and
+whichever nodes a share of the run holds; nothing for a run without a transaction."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +12,7 @@ import pandas as pd
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from rmqemu import metric_transactions
 from rmqemu.reports.core import transactions
 from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
@@ -27,7 +29,7 @@ from rmqemu.reports.results import rows
 from tests import strategies
 from tests.core.tx_runs import Names, tx_run
 
-QUERIES: tuple[str, ...] = ()
+QUERIES = ("m.tx_totals", "m.tx_checks", "m.tx_groups", "m.tx_faults")
 
 
 def analysed(lines: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
@@ -61,6 +63,39 @@ def test_each_message_has_one_fate_its_deciding_end_and_its_checks() -> None:
     assert m.loc["t6", "discard_reason"] == "max_checks"
 
 
+def test_the_totals() -> None:
+    [x] = rows(plain()["m.tx_totals"])
+    assert x == {
+        "sent": 8, "stored": 9, "stored_again": 1,
+        "committed": 4, "committed_delivered": 4, "rolled_back": 3, "rolled_back_delivered": 1,
+        "discarded": 1, "discarded_delivered": 0, "open": 1, "open_delivered": 0,
+        "committed_first_hand": 2, "committed_after_check": 2, "rolled_back_first_hand": 2,
+        "rolled_back_after_check": 1, "discarded_max_checks": 1, "discarded_expired": 0,
+        "committed_lost_per_group": 1, "committed_gone_per_group": 0,
+        "stored_twice": 2, "delivered_twice": 2, "cause_first_hand_and_check": 1, "cause_checks_only": 1,
+        "cause_first_hand_only": 0, "checks": 9, "checks_no_channel": 3, "checked_messages": 6,
+        # 10, 20, 1005, 1310 ms
+        "visible_n": 4, "visible_p50_ms": 512.5, "visible_p90_ms": 1218.5, "visible_p99_ms": 1300.85,
+        "visible_max_ms": 1310.0, "visible_mean_ms": 586.25}
+
+
+def test_the_checks_per_decision_the_groups_and_the_faults() -> None:
+    t = plain()
+    assert rows(t["m.tx_checks"]) == [{"checks": 1, "committed": 1, "rolled_back": 1},
+                                      {"checks": 2, "committed": 1, "rolled_back": 0}]
+    zero = {"dead_lettered": 0, "retrying": 0, "delayed": 0, "gone": 0}
+    assert rows(t["m.tx_groups"]) == [
+        {"group": "cg-1", "topic": "T", "committed": 4, "consumed": 4, **zero, "lost": 0},
+        {"group": "cg-2", "topic": "T", "committed": 4, "consumed": 3, **zero, "lost": 1}]  # t7
+    f2, f1 = rows(t["m.tx_faults"])
+    assert f2 == {"fault_id": "f2", "fault": "pause", "start_offset_ms": 790.0, "impact_end_offset_ms": 850.0,
+                  "messages": 2, "committed": 1, "rolled_back": 1, "after_check": 0, "discarded": 0, "open": 0,
+                  "stored_twice": 1, "rolled_back_delivered": 1, "checks": 0, "checks_no_channel": 0}
+    assert f1 == {"fault_id": "f1", "fault": "clock", "start_offset_ms": 2000.0, "impact_end_offset_ms": 3000.0,
+                  "messages": 5, "committed": 2, "rolled_back": 1, "after_check": 3, "discarded": 1, "open": 1,
+                  "stored_twice": 1, "rolled_back_delivered": 0, "checks": 8, "checks_no_channel": 3}
+
+
 def test_the_loss_metrics_read_a_half_as_a_message_only_once_committed() -> None:
     """Acked: m1, and of the halves sent ok the committed t1, t3, t9; t2, t5, t6, t8 are no loss.
     t4 (rolled back) and t7 (its send timed out) were consumed unacked."""
@@ -84,6 +119,22 @@ def test_acks_leave_ordinary_and_committed_sends_alone() -> None:
     assert changed == ["t2", "t4", "t5", "t6", "t8"] and set(got["outcome"]) == {"ok", "timeout", "uncommitted"}
     bare = sends.drop(columns="transaction")  # a table from before halves: nothing to read
     assert transactions.acks(bare, t["tx_lines"]) is bare
+
+
+def test_a_run_without_transactions_has_zeros_and_a_row_per_fault() -> None:
+    lines = [x for x in tx_run() if not x["kind"].startswith("tx.") and "transaction" not in x]
+    t = analysed(lines)
+    [x] = rows(t["m.tx_totals"])
+    assert {k: v for k, v in x.items() if not k.startswith("visible_")} == dict.fromkeys(
+        [k for k in x if not k.startswith("visible_")], 0)
+    assert x["visible_n"] == 0 and x["visible_p50_ms"] is None
+    assert rows(t["m.tx_checks"]) == rows(t["m.tx_groups"]) == [] and t["tx_messages"].empty
+    assert [(f["fault_id"], f["messages"]) for f in rows(t["m.tx_faults"])] == [("f2", 0), ("f1", 0)]
+
+
+def test_the_registry_names_the_reports_causes_and_reasons() -> None:
+    assert metric_transactions.CAUSES == transactions.CAUSES
+    assert metric_transactions.DISCARD_REASONS == transactions.DISCARD_REASONS
 
 
 def test_a_share_of_the_nodes_gives_what_the_whole_run_gives() -> None:

@@ -90,6 +90,9 @@ def tx_run(names: Names = Names()) -> list[dict[str, Any]]:
     for n, role in (("broker-a-0", "broker"), ("broker-b-0", "broker"), ("pg-1-0", "producer"),
                     ("cg-1-0", "consumer"), ("cg-2-0", "consumer")):
         r.add(1000, n, "node.start", role=role, pid=1)
+    for b in ("broker-a", "broker-b"):
+        r.add(1001, f"{b}-0", "broker.topic", broker=b, broker_id=0, topic=names.topic, read_queues=1, write_queues=1,
+              perm=6, how="admin")
     for g in (1, 2):
         r.add(1050, f"cg-{g}-0", "rebalance", group=names.groups[g - 1], topic=names.topic, cid=f"c{g}", cids=[f"c{g}"],
               strategy="AVG", allocated=[{"broker": "broker-a", "queue_id": 0}])
