@@ -1,20 +1,25 @@
 """The transactions section of a report, end to end on the hand-made run dir of tests/core/tx_runs.py
 (each number worked out in its docstring): metrics.json's ``transactions`` paths (every one
-registered, every registered one written) and an ``expect:`` over them."""
+registered, every registered one written), an ``expect:`` over them, report.html's tables and the
+one-line summary; and ``rmqemu report`` in Spark writing the section the local engine computes."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from rmqemu import metric_paths
+from rmqemu.reports import html
 from rmqemu.reports.local import analyse_dirs
 from rmqemu.reports.metrics import document
+from rmqemu.reports.summary import headline_rows, one_line
 from rmqemu.verdicts import judge, parse_expect
 from tests.core.tx_runs import tx_run
 from tests.reports.runlog import write_run
-from tests.reports.test_verdicts_report import leaf_paths
+from tests.reports.test_verdicts_report import invoke, leaf_paths, with_topology_expect
 
 
 def run_dir(root: Path) -> Path:
@@ -70,3 +75,31 @@ def test_expectations_over_the_section(doc: dict[str, Any]) -> None:
     assert [v.passed for v in judge(rules, doc, "expect")] == [False, True, True, False, True]
     assert metric_paths.problem("transactions.checks.no_channel") is None
     assert "a group" in (metric_paths.problem("transactions.checks") or "")
+
+
+def test_the_pages_tables_and_the_summary(doc: dict[str, Any], tmp_path: Path) -> None:
+    page = html.render(doc, [], tmp_path, [], [])
+    for title in ("Transactional messages", "Decided after checks", "Committed messages stored twice",
+                  "Committed messages per consumer group", "Transactions per fault"):
+        assert title in page, title
+    line = one_line(doc)
+    assert "2 transactional message(s) stored twice" in line and "1 rolled-back message(s) delivered" in line
+    rows = {label: value for section, label, value in headline_rows(doc) if section == "Transactions"}
+    assert rows["Delivered without a commit (rolled back, discarded or open)"] == "1"
+
+
+@pytest.mark.spark
+def test_rmqemu_report_writes_the_section_in_spark(spark: Any, tmp_path: Path) -> None:
+    """The whole report (metrics.json, verdicts, report.html, Parquet) in Spark, judged by the run's
+    topology's expectations over the section."""
+    run = with_topology_expect(run_dir(tmp_path / "run"), {"transactions.rolled_back.delivered": {"max": 1},
+                                                           "transactions.committed.total": 4})
+    result = invoke(spark, str(run))
+    assert result.exit_code == 0, result.output
+    got = json.loads((run / "report" / "metrics.json").read_text())
+    want = document(analyse_dirs([str(run)])[0])
+    assert got["transactions"] == want["transactions"] and got["consumption"] == want["consumption"]
+    assert got["transactions"]["duplicates"]["stored_twice"] == 2  # a value, not just a key
+    assert "Transactions per fault" in (run / "report" / "report.html").read_text()
+    table = pq.read_table(run / "report" / "parquet" / "transactions").to_pandas()
+    assert sorted(table["msg_id"]) == [f"t{i}" for i in range(1, 10)]
