@@ -6,8 +6,8 @@ committed message keep).
 A message's **fate**, first match wins: ``committed`` (a ``tx.end`` that committed it, ``result``
 ok), ``rolled_back`` (one that rolled it back, and none committed it), ``discarded`` (a
 ``tx.discard``), ``open`` (none of those by the end of the run). Its *deciding end* is the first
-ok end of its fate's action; ``after_check`` when that end answered a check (``from_check``),
-else first-hand. 4.9.4's commit is not idempotent, so a message with two ok commits was stored
+ok end of its fate's action; ``after_check`` when that end answered a check (``from_check``, or
+it names a check's copy), else first-hand. 4.9.4's commit is not idempotent, so a message with two ok commits was stored
 twice in its topic.
 
 Step 2 passes on each node's lines of :data:`TX_KINDS` and its ``send`` lines of halves
@@ -134,6 +134,7 @@ def messages(tx: pd.DataFrame, run_end: float) -> pd.DataFrame:
     kind = tx["kind"]
     halves, checks = tx.loc[_is(kind, "tx.half")], tx.loc[_is(kind, "tx.check")]
     discards, ends = tx.loc[_is(kind, "tx.discard")], ok_ends(tx)
+    ends = ends.assign(from_check=_answers(ends, checks))
     commits, rollbacks = ends.loc[_is(ends["action"], "commit")], ends.loc[_is(ends["action"], "rollback")]
     mine = pd.concat([halves, ends, checks, discards]).sort_values(["ts", "seq"], kind="stable")
     at = pd.Series(pd.unique(mine["_m"].to_numpy(np.int64)), dtype=np.int64)
@@ -151,7 +152,7 @@ def messages(tx: pd.DataFrame, run_end: float) -> pd.DataFrame:
     decide = decide.set_index("_m")
     out["broker"] = at.map(decide["broker"]).fillna(at.map(_first(halves, "broker"))).astype(object)
     decided_at = at.map(decide["ts"]).astype(float)
-    out["after_check"] = at.map(decide["from_check"]).fillna(False).astype(bool).to_numpy()
+    out["after_check"] = at.map(decide["from_check"]).eq(True).to_numpy(bool)
     out["decided_at"] = decided_at.fillna(at.map(_first(discards, "ts")).astype(float)).to_numpy(float)
     out["checks"] = _checks(at, decide, checks, decided_at)
     out["commits"] = at.map(_count(commits)).fillna(0).astype(np.int64).to_numpy()
@@ -164,6 +165,16 @@ def messages(tx: pd.DataFrame, run_end: float) -> pd.DataFrame:
     last = pd.concat([ends, discards]).groupby("_m")["ts"].max()
     out["life_end"] = at.map(last).astype(float).fillna(float(run_end)).to_numpy()
     return out[list(MESSAGE_COLUMNS)]
+
+
+def _answers(ends: pd.DataFrame, checks: pd.DataFrame) -> np.ndarray:
+    """Per end: it answered a check, by its own word (``from_check``) or because it names a check's
+    copy (the broker, half-queue offset and message of a ``tx.check``). A client need not say: the
+    C++ client writes the flag as "1", which 4.9.4's ``Boolean.parseBoolean`` reads as false."""
+    keys = ["_b", "offset", "_m"]
+    asked = checks[keys].dropna().drop_duplicates().assign(_hit=True)
+    named = ends[keys].merge(asked, on=keys, how="left")["_hit"].notna().to_numpy(bool)
+    return ends["from_check"].fillna(False).astype(bool).to_numpy() | named
 
 
 def _checks(at: pd.Series, decide: pd.DataFrame, checks: pd.DataFrame, decided_at: pd.Series) -> np.ndarray:

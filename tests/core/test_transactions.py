@@ -172,3 +172,16 @@ def test_any_unicode_in_ids_topics_and_groups_gives_the_same_section(pg: str, to
     want = _without_names(plain(), default)
     got = _without_names(analysed(tx_run(names)), names)
     assert got == want
+
+
+def test_an_end_naming_a_check_copy_answers_the_check_though_its_flag_says_not() -> None:
+    """The C++ client writes ``fromTransactionCheck`` as "1", which 4.9.4 reads as false: its answer
+    to a check is told by the copy it names (broker, half-queue offset, message), not by the flag."""
+    lines = tx_run()
+    for line in lines:
+        if line["kind"] == "tx.end":
+            line["from_check"] = False
+    m = analysed(lines)["tx_messages"].set_index("msg_id")
+    assert m.loc[["t7", "t8", "t9"], "after_check"].tolist() == [True, True, True]
+    assert m.loc[["t1", "t2", "t4"], "after_check"].tolist() == [False, False, False]
+    assert m.loc["t7", "checks"] == 2 and m.loc["t3", "cause"] == "first_hand_and_check"

@@ -31,7 +31,8 @@ def test_check_backs_resolve_what_a_killed_producer_and_master_left_open(tmp_pat
     assert killed_halves & answered_by_other, "no half of the killed producer was answered by its group's other one"
     # the killed master checked, after its restart, halves it had stored before its kill
     restarted = max(e["ts"] for e in read_events(rd, "node.start", node="broker-a-0"))
-    stored_before = {e["msg_id"] for e in read_events(rd, "tx.half", node="broker-a-0") if e["ts"] < starts["broker-a-0"]}
+    killed = starts["broker-a-0"]
+    stored_before = {e["msg_id"] for e in read_events(rd, "tx.half", node="broker-a-0") if e["ts"] < killed}
     checked_after = {e["msg_id"] for e in read_events(rd, "tx.check", node="broker-a-0") if e["ts"] > restarted}
     assert stored_before & checked_after, "the restarted master checked none of the halves it held"
     t = m["transactions"]

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from rmqemu import emulator
+from rmqemu.reports.local import analyse_dirs
+from rmqemu.reports.metrics import document
 from tests.realclients.drivers import NodeProcess, NodeProcs, wait_for, wait_for_line
 
 pytestmark = pytest.mark.integration
@@ -100,6 +102,7 @@ def test_cpp_transactional_producer_commits_rolls_back_and_answers_checks(
         events = {kind: c.events(kind) for kind in ("tx.half", "tx.end", "tx.check", "tx.discard",
                                                     "client.heartbeat", "wire.bad_frame")}
         stored = sum(n for node in MASTERS for q, n in c.state(node)["queues"].items() if q.startswith(f"{TOPIC}:"))
+        run_dir = c.finish()
     wall = time.monotonic() - started
 
     sent = {x["key"]: x for x in of(producer, "sent")}
@@ -169,5 +172,16 @@ def test_cpp_transactional_producer_commits_rolls_back_and_answers_checks(
     assert all(x["msgId"] == uniq[x["keys"]] and base64.b64decode(x["body_b64"]) == body(int(x["keys"][3:]))
                for x in consumed), consumed
     assert stored == len(committed)
+
+    # the report's transactions section counts what the client saw (the analysis Spark's tasks run)
+    report = document(analyse_dirs([str(run_dir)], plots_too=False)[0], ["transactions"])["transactions"]
+    by_check = {k for k in unknown if plan[k]["check"] == "COMMIT"}
+    assert (report["halves"]["stored"], report["committed"]["total"], report["committed"]["first_hand"],
+            report["committed"]["after_check"], report["committed"]["consumed"]) == \
+        (N, len(committed), len(committed) - len(by_check), len(by_check), len(set(x["keys"] for x in consumed)))
+    assert (report["rolled_back"]["total"], report["rolled_back"]["after_check"], report["rolled_back"]["delivered"]) \
+        == (N - len(committed), len(unknown) - len(by_check), 0)
+    assert (report["checks"]["sent"], report["checks"]["no_channel"], report["open"]["total"],
+            report["discarded"]["total"], report["duplicates"]["stored_twice"]) == (len(answered), 0, 0, 0, 0)
     print(f"cpp-transactions: {N} halves, {len(committed)} committed ({len(unknown) // 2} by check), "
           f"{len(checks)} checks; test {wall:.1f} s")
