@@ -41,15 +41,14 @@ import json
 import os
 import sys
 import threading
-import time
 from ctypes import CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_longlong, c_void_p
 from typing import Any
 
+from jsonout import emit, now_ms  # beside this file: its folder is first on sys.path
 from rocketmq.ffi import _DYLIB_PATH
 
 STATUS = {"COMMIT": 0, "ROLLBACK": 1, "UNKNOWN": 2}  # CTransactionStatus
 NAMES = {v: k for k, v in STATUS.items()}
-_out = threading.Lock()
 
 
 class CSendResult(Structure):
@@ -93,16 +92,7 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def emit(obj: dict[str, Any]) -> None:
-    """One JSON line on stdout, whole, from any thread (the client calls the callbacks on its own)."""
-    line = json.dumps(obj, separators=(",", ":")) + "\n"
-    with _out:
-        sys.stdout.write(line)
-        sys.stdout.flush()
 
-
-def now_ms() -> float:
-    return round(time.time() * 1000.0, 3)
 
 
 def text(raw: bytes | None) -> str:
