@@ -76,7 +76,8 @@ TRANSACTIONS = Section("Transactional messages", (
              Field("msg_id", STR, "the UNIQ_KEY", required=True),
              Field("group", STR, required=True),
              Field("topic", STR, required=True),
-             Field("broker", STR, "the broker the half went to", required=True),
+             Field("broker", STR, "the broker the half went to (for a check's answer: the name the producer's route "
+                   "gives the checking address, else that node's name)", required=True),
              Field("state", STR, "`COMMIT_MESSAGE`, `ROLLBACK_MESSAGE` or `UNKNOW`", required=True),
              Field("from_check", BOOL, "an answer to a check", required=True),
              Field("check_times", INT, "the check's `TRANSACTION_CHECK_TIMES`", nullable=True),
