@@ -27,6 +27,7 @@ from markupsafe import Markup
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.html_delays import delay_tables
 from rmqemu.reports.html_failover import failover_tables
+from rmqemu.reports.html_transactions import transaction_tables
 from rmqemu.reports.plot_axes import fault_colour
 from rmqemu.reports.plots import Figure
 from rmqemu.reports.summary import Metrics, fmt_ms, fmt_num, headline_rows, timing_health
@@ -177,6 +178,7 @@ def _details(m: Metrics) -> list[Table]:
         *[table(**t) for t in delay_tables(m)],
         *_order(m),
         *[table(**t) for t in failover_tables(m)],
+        *[table(**t) for t in transaction_tables(m)],
         table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
               ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),
               empty="No SUBSCRIPTION_NOT_EXIST pulls.", title="Subscriptions"),

@@ -20,6 +20,8 @@ from rmqemu.reports.metrics_delays import DELAY_QUERIES, RETRY_QUERIES, delay_se
 from rmqemu.reports.metrics_delays import ORDER as DELAY_ORDER
 from rmqemu.reports.metrics_failover import FAILOVER_QUERIES, failover_section
 from rmqemu.reports.metrics_failover import ORDER as FAILOVER_ORDER
+from rmqemu.reports.metrics_transactions import ORDER as TRANSACTION_ORDER
+from rmqemu.reports.metrics_transactions import TRANSACTION_QUERIES, transactions_section
 from rmqemu.reports.results import RunMeta, RunResult, rows
 
 #: The columns of the send-outcome row, in order (all zero when a run made no attempt).
@@ -49,7 +51,7 @@ ORDER: dict[str, list[str] | None] = {
     "m.autocreate": ["topic"], "m.timing": ["node"], "m.nsq": ["group", "topic"], "m.sne": ["node", "topic"],
     "m.drain": ["ts"], "m.order_groups": ["group", "by"], "m.order_remaps": ["ts", "producer", "topic"],
     "m.order_failed": ["reason", "outcome", "stale"], "m.order_availability": ["topic"], "m.order_moved": None,
-    **DELAY_ORDER, **FAILOVER_ORDER,
+    **DELAY_ORDER, **FAILOVER_ORDER, **TRANSACTION_ORDER,
 }
 _STALENESS_COLUMNS = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
 
@@ -170,6 +172,7 @@ SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], A
     "order": (("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"),
               _order),
     "failover": (FAILOVER_QUERIES, failover_section),
+    "transactions": (TRANSACTION_QUERIES, transactions_section),
     "timing": (("m.timing",), lambda run, r: health.verdict(
         r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()],
         health.measured_ms(run.run_start, run.run_end, run.info.up_ms))),

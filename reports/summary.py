@@ -67,7 +67,7 @@ def _max_rto(m: Metrics) -> float:
 
 
 _S, _M, _L, _A, _O = "Route staleness", "Sends", "Loss and consumption", "Availability", "Order"
-_D, _F = "Delays and retries", "DLedger failovers"
+_D, _F, _T = "Delays and retries", "DLedger failovers", "Transactions"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -133,6 +133,17 @@ HEADLINES: list[Headline] = [
     Headline(_F, "Acked messages lost by a DLedger group", _path("failover", "acked_lost")),
     Headline(_F, "Messages duplicated by a retried send committed anyway", _path("failover", "duplicates")),
     Headline(_F, "Messages re-consumed after a failover", _path("failover", "reconsumed")),
+    Headline(_T, "Transactional messages committed", _path("transactions", "committed", "total")),
+    Headline(_T, "... of them after a check", _path("transactions", "committed", "after_check")),
+    Headline(_T, "... lost by a subscribing group", _path("transactions", "committed", "lost_per_group")),
+    Headline(_T, "Rolled back", _path("transactions", "rolled_back", "total")),
+    Headline(_T, "Discarded after the maximum checks or expired", _path("transactions", "discarded", "total")),
+    Headline(_T, "Still open at the end", _path("transactions", "open", "total")),
+    Headline(_T, "Committed messages stored twice", _path("transactions", "duplicates", "stored_twice")),
+    Headline(_T, "Delivered without a commit (rolled back, discarded or open)", lambda m: _sum(
+        m, *(("transactions", fate, "delivered") for fate in ("rolled_back", "discarded", "open")))),
+    Headline(_T, "Half to visible, p99", _path("transactions", "visible", "p99_ms"), MS),
+    Headline(_T, "Checks sent to no producer channel", _path("transactions", "checks", "no_channel")),
 ]
 
 
@@ -246,6 +257,9 @@ PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
     ("ordered message(s) consumed twice", _path("order", "duplicates")),
     ("DLedger failover(s)", _path("failover", "failovers")),
     ("acked message(s) lost by a DLedger group", _path("failover", "acked_lost")),
+    ("transactional message(s) stored twice", _path("transactions", "duplicates", "stored_twice")),
+    ("rolled-back message(s) delivered", _path("transactions", "rolled_back", "delivered")),
+    ("committed transactional message(s) lost by a group", _path("transactions", "committed", "lost_per_group")),
 ]
 
 

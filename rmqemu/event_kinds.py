@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rmqemu import event_kinds_delay as delay_kinds
 from rmqemu import event_kinds_dledger as dledger_kinds
+from rmqemu import event_kinds_tx as tx_kinds
 from rmqemu import event_order
 from rmqemu.event_types import (
     BOOL,
@@ -236,14 +237,14 @@ PRODUCER = Section("Producer", (
               "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
-    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS),
+    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS + tx_kinds.SEND_FIELDS),
     Kind("send.fail", "producer", "once per message that was given up", (
         Field("msg_id", STR, required=True), Field("topic", STR, required=True),
         Field("group", STR, required=True), Field("mode", STR, required=True),
         Field("attempts", INT, required=True), Field("code", INT, required=True, nullable=True),
         Field("error", STR, "e.g. `No route info of this topic: T`", required=True),
         Field("msg_ids", STRS, "a batch"),
-    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS, ext=True),
+    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS + tx_kinds.SEND_FIELDS, ext=True),
 ))
 
 CONSUMER = Section("Consumer", (
@@ -321,4 +322,4 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
 ))
 
 SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION,
-                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, FAULTS)
+                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, FAULTS)

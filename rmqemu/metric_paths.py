@@ -14,7 +14,8 @@ added by the report to every such key; the registry lists the ``_ms`` path and d
 
 This module imports nothing from the project but its own parts (:mod:`rmqemu.metric_units`, the
 order section in :mod:`rmqemu.metric_order`, the delays and retries sections in
-:mod:`rmqemu.metric_paths_delay`, the DLedger failover section in :mod:`rmqemu.metric_failover`):
+:mod:`rmqemu.metric_paths_delay`, the DLedger failover section in :mod:`rmqemu.metric_failover`, the
+transactions section in :mod:`rmqemu.metric_transactions`):
 the launcher (topology checks) and the report both read it.
 ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
 """
@@ -27,6 +28,7 @@ import re
 from rmqemu.metric_failover import failover_metrics
 from rmqemu.metric_order import order_metrics
 from rmqemu.metric_paths_delay import delay_metrics
+from rmqemu.metric_transactions import transaction_metrics
 from rmqemu.metric_units import (  # noqa: F401 (the registry's vocabulary, used from here)
     BOOL,
     COUNT,
@@ -171,7 +173,8 @@ def _registry() -> list[Metric]:
     add(s, "consumption", GROUP, "acked messages against consumed ones. An acked message (first acked before "
         "run.stop) that no group consumed is, first match wins: dead_lettered, retrying, delayed, gone, else lost "
         "(docs/design.md §7 \"Consumption\"). Deliveries from %RETRY% and %DLQ% topics are retries: they make "
-        "their message consumed (by the id it was first acked with) and count nowhere else here")
+        "their message consumed (by the id it was first acked with) and count nowhere else here. A transactional "
+        "producer's half is a message only once committed: its ok send is an ack only then")
     for col, text in (("lost", "acked messages no group had: some group subscribing the topic still had consumers "
                                "at run.stop, and none consumed, failed or gave up on them, nor were they delayed"),
                       ("gone", "acked messages no group consumed, every group subscribing the topic having left: "
@@ -223,6 +226,7 @@ def _registry() -> list[Metric]:
         add(s, f"availability.windows[].{col}", unit, text)
     out += order_metrics()
     out += failover_metrics()
+    out += transaction_metrics()
 
     s = "Timing health"
     add(s, "timing", GROUP, "whether the host kept the nodes' timers (docs/design.md §9)")

@@ -103,3 +103,18 @@ def test_nothing_imports_the_folders_by_their_bare_names() -> None:
              for path in sorted((ROOT / folder).rglob("*.py"))
              for m in bare.finditer(path.read_text())]
     assert found == []
+
+
+def test_every_package_folder_is_installed() -> None:
+    """pyproject.toml lists the packages a build installs: a subpackage missing there is absent from
+    an installed copy (a user's, the example suite's), where its first import fails."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    homes = {f"rmqemu.{top}": ROOT / top for top in ("emulator", "faults", "reports")} | {"rmqemu": ROOT / "rmqemu"}
+    found = {
+        ".".join([name, *init.parent.relative_to(home).parts])
+        for name, home in homes.items() for init in home.rglob("__init__.py") if "__pycache__" not in init.parts
+    }
+    assert found - listed == set(), "in pyproject.toml [tool.setuptools] packages, add these"

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from rmqemu.emulator.launcher import limits
 from rmqemu.emulator.launcher import topology_order as order
+from rmqemu.emulator.launcher import topology_tx as tx
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.emulator.launcher.nodes import peer_ids, peer_node
 from rmqemu.emulator.launcher.topology_dledger import DLEDGER_OWNED, DLedgerKey, slaves_problem
@@ -148,6 +149,7 @@ class ProducerEntry(BaseModel):
         "what each body of `size` bytes is (docs/design.md §5 'Message bodies'): filler (<msg id>|xxx..), text "
         "(Unicode rich in line breaks, NUL, quotes, astral characters), bytes (never valid UTF-8), mixed (each "
         "message one of the three)"))
+    transaction: tx.TransactionKey = Field(None, description=tx.TRANSACTION_DESCRIPTION)
 
     @field_validator("group")
     @classmethod
@@ -165,7 +167,8 @@ class ProducerEntry(BaseModel):
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ProducerEntry":
         _check_extra_keys(self, lambda d: config_from_dict(ProducerConfig, d),
-                          order.ordered_problem(self.ordered, self.mode, self.batch))
+                          order.ordered_problem(self.ordered, self.mode, self.batch),
+                          tx.entry_problem(self.transaction, self.mode, self.batch, self.ordered is not None))
         return self
 
 

@@ -18,6 +18,7 @@ from rmqemu.emulator.launcher import topology as _models
 from rmqemu.emulator.launcher import topology_dledger as _dledger_models
 from rmqemu.emulator.launcher import topology_order as _order_models
 from rmqemu.emulator.launcher import topology_remoting as _remoting_models
+from rmqemu.emulator.launcher import topology_tx as _tx_models
 from rmqemu.emulator.launcher.nodes import NodeInfo, Role, peer_ids, peer_node
 from rmqemu.emulator.launcher.topology import EXTRA_KEY_CHECKS, BrokerEntry, Topology, extra_key_problems
 from rmqemu.emulator.launcher.topology_order import ordered_workload
@@ -50,7 +51,7 @@ _BOUND_WORDS = {
 def _topology_keys() -> list[str]:
     """Every key name (and alias) of the topology models: what a misspelt key is compared with."""
     names: set[str] = set()
-    modules = (_models, _remoting_models, _order_models, _dledger_models)
+    modules = (_models, _remoting_models, _order_models, _dledger_models, _tx_models)
     for model in [value for module in modules for value in vars(module).values()]:
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel:
             for name, info in model.model_fields.items():
@@ -234,7 +235,7 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
     for p in topo.producers:
         workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,
                     "batch": p.batch, "keys": p.keys, "delay_level": p.delay_level, "body": p.body,
-                    **ordered_workload(p.ordered)}
+                    **ordered_workload(p.ordered), **_tx_models.transaction_workload(p.transaction)}
         for _ in range(p.instances):
             i = counters.get(p.group, 0)
             counters[p.group] = i + 1

@@ -21,7 +21,9 @@ class RequestCode(IntEnum):
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36
+    END_TRANSACTION = 37  # producer -> master, oneway: commit or roll back a half (docs/rocketmq-model.md §9)
     GET_CONSUMER_LIST_BY_GROUP = 38
+    CHECK_TRANSACTION_STATE = 39  # master -> a producer of the half's group, oneway: the check-back
     NOTIFY_CONSUMER_IDS_CHANGED = 40
     LOCK_BATCH_MQ = 41
     UNLOCK_BATCH_MQ = 42

@@ -161,6 +161,8 @@ class WireLog:
         level = _int(props.get("DELAY"))
         if level is not None and level > 0:
             fields["delay_level"] = level
+        if props.get("TRAN_MSG", "").lower() == "true":  # Boolean.parseBoolean, as the broker reads it
+            fields["transaction"] = "half"
         return [Emit("send", fields, node=client)]
 
 

@@ -12,7 +12,8 @@
    those nodes give in the whole run.
 3. :func:`combine` (one task per run): the node parts of a run together: what spans nodes
    (fault convergence and impact, send counts and latency percentiles, loss per group, the
-   order of ordered messages: :mod:`reports.core.order_run`), the metrics queries (``m.*``),
+   order of ordered messages: :mod:`reports.core.order_run`, transactions:
+   :mod:`reports.core.transactions_run`), the metrics queries (``m.*``),
    the plot tables (``p.*``) and the derived tables.
 
 :func:`analyse` runs the three in one process, all nodes in one share: the tests' engine,
@@ -41,6 +42,7 @@ from rmqemu.reports.core import (
     retries,
     settle,
     staleness,
+    transactions,
 )
 from rmqemu.reports.core import sends as sends_mod
 from rmqemu.reports.core import truth as truth_mod
@@ -48,6 +50,7 @@ from rmqemu.reports.core.failover_run import FailoverRun
 from rmqemu.reports.core.frame import RunInfo, events, node_table
 from rmqemu.reports.core.order_locks import LOCK_KINDS, lock_lines
 from rmqemu.reports.core.order_run import OrderRun
+from rmqemu.reports.core.transactions_run import TransactionRun
 
 Tables = dict[str, pd.DataFrame]
 
@@ -57,7 +60,7 @@ TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
                                "pull", "consume", "rebalance", *LOCK_KINDS, *delays.DELAY_KINDS,
-                               *retries.RETRY_KINDS)
+                               *retries.RETRY_KINDS, *transactions.TX_KINDS)
 #: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
@@ -68,7 +71,8 @@ NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
     "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", "sharding_key", "route_queues", "offsets", "orderly",
-    "peer", "change", "late_ms", "source", "broker_addr", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS)))
+    "peer", "change", "late_ms", "source", "broker_addr", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS,
+    *transactions.TX_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 #: The kinds of :data:`TRUTH_KINDS` step 1 reads only the topic of (truth is drawn for every topic
@@ -87,6 +91,7 @@ TABLES: dict[str, str] = {
     "client_stale_intervals": "client_intervals", "namesrv_stale_intervals": "namesrv_intervals",
     "client_staleness": "client_staleness", "namesrv_staleness": "namesrv_staleness",
     "fault_convergence": "convergence", "sends": "classified", "order_violations": "order_violations",
+    "transactions": "tx_messages",
 }
 
 
@@ -126,7 +131,8 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
 
 
 #: The metrics queries that read route views, and those that read the classified sends.
-VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed"})
+VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed",
+                          "m.tx_faults"})
 CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults", "m.order_failed"})
 
 
@@ -172,6 +178,8 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         out["delay_lines"] = delays.delay_lines(ev)
     if kinds & set(retries.RETRY_KINDS):
         out["retry_lines"] = retries.retry_lines(ev)
+    if kinds & {"send", *transactions.TX_KINDS}:
+        out["tx_lines"] = transactions.tx_lines(ev)
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
         pulls = mine[mine["kind"] == "pull"].drop_duplicates(["node", "group", "topic"])
@@ -210,14 +218,19 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     end, stop, t0 = info.measure_end, info.stop_ms, info.run_start
     classified, windows, lines = t["classified"], t["windows"], t["consumer_lines"]
     orders = functools.cache(lambda: OrderRun(t, info))
+    # a half is a message once committed: the loss metrics read its ok attempts as acks only then
+    acks = functools.cache(lambda: transactions.acks(classified, t["tx_lines"]))
     # the consumption duplicates leave out the deliveries the order checker counts unheld
-    messages = functools.cache(lambda: consumers.Messages(lines, classified, stop, orders().unheld_lines))
+    messages = functools.cache(lambda: consumers.Messages(lines, acks(), stop, orders().unheld_lines))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
-    fates = functools.cache(lambda: settle.Fates(lines, classified, t["retry_lines"], t["lives"], stop,
-                                                 delays.undelivered(entries(), stop)))
+
+    def fates_of(sends: pd.DataFrame) -> settle.Fates:
+        return settle.Fates(lines, sends, t["retry_lines"], t["lives"], stop, delays.undelivered(entries(), stop))
+    fates = functools.cache(lambda: fates_of(acks()))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
     failovers = functools.cache(lambda: FailoverRun(t, info, fates, lambda: orders().unheld_lines))
+    txs = functools.cache(lambda: TransactionRun(t, info, fates_of, lambda: orders().unheld_lines))
 
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
@@ -256,6 +269,8 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.failover_rto": lambda: failovers().rto_rows(),
         "m.failover_stale_sends": lambda: failovers().stale_master_sends(),
         "m.failover_lost": lambda: failovers().lost,
+        "m.tx_totals": lambda: txs().totals(), "m.tx_checks": lambda: txs().by_checks(),
+        "m.tx_groups": lambda: txs().groups(), "m.tx_faults": lambda: txs().faults(),
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:
@@ -263,6 +278,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     m = {name: make() for name, make in made.items() if name in wanted}
     if queries is None:
         t["order_violations"] = orders().violations
+        t["tx_messages"] = txs().msgs
     if plots_too:
         m.update(plots.plot_tables(t, info))
         m.update(orders().plot_tables())

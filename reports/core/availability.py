@@ -91,6 +91,12 @@ def availability_by_pair(sends: pd.DataFrame, windows: pd.DataFrame) -> pd.DataF
                       max_ms=out["max_ms"].fillna(0.0).astype(float))[[*_PAIR, "windows", "total_ms", "max_ms"]]
 
 
+def attribution_end(start: np.ndarray, end: np.ndarray, converged_ms: np.ndarray) -> np.ndarray:
+    """Where each fault's attribution window ends (docs/design.md §9): the later of its end and its
+    start plus ``converged_ms`` (null: 0)."""
+    return np.fmax(end, start + np.nan_to_num(converged_ms, nan=0.0))
+
+
 def with_impact(rows: pd.DataFrame, faults: pd.DataFrame, windows: pd.DataFrame, classified: pd.DataFrame,
                 measure_end: float | None) -> pd.DataFrame:
     """``rows`` (one per fault, with at least ``fault_id, start, end, converged_ms``) plus
@@ -113,7 +119,7 @@ def with_impact(rows: pd.DataFrame, faults: pd.DataFrame, windows: pd.DataFrame,
     w_len = windows["end"].to_numpy(dtype=float) - w_start
     start = rows["start"].to_numpy(dtype=float)
     conv = rows["converged_ms"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-    impact_end = np.fmax(rows["end"].to_numpy(dtype=float), start + np.nan_to_num(conv, nan=0.0))
+    impact_end = attribution_end(start, rows["end"].to_numpy(dtype=float), conv)
     ids = rows["fault_id"]
     known = (ids.isin(faults["fault_id"].dropna()) & ids.notna()).to_numpy(dtype=bool)
     rto, n_failed, n_mis, keep = [], [], [], []

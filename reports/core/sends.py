@@ -26,7 +26,7 @@ REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "stale_master", "no
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
                                  "attempt", "outcome", "code", "latency_ms", "error", "group", "sharding_key",
-                                 "route_queues", "broker_addr")
+                                 "route_queues", "broker_addr", "transaction")
 
 #: The columns of :func:`send_outcomes`, in order.
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
@@ -35,9 +35,10 @@ OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "tim
 
 def sends(ev: pd.DataFrame) -> pd.DataFrame:
     """Send attempts: ``producer, ts, seq, msg_id, topic, broker, broker_id, queue_id,
-    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues, broker_addr``
-    (``sharding_key`` and ``route_queues``: ordered sends only; ``broker_addr``: the address the
-    attempt went to, which names the node of a DLedger group's moving master)."""
+    attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues, broker_addr,
+    transaction`` (``sharding_key`` and ``route_queues``: ordered sends only; ``broker_addr``: the
+    address the attempt went to, which names the node of a DLedger group's moving master;
+    ``transaction``: ``half`` for a transactional producer's half)."""
     out = ev.loc[ev["kind"] == "send"].rename(columns={"node": "producer"})
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqemu.reports.core.consumers import subscriptions
 from rmqemu.reports.core.retries import GIVEN_UP, is_broker_made, root_ids
@@ -70,7 +72,8 @@ class Fates:
         (:func:`reports.core.delays.undelivered`)."""
         back = retry_lines.loc[retry_lines["kind"] == "retry.back"]
         ok = sends.loc[(sends["outcome"] == "ok").fillna(False).to_numpy(dtype=bool) & ~is_broker_made(sends["topic"])]
-        ok = ok.dropna(subset=["topic", "msg_id"]).sort_values(["ts", "seq"]).drop_duplicates(["topic", "msg_id"])
+        ok = ok.dropna(subset=["topic", "msg_id"]).sort_values(["ts", "seq"])
+        ok = ok.loc[~pd.Series(list(zip(ok["topic"], ok["msg_id"], strict=True)), dtype=object).duplicated().to_numpy()]
         stopped = until is not None and not np.isnan(until)
         if stopped:
             ok = ok.loc[ok["ts"] < until]
@@ -89,9 +92,14 @@ class Fates:
                                                              else delayed.astype(object)).to_numpy()})
         self.subs = subscriptions(consumer_lines)
         self.watched = set(consumer_lines.loc[consumer_lines["kind"].isin(("consume", "rebalance")), "topic"].dropna())
-        # message ids as integer codes over one dictionary: the lookups below are array indexing
+        # message ids as integer codes over one dictionary: the lookups below are array indexing. Arrow's,
+        # not pd.factorize: pandas hashes a column of strings as C strings (so do its multi-column
+        # drop_duplicates, and groupby), and "\x00" and "\x00p" (user data, docs/design.md §6) would be one
         tables = [self.acked, self.consumed, self.handled, self.given_up, self.delayed]
-        codes, ids = pd.factorize(pd.concat([t["msg"] for t in tables], ignore_index=True))
+        msgs = pd.concat([t["msg"] for t in tables], ignore_index=True).astype(object)
+        encoded = pc.dictionary_encode(pa.array(msgs, type=pa.string(), from_pandas=True))
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        ids = encoded.dictionary.to_pylist()
         bounds = np.cumsum([0, *(len(t) for t in tables)])
         for t, lo, hi in zip(tables, bounds[:-1], bounds[1:], strict=True):
             t["code"] = codes[lo:hi]

@@ -156,3 +156,15 @@ def test_any_ids_and_names_get_each_message_exactly_one_fate(plans: dict[str, st
             "delayed": count["delayed"], "gone": count["unseen"] if left else 0, "lost": 0 if left else count["unseen"]}
     assert fates.per_group(group, topic) == want
     assert fates.per_topic(topic) == {k: v for k, v in want.items() if k != "consumed"}
+
+
+def test_ids_that_differ_only_after_a_nul_are_two_messages() -> None:
+    """pandas hashes a column of strings as C strings ("\x00" and "\x00p" would be one key); an id is
+    user data (docs/design.md §6), so each of these is a message of its own."""
+    lines = [send(10, "\x00"), send(11, "\x00p"), send(12, "p"), consume(100, EMU, ["\x00p"]),
+             ev(5, f"{EMU}-0", "rebalance", group=EMU, topic=T, cid="c", cids=["c"], strategy="AVG", allocated=[])]
+    log = events(lines)
+    fates = settle.Fates(log, sends_mod.sends(log), retry_lines(log), lives(log, END), STOP)
+    assert fates.per_group(EMU, T) == {"consumed": 1, "dead_lettered": 0, "retrying": 0, "delayed": 0, "gone": 0,
+                                       "lost": 2}
+    assert sorted(fates.lost(EMU, T)) == ["\x00", "p"]

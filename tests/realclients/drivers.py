@@ -82,8 +82,9 @@ def start_node(script: str, cfg: dict[str, Any], log_dir: Path, name: str | None
 
 
 def start_cpp(cfg: dict[str, Any], log_dir: Path, name: str | None = None, script: str = "orderly.py") -> NodeProcess:
-    """``cpp/<script>`` (``orderly.py``, or ``normal.py`` for unordered messages; ``cfg["role"]``:
-    producer or consumer) under the C++ client's venv, its files kept in a directory of its own
+    """``cpp/<script>`` (``orderly.py``, ``normal.py`` for unordered messages, ``cfg["role"]``:
+    producer or consumer; ``transaction.py``, a transactional producer, needs ``name``) under the
+    C++ client's venv, its files kept in a directory of its own
     in ``log_dir``: the library writes its log to
     ``$ROCKETMQ_CLIENT_LOG_DIR`` (else ``/logs/rocketmq-client``, at the filesystem's root; the
     binding's ``set_log_root_path`` does nothing) and anything else under ``$HOME``."""

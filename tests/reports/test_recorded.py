@@ -3,7 +3,7 @@ up to float rounding: in this process (no JVM) and in Spark, both runs in one jo
 written before queues were objects: every line keeps the event registry once converted as the
 report converts it (docs/design.md §6, "Older runs"), and the queues are all that differs. What
 was added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order,
-delays, retries and failover sections) is checked apart: the runs have nothing for it."""
+delays, retries, failover and transactions sections) is checked apart: the runs have nothing for it."""
 from __future__ import annotations
 
 import json
@@ -66,6 +66,9 @@ def same(got: dict, want: dict) -> bool:
     failover = extra.pop("failover")  # neither run had a DLedger group
     assert failover["elections"] == failover["stale_master_sends"]["total"] == failover["max_no_master_ms"] == 0
     assert failover["groups"] == failover["changes"] == failover["views"] == failover["lost"] == []
+    tx = extra.pop("transactions")  # neither run sent a half: nothing but zeros and a row per fault
+    assert (tx["halves"]["sent"], tx["committed"]["total"], tx["checks"]["sent"], tx["visible"]["n"]) == (0, 0, 0, 0)
+    assert tx["by_checks"] == tx["groups"] == [] and not any(f["messages"] or f["checks"] for f in tx["faults"])
     measured = extra.pop("timing.measured_ms")  # run.start to the last event: each run's own
     assert 0 < measured <= got["duration_ms"] and extra.pop("timing.measured_cluster_s") == pytest.approx(measured / 10)
     assert order["messages"] == order["violations"] == order["failed_sends"]["total"] == 0

@@ -71,3 +71,16 @@ def test_a_killed_preferred_leader_takes_its_place_back_after_its_restart() -> N
 def test_with_a_preferred_leader_the_invariants_hold_under_random_faults(schedule: list[Step], seed: int,
                                                                         preferred: str) -> None:
     check(Net(peers=3, seed=seed, preferred=preferred), schedule)
+
+
+# found by the property test above: n1, preferred, leads again with the compare index its
+# dispatcher for n0 kept from an earlier term (dledger 0.2.6, docs/rocketmq-model.md §8.2)
+STALE_COMPARE: list[Step] = [(0.0, "isolate", 0, 8394.25, 0.0), (8724.54, "isolate", 1, 9585.0, 0.0),
+                             (12872.79, "isolate", 1, 18212.82, 0.0), (29349.75, "isolate_leader", 0, 200.0, 0.0),
+                             (18462.0, "kill", 2, 6572.0, 0.0)]
+
+
+def test_a_stale_compare_index_cuts_a_follower_only_while_the_leader_holds_the_entries() -> None:
+    net = Net(peers=3, seed=2752, preferred="n1")
+    check(net, STALE_COMPARE)
+    assert net.leader_held_cuts > 0  # the cut happened: acked entries were on the leader alone a while

@@ -17,6 +17,7 @@ Timers (RocketMQ's intervals in cluster ms; the node runtime applies ``timing.sc
   reput notifies arrivals only when ``brokerRole != SLAVE``
 - ``ha_hold:<n>``, ``ha_wait:<n>``, ``ha_push`` (ha.py) and ``ha_retry`` (ha_client.py)
 - ``schedule:<level>`` and ``delay_offset_flush`` on a master (schedule.py, docs/rocketmq-model.md §2.9)
+- ``tx_check`` on a master: the transaction check service (transaction/check_service.py, docs/rocketmq-model.md §9)
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ from rmqemu.emulator.roles.broker.send_back import SendBack
 from rmqemu.emulator.roles.broker.send_processor import SendProcessor
 from rmqemu.emulator.roles.broker.slave_sync import SlaveSync
 from rmqemu.emulator.roles.broker.topic_config_manager import TopicConfigManager
+from rmqemu.emulator.roles.broker.transaction.bridge import TransactionBridge
+from rmqemu.emulator.roles.broker.transaction.check_service import TIMER as TX_CHECK
+from rmqemu.emulator.roles.broker.transaction.check_service import CheckService
+from rmqemu.emulator.roles.broker.transaction.end_processor import EndTransactionProcessor
 from rmqemu.emulator.roles.common.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
 from rmqemu.emulator.roles.common.broker_config import BrokerConfigs, broker_configs_from_dict
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
@@ -107,12 +112,16 @@ class Broker(Role):
         self.ha = HAService(self)
         self.ha_client = HAClient(self)
         self.role_change = RoleChange(self)
+        self.transactions = TransactionBridge(self)
+        self.tx_check = CheckService(self)
+        self.end_transaction = EndTransactionProcessor(self)
         self.dledger = DLedgerCommitLog(self, seed) if self.store_cfg.enableDLegerCommitLog else None
         self.handlers: dict[int, Handler] = {
             RC.SEND_MESSAGE: self.sender.send_message,
             RC.SEND_MESSAGE_V2: self.sender.send_message,
             RC.SEND_BATCH_MESSAGE: self.sender.send_message,
             RC.CONSUMER_SEND_MSG_BACK: self.send_back.consumer_send_msg_back,
+            RC.END_TRANSACTION: self.end_transaction.end_transaction,
             RC.PULL_MESSAGE: self.puller.pull_message,
             RC.HEART_BEAT: self.clients.heart_beat,
             RC.UNREGISTER_CLIENT: self.clients.unregister_client,
@@ -169,7 +178,7 @@ class Broker(Role):
         self.offsets.load(self.read_store)
         restored = restore(self.store, self.read_store, list(dict.fromkeys([
             *((t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))),
-            *self.schedule.queues()])))
+            *self.schedule.queues(), *self.transactions.queues()])))
         actions += [a for p in restored.problems for a in p.actions(self.name)]
         self.schedule.load(self.read_store)
         period = max(10000, min(self.cfg.registerNameServerPeriod, 60000))
@@ -182,8 +191,8 @@ class Broker(Role):
         if self.dledger is not None:  # no role, no registration until the member's first role change
             self.dledger.restored()
             return actions + [Every("pull_hold_check", check, check)] + self.dledger.server.start(now)
-        if not self.is_slave:  # handleScheduleMessageService: masters deliver, slaves only keep the file
-            actions += self.schedule.start(now)
+        if not self.is_slave:  # handleScheduleMessageService and startProcessorByHa: masters only
+            actions += self.schedule.start(now) + self.tx_check.start()
         if self.is_slave:
             actions.append(Every("slave_sync", 3000, 10000))
             actions.append(Every("pull_hold_check", check, check))
@@ -227,6 +236,8 @@ class Broker(Role):
             return self.ha_client.on_retry(now)
         if name.startswith(TIMER_PREFIX) or name == FLUSH_TIMER:
             return self.schedule.on_timer(name, now)
+        if name == TX_CHECK:
+            return [] if self.is_slave else self.tx_check.check(now)
         if name == ROLE_CHANGE_POLL:
             return self.role_change.poll(now)
         if self.dledger is not None and name.startswith("dledger:"):

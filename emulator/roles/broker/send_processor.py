@@ -26,8 +26,11 @@ whole packed body (checked first); both answer MESSAGE_ILLEGAL (13).
 Properties limit (4.9.4 store): the properties string as stored (header properties plus the broker's
 CLUSTER; for a delayed message also REAL_TOPIC and REAL_QID, and WAIT, which the rewrite puts back)
 may not exceed Short.MAX_VALUE UTF-8 bytes: a single send answers MESSAGE_ILLEGAL (13), a batch whose
-own header properties exceed it SYSTEM_ERROR (the encoder's RuntimeException). Half (transaction)
-messages are not modelled.
+own header properties exceed it SYSTEM_ERROR (the encoder's RuntimeException).
+
+A single send whose ``TRAN_MSG`` is true is a half (docs/rocketmq-model.md §9.2): NO_PERMISSION when
+the broker has ``rejectTransactionMessage``, else stored in the half queue (emulator/roles/broker/transaction/),
+answered with the queue id asked for and the half queue's offset, and written as ``tx.half``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.broker.dledger_commit_log import OS_PAGECACHE_BUSY, SERVICE_NOT_AVAILABLE, UNKNOWN_ERROR
 from rmqemu.emulator.roles.broker.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
 from rmqemu.emulator.roles.broker.schedule import DelayLevelError, delay_level_of
+from rmqemu.emulator.roles.broker.transaction.bridge import HALF_TOPIC, is_half
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.server_dispatch import h_bool, h_int, h_str, parse_properties
@@ -175,6 +179,10 @@ class SendProcessor:
             actions += acts
             if not ok:
                 return actions
+        half = f.code != 320 and is_half(parse_properties(f.fields.get("properties")))
+        if half and b.cfg.rejectTransactionMessage:  # before the store's own checks
+            remark = f"the broker[{b.cfg.brokerIP1}] sending transaction message is forbidden"
+            return self._err(msg, R.NO_PERMISSION, remark, actions)
         if b.is_slave:  # docs/rocketmq-model.md §2.5: checkStoreStatus, after msgCheck
             return self._err(msg, R.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK, actions)
         batch = batch_messages(msg) if f.code == 320 else [(f.body, parse_properties(f.fields.get("properties")))]
@@ -202,9 +210,12 @@ class SendProcessor:
         if f.code != 320 and len(f.body) > b.store_cfg.maxMessageSize:  # the encoder: the body alone
             return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
         records = []
+        put_topic, put_queue = topic, queue_id
         for body, props in batch:
+            if half:  # asyncPrepareMessage: into the half queue (docs/rocketmq-model.md §9.2)
+                put_topic, put_queue, props, sys_flag = b.transactions.half_inner(topic, queue_id, props, sys_flag)
             record, acts = b.schedule.put(
-                topic, queue_id, body, props, now, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
+                put_topic, put_queue, body, props, now, born_timestamp=h_int(f, "bornTimestamp", 0) or 0,
                 reconsume_times=reconsume, flag=h_int(f, "flag", 0) or 0, sys_flag=sys_flag,
                 born_host=msg.addr or msg.peer)
             actions += acts
@@ -217,13 +228,16 @@ class SendProcessor:
         if f.code != 320:
             actions += b.send_back.sent(msg, first, reconsume)
         fields = {"msgId": ",".join(r["offsetMsgId"] for r in records), "queueId": queue_id,
-                  "queueOffset": records[0]["queueOffset"], "transactionId": records[0]["properties"].get("UNIQ_KEY")}
+                  "queueOffset": records[0]["queueOffset"]}  # 4.9.4 sets no transactionId
+        stored_half = [b.transactions.half_event(first)] if half and first["topic"] == HALF_TOPIC else []
         if b.dledger is not None:  # the answer waits for DLedger's (docs/rocketmq-model.md §8.3)
             def answered(status: str, n: Now) -> list[Action]:
                 code, remark = PUT_STATUS_ANSWERS[status]
-                return [Reply(msg.channel, f.response(code, remark, fields=fields if status == PUT_OK else None))]
+                return [*(stored_half if status == PUT_OK else []),
+                        Reply(msg.channel, f.response(code, remark, fields=fields if status == PUT_OK else None))]
             b.dledger.await_ack(records[-1], answered)
             return actions
+        actions += stored_half
         if b.ha.sync_master and wait_store_msg_ok(records[0]["properties"]):
             def done(status: str, n: Now) -> list[Action]:
                 return [Reply(msg.channel, f.response(PUT_STATUS_CODES[status], fields=fields))]

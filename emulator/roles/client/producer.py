@@ -9,6 +9,10 @@ finds a sync send in flight skips its message and counts it (``skipped_ticks`` i
 Ordered sends (``workload.ordered``, docs/rocketmq-model.md §3.7) are sequential per sharding key,
 like an application with one thread per key: a tick whose key has a send in flight skips its
 message (``skipped_ticks``), while other keys go on.
+
+A transactional producer (``workload.transaction``, docs/rocketmq-model.md §9.1) sends every message
+with ``sendMessageInTransaction`` (:mod:`.transaction`): the call lasts through the local
+transaction, so ticks are skipped while one runs, and it answers CHECK_TRANSACTION_STATE.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
+from rmqemu.emulator.protocol import RequestCode
 from rmqemu.emulator.roles.client.client_config import ProducerConfig, config_from_dict
 from rmqemu.emulator.roles.client.client_instance import ClientInstance, client_id_for, heartbeat_body
 from rmqemu.emulator.roles.client.fault_strategy import MQFaultStrategy
 from rmqemu.emulator.roles.client.route_cache import Route, TopicPublishInfo, to_publish_info
 from rmqemu.emulator.roles.client.send_flow import SendJob
 from rmqemu.emulator.roles.client.send_select import SelectSendFlow
+from rmqemu.emulator.roles.client.transaction import CHECK_TIMER, LOCAL_TIMER, TransactionFlow
 from rmqemu.emulator.roles.client.workload import (
     MIN_TICK_MS,
     KeyPicker,
@@ -30,7 +36,7 @@ from rmqemu.emulator.roles.client.workload import (
     Pacer,
     ProducerWorkload,
 )
-from rmqemu.emulator.roles.common.base import Action, ChannelEvent, Emit, Every, Now, Role
+from rmqemu.emulator.roles.common.base import Action, ChannelEvent, Emit, Every, Inbound, Log, Now, Role
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 
 
@@ -57,6 +63,9 @@ class Producer(Role):
                         if workload else None)
         self.keys = (KeyPicker(name, workload.ordered, random.Random(f"{seed}:{name}:keys"))
                      if workload and workload.ordered else None)
+        self.tx = (TransactionFlow(group, self.instance, workload.transaction, seed, name)
+                   if workload and workload.transaction else None)
+        self.checks_ignored = 0  # CHECK_TRANSACTION_STATE to a producer that is not transactional
         self.pacer: Pacer | None = None
         self.sync_in_flight = False
         self.keys_in_flight: set[str] = set()  # ordered sends: one per key at a time
@@ -100,7 +109,19 @@ class Producer(Role):
             return self.instance.heartbeat(heartbeat_body(self.client_id, [self.group], []), masters_only=True)
         if name == "workload":
             return self._workload_tick(now)
+        if self.tx is not None and (name == CHECK_TIMER or name.startswith(LOCAL_TIMER)):
+            return self.tx.on_timer(name)
         return []
+
+    def on_message(self, msg: Inbound, now: Now) -> list[Action]:
+        """CHECK_TRANSACTION_STATE, pushed by a broker on this client's channel (docs/rocketmq-model.md §9.1)."""
+        if msg.frame.code != RequestCode.CHECK_TRANSACTION_STATE:
+            return []
+        if self.tx is None:  # a DefaultMQProducer has no check executor: the check fails in the client
+            self.checks_ignored += 1
+            return [Log(f"checkTransactionState from {msg.peer}: producer group {self.group} is not transactional; "
+                        "not answered (later ones are only counted)")] if self.checks_ignored == 1 else []
+        return self.tx.on_check(msg)
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
         self.instance.on_channel(event)
@@ -109,9 +130,11 @@ class Producer(Role):
     # ------------------------------------------------------------------ sending
 
     def send(self, msgs: OutgoingMessage | list[OutgoingMessage], mode: str, now: Now,
-             sharding_key: str | None = None) -> list[Action]:
+             sharding_key: str | None = None,
+             then: Callable[[SendJob, bool], list[Action]] | None = None) -> list[Action]:
         """``send(msg)`` / ``send(msg, callback)`` / ``sendOneway(msg)``; a list is a batch. With a
-        ``sharding_key``: ``send(msg, new SelectMessageQueueByHash(), key)``, sync, one attempt."""
+        ``sharding_key``: ``send(msg, new SelectMessageQueueByHash(), key)``, sync, one attempt.
+        ``then(job, ok)``: what follows the outcome (a transactional send's local transaction)."""
         batch = msgs if isinstance(msgs, list) else [msgs]
         total = 1 + self.cfg.retryTimesWhenSendFailed if mode == "sync" and sharding_key is None else 1
         job = SendJob(batch, mode, now, self.cfg.sendMsgTimeout, float(self.cfg.minSendTimeoutWallMs), total,
@@ -120,16 +143,26 @@ class Producer(Role):
             self.keys_in_flight.add(sharding_key)
         elif mode == "sync":
             self.sync_in_flight = True
-        job.on_done = lambda ok: self._finished(job, ok)
+        job.on_done = lambda ok: self._finished(job, ok, then)
         self.counts["sent"] += len(batch)
         return self.flow.send(job, now)
 
-    def _finished(self, job: SendJob, ok: bool) -> None:
+    def send_in_transaction(self, msg: OutgoingMessage, now: Now) -> list[Action]:
+        """``sendMessageInTransaction(msg, arg)``: ``msg`` as a half, sync with the usual retries;
+        its local transaction and END_TRANSACTION follow the outcome (docs/rocketmq-model.md §9.1)."""
+        assert self.tx is not None
+        tx = self.tx
+        half, state = tx.half(msg)
+        return self.send(half, "sync", now, then=lambda job, ok: tx.after_send(job, ok, state))
+
+    def _finished(self, job: SendJob, ok: bool,
+                  then: Callable[[SendJob, bool], list[Action]] | None) -> list[Action]:
         if job.sharding_key is not None:
             self.keys_in_flight.discard(job.sharding_key)
         elif job.mode == "sync":
             self.sync_in_flight = False
         self.counts["ok" if ok else "failed"] += len(job.msgs)
+        return then(job, ok) if then is not None else []
 
     def _workload_tick(self, now: Now) -> list[Action]:
         if self.pacer is None or self.factory is None or self.workload is None:
@@ -140,8 +173,11 @@ class Producer(Role):
             if self.keys is not None:
                 actions += self._ordered_tick(now)
                 continue
-            if self.workload.mode == "sync" and self.sync_in_flight:
+            if self.workload.mode == "sync" and (self.sync_in_flight or (self.tx is not None and self.tx.busy)):
                 self.counts["skipped_ticks"] += 1
+                continue
+            if self.tx is not None:
+                actions += self.send_in_transaction(self.factory.next_message(), now)
                 continue
             msgs = [self.factory.next_message() for _ in range(self.workload.batch)]
             if self.workload.batch > 1:  # a batch needs one topic: use the first message's
@@ -179,7 +215,8 @@ class Producer(Role):
 
     def state(self) -> dict[str, Any]:
         return {
-            "group": self.group, "client_id": self.client_id, **self.counts,
+            "group": self.group, "client_id": self.client_id, **self.counts, **(self.tx.counts if self.tx else {}),
+            "tx_checks_dropped": dict(self.tx.dropped) if self.tx else {"not_transactional": self.checks_ignored},
             "sync_in_flight": self.sync_in_flight, "keys_in_flight": sorted(self.keys_in_flight),
             "namesrv": self.instance.selector.chosen,
             "polls_skipped": self.instance.polls_skipped,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
 from rmqemu.emulator.roles.client.route_cache import MessageQueue, TopicPublishInfo
 from rmqemu.emulator.roles.client.validators import MQClientError, check_message, no_name_server_error, no_route_error
-from rmqemu.emulator.roles.client.workload import OutgoingMessage
+from rmqemu.emulator.roles.client.workload import TRANSACTION_PREPARED_TYPE, OutgoingMessage, is_half
 from rmqemu.emulator.roles.common.base import Action, Emit, Now, Oneway, ReplyHandler, Request
 from rmqemu.emulator.roles.common.message import body_fields
 
@@ -58,9 +58,9 @@ class SendJob:
     times: int = 0
     last_mq: MessageQueue | None = None
     brokers_sent: list[str | None] = field(default_factory=list)
-    stored_code: int | None = None  # a SendResult was obtained (possibly not SEND_OK)
+    result: tuple[MessageQueue, Frame] | None = None  # the last SendResult (possibly not SEND_OK): queue, answer
     error: tuple[int | None, str] | None = None
-    on_done: Callable[[bool], None] | None = None
+    on_done: Callable[[bool], list[Action]] | None = None  # its actions follow the send's last event
     sharding_key: str | None = None  # an ordered send (send_select.SelectSendFlow)
     route_queues: int | None = None  # the size of the publish list an ordered send chose from
 
@@ -153,7 +153,7 @@ class SendFlow:
         job.last_mq = mq
         job.brokers_sent.append(mq.broker_name)
         if job.out_of_time(now):  # callTimeout breaks the loop; a stored result is still returned
-            if job.stored_code is not None:
+            if job.result is not None:
                 return self._done(job, True)
             return self._fail(job, None, "sendDefaultImpl call timeout", attempts=job.times)
         attempt = job.times + 1
@@ -192,7 +192,7 @@ class SendFlow:
         if code in STORED_CODES:
             fault.update_fault_item(mq.broker_name, latency, False, now.wall_ms)
             ev = self._event(job, mq, attempt, "ok", code, wall_latency, addr=addr)
-            job.stored_code = code
+            job.result = (mq, resp)
             if job.mode == "sync" and code != 0 and self.producer.cfg.retryAnotherBrokerWhenNotStoreOK:
                 job.times += 1
                 return [ev] + self._attempt(job, info, now)
@@ -204,7 +204,7 @@ class SendFlow:
         if job.mode == "sync" and should_retry_sync(code):
             job.times += 1
             return [ev] + self._attempt(job, info, now)
-        if job.stored_code is not None:
+        if job.result is not None:
             return [ev] + self._done(job, True)
         return [ev] + self._fail(job, code, text, attempts=attempt)
 
@@ -233,7 +233,7 @@ class SendFlow:
                             lambda resp, n: self._on_reply(job, info, mq, addr, frame, attempt + 1, sent, resp, n))]
 
     def _after_loop(self, job: SendJob, now: Now) -> list[Action]:
-        if job.stored_code is not None:
+        if job.result is not None:
             return self._done(job, True)
         code = job.error[0] if job.error else None
         brokers = ", ".join(b or "null" for b in job.brokers_sent)
@@ -248,7 +248,8 @@ class SendFlow:
         batch = len(job.msgs) > 1
         fields = {
             "producerGroup": self.producer.group, "topic": mq.topic, "defaultTopic": cfg.createTopicKey,
-            "defaultTopicQueueNums": cfg.defaultTopicQueueNums, "queueId": mq.queue_id, "sysFlag": 0,
+            "defaultTopicQueueNums": cfg.defaultTopicQueueNums, "queueId": mq.queue_id,
+            "sysFlag": TRANSACTION_PREPARED_TYPE if not batch and is_half(job.msgs[0]) else 0,
             "bornTimestamp": int(now.wall_ms), "flag": 0,
             "properties": {} if batch else dict(job.msgs[0].properties),
             "reconsumeTimes": 0, "unitMode": cfg.unitMode, "batch": batch,
@@ -281,6 +282,8 @@ class SendFlow:
                 fields["route_queues"] = job.route_queues
         if "DELAY" in job.msgs[0].properties:
             fields["delay_level"] = int(job.msgs[0].properties["DELAY"])
+        if is_half(job.msgs[0]):
+            fields["transaction"] = "half"
         return fields
 
     def _fail(self, job: SendJob, code: int | None, text: str, attempts: int) -> list[Action]:
@@ -289,9 +292,7 @@ class SendFlow:
         return [Emit("send.fail", self._extra(job, fields))] + self._done(job, False)
 
     def _done(self, job: SendJob, ok: bool) -> list[Action]:
-        if job.on_done is not None:
-            job.on_done(ok)
-        return []
+        return job.on_done(ok) if job.on_done is not None else []
 
 
 __all__ = ["RETRY_RESPONSE_CODES", "SendFlow", "SendJob", "should_retry_sync", "ResponseCode"]

@@ -81,6 +81,7 @@ def _on_reply(flow: SendFlow, job: SendJob, mq: MessageQueue, addr: str, sent: N
         ev = flow._event(job, mq, 1, outcome, code, wall_latency, text)
         return [ev] + flow._fail(job, code, text, attempts=1)
     if resp.code in STORED_CODES:  # a SendResult, whatever its status: the message is stored
+        job.result = (mq, resp)
         return [flow._event(job, mq, 1, "ok", resp.code, wall_latency)] + flow._done(job, True)
     text = resp.remark or ""
     ev = flow._event(job, mq, 1, "error", resp.code, wall_latency, text)

@@ -24,6 +24,9 @@ anything else the producer draws. The key is also the message's ``KEYS`` propert
 
 Bodies (``body:``, :mod:`.bodies`, docs/design.md §5 "Message bodies") are ``size`` bytes of
 filler, hostile text or bytes, drawn from a ``random.Random`` of their own for the same reason.
+
+``transaction:`` (:mod:`.transaction_workload`, docs/rocketmq-model.md §9.1) makes the producer send
+each message as a half with ``sendMessageInTransaction``; its outcomes have streams of their own too.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqemu.emulator.roles.client.bodies import body_kind_problem, make_body
+from rmqemu.emulator.roles.client.transaction_workload import TransactionWorkload, transaction_problem
 
 MIN_TICK_MS = 2.0  # wall ms: a Python process cannot usefully wake more often than this
 MODES = ("sync", "async", "oneway")
@@ -52,6 +56,14 @@ class OutgoingMessage:
         return self.properties["UNIQ_KEY"]
 
 
+TRANSACTION_PREPARED_TYPE = 4  # MessageSysFlag: the sysFlag bit of a half (docs/rocketmq-model.md §9.1)
+
+
+def is_half(msg: OutgoingMessage) -> bool:
+    """``Boolean.parseBoolean(TRAN_MSG)``: what sendKernelImpl sets TRANSACTION_PREPARED_TYPE by."""
+    return msg.properties.get("TRAN_MSG", "").lower() == "true"
+
+
 @dataclass
 class ProducerWorkload:
     topics: list[str]
@@ -64,6 +76,7 @@ class ProducerWorkload:
     ordered: "OrderedWorkload | None" = None
     delay_level: int | list[int] = 0
     body: str = "filler"
+    transaction: TransactionWorkload | None = None  # sendMessageInTransaction (docs/rocketmq-model.md §9.1)
 
     @property
     def delay_levels(self) -> list[int]:
@@ -73,11 +86,17 @@ class ProducerWorkload:
     def from_dict(cls, d: dict[str, Any] | None) -> "ProducerWorkload":
         d = dict(d or {})
         unknown = set(d) - {"topics", "rate", "size", "mode", "batch", "keys", "count", "ordered", "delay_level",
-                               "body"}
+                               "body", "transaction"}
         if unknown:
             raise ValueError(f"workload: unknown key {sorted(unknown)[0]}")
         ordered = d.pop("ordered", None)
+        transaction = d.pop("transaction", None)
         w = cls(topics=list(d.pop("topics", [])), **d)
+        if transaction is not None:
+            w.transaction = TransactionWorkload.from_dict(transaction)
+            problem = transaction_problem(w.mode, w.batch, ordered is not None)
+            if problem:
+                raise ValueError(f"workload.transaction: {problem}")
         if ordered is not None:
             w.ordered = OrderedWorkload.from_dict(ordered)
             if w.mode != "sync" or w.batch != 1:

@@ -93,6 +93,9 @@ class BrokerConfig:
     updateMasterHAServerAddrPeriodically: bool = False
     startAcceptSendRequestTimeStamp: int = 0
     rejectTransactionMessage: bool = False
+    transactionTimeOut: int = 6000  # a half is first checked once this old (docs/rocketmq-model.md §9)
+    transactionCheckMax: int = 15  # checks before a half is discarded
+    transactionCheckInterval: int = 60000  # the check service's period
     filterServerNums: int = 0
     flushConsumerOffsetInterval: int = 5000
     transferMsgByHeap: bool = True

@@ -32,26 +32,12 @@ import json
 import os
 import sys
 import threading
-import time
 from typing import Any
 
+from jsonout import emit, now_ms  # beside this file: its folder is first on sys.path
 from rocketmq.client import Message, Producer, PushConsumer
 from rocketmq.exceptions import ffi_check
 from rocketmq.ffi import dll
-
-_out = threading.Lock()
-
-
-def emit(obj: dict[str, Any]) -> None:
-    """One JSON line on stdout, whole, from any thread (the client calls the listener on its own)."""
-    line = json.dumps(obj, separators=(",", ":")) + "\n"
-    with _out:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-
-def now_ms() -> float:
-    return round(time.time() * 1000.0, 3)
 
 
 def watch_stdin(stop: threading.Event) -> None:
