@@ -14,7 +14,8 @@ into host ms with the run's anchor and scale, docs/design.md §3) is never after
 the upper bound only allows for a loaded host). The run's report (the analysis in this process, as
 Spark's tasks run it: tests/realclients runs it in Spark on a run with delays) then counts the same: the
 retries by reconsumeTimes and the DLQ, nothing early, the held messages late in the kill's row, and
-no failed or delayed message as lost or consumed but never acked (docs/design.md §7).
+no failed or delayed message as lost, nor as consumed but never acked unless its send failed after
+the broker stored it (docs/design.md §7).
 """
 
 from __future__ import annotations
@@ -127,13 +128,21 @@ def test_retries_follow_the_delay_levels_to_the_dlq_and_a_killed_master_delivers
           {lv: [round(g) for g in sorted(gs)] for lv, gs in sorted(after_failure.items())})
     assert not c.died
     assert contract_problems(rd) == [], "lines that break the event registry (rmqemu/event_kinds.py)"
-    report(document(analyse_dirs([str(c.finish())], plots_too=False)[0]), cohort, held)
+    m = document(analyse_dirs([str(c.finish())], plots_too=False)[0])
+    # a send the kill cut off after broker-b stored it is delivered after the restart, never acked:
+    # consumed but never acked, rightly (rare: the kill must fall between the put and the answer)
+    acked = {e["msg_id"] for e in read_events(rd, "send") if e["outcome"] == "ok"}
+    failed = {e["msg_id"] for e in read_events(rd, "send") if e["outcome"] != "ok"}
+    unacked = {i for e in read_events(rd, "consume") for i in e["msg_ids"]} - acked
+    assert unacked <= failed, unacked - failed
+    report(m, cohort, held, len(unacked))
 
 
-def report(m: dict[str, Any], cohort: set[str], held: set[str]) -> None:
+def report(m: dict[str, Any], cohort: set[str], held: set[str], unacked: int) -> None:
     """The run's metrics.json counts what the events showed: each of the cohort retried at reconsumeTimes
     1, 2, 3 and dead-lettered at 4, the held messages late (in the kill's row too), nothing early, and
-    neither a failed message nor one still parked at the end counted lost or consumed but never acked."""
+    neither a failed message nor one still parked at the end counted lost, nor consumed but never acked
+    unless its send failed after the broker stored it (``unacked`` of them, from the events)."""
     times = {r["reconsume_times"]: r for r in m["retries"]["by_reconsume_times"] if r["group"] == "cg-fail"}
     assert all(times[n]["retried"] >= len(cohort) for n in (1, 2, 3)) and times[4]["dead_lettered"] >= len(cohort)
     assert m["retries"]["dead_lettered"] >= len(cohort) and m["retries"]["dropped"] == 0
@@ -144,6 +153,6 @@ def report(m: dict[str, Any], cohort: set[str], held: set[str]) -> None:
     assert kill["late_deliveries"] >= len(held) and kill["late_max_cluster_s"] > 1.0, kill
     c = m["consumption"]
     assert {t["topic"] for t in c["by_topic"]} == {"Retried", "Held"}  # no %RETRY% or %DLQ% row
-    assert (c["lost"], c["lost_per_group"], c["consumed_unacked"]) == (0, 0, 0), c
+    assert (c["lost"], c["lost_per_group"], c["consumed_unacked"]) == (0, 0, unacked), c
     retried = next(t for t in c["by_topic"] if t["topic"] == "Retried")
     assert retried["dead_lettered"] >= len(cohort) and retried["consumed"] == 0, retried
