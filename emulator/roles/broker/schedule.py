@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Every, Now, Persist
 from rmqemu.emulator.roles.common.broker_config import parse_delay_levels
 from rmqemu.emulator.roles.common.message import body_bytes
+from rmqemu.emulator.roles.common.sysflag import HALF_TOPIC, PREPARED_TYPE, ROLLBACK_TYPE, TRANSACTION_MASK
 from rmqemu.emulator.roles.common.topic_config import SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ FLUSH_INITIAL_MS = 10000  # persist() first runs 10 s after start()
 DELAY_FOR_A_PERIOD = 10000  # a level whose delivery put failed is looked at again after this
 TIMER_PREFIX = "schedule:"
 FLUSH_TIMER = "delay_offset_flush"
-TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK = 0x0C, 0x04, 0x0C  # MessageSysFlag
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 
@@ -69,7 +68,7 @@ def delay_level_of(props: dict[str, str]) -> int:
 def delayable(sys_flag: int) -> bool:
     """``TRANSACTION_NOT_TYPE`` or ``TRANSACTION_COMMIT_TYPE``: prepared and rolled-back messages are never
     delayed."""
-    return sys_flag & TRANSACTION_MASK not in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
+    return sys_flag & TRANSACTION_MASK not in (PREPARED_TYPE, ROLLBACK_TYPE)
 
 
 class ScheduleService:
@@ -246,7 +245,7 @@ class ScheduleService:
         wait for the entry's quorum ack here (syncDeliver would): it counts as delivered once appended."""
         b, props = self.broker, rec["properties"]
         topic, queue_id = props.get("REAL_TOPIC"), _int(props.get("REAL_QID"))
-        if not topic or queue_id is None or topic == TRANS_HALF_TOPIC:
+        if not topic or queue_id is None or topic == HALF_TOPIC:
             return True, []  # never stored so by this broker; RocketMQ discards a half message the same way
         where = self._where(level, rec)
         record, actions, _ = b.put_record(

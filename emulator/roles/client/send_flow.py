@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Callable
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Frame, RequestCode, ResponseCode, oneway, request
 from rmqemu.emulator.roles.client.route_cache import MessageQueue, TopicPublishInfo
 from rmqemu.emulator.roles.client.validators import MQClientError, check_message, no_name_server_error, no_route_error
-from rmqemu.emulator.roles.client.workload import TRANSACTION_PREPARED_TYPE, OutgoingMessage, is_half
+from rmqemu.emulator.roles.client.workload import OutgoingMessage, is_half
 from rmqemu.emulator.roles.common.base import Action, Emit, Now, Oneway, ReplyHandler, Request
 from rmqemu.emulator.roles.common.message import body_fields
+from rmqemu.emulator.roles.common.sysflag import PREPARED_TYPE
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.client.producer import Producer
@@ -249,7 +250,7 @@ class SendFlow:
         fields = {
             "producerGroup": self.producer.group, "topic": mq.topic, "defaultTopic": cfg.createTopicKey,
             "defaultTopicQueueNums": cfg.defaultTopicQueueNums, "queueId": mq.queue_id,
-            "sysFlag": TRANSACTION_PREPARED_TYPE if not batch and is_half(job.msgs[0]) else 0,
+            "sysFlag": PREPARED_TYPE if not batch and is_half(job.msgs[0]) else 0,
             "bornTimestamp": int(now.wall_ms), "flag": 0,
             "properties": {} if batch else dict(job.msgs[0].properties),
             "reconsumeTimes": 0, "unitMode": cfg.unitMode, "batch": batch,

@@ -28,6 +28,7 @@ from rmqemu.emulator.roles.client.transaction_workload import STATES, Transactio
 from rmqemu.emulator.roles.client.workload import OutgoingMessage
 from rmqemu.emulator.roles.common.base import Action, After, Emit, Inbound, Log, Oneway
 from rmqemu.emulator.roles.common.server_dispatch import HeaderError, h_int, h_str, parse_properties
+from rmqemu.emulator.roles.common.sysflag import HALF_TOPIC
 
 #: EndTransactionRequestHeader.commitOrRollback: MessageSysFlag's COMMIT, ROLLBACK and NOT types.
 COMMIT_OR_ROLLBACK = {STATES["commit"]: 8, STATES["rollback"]: 12, STATES["unknown"]: 0}
@@ -35,7 +36,6 @@ NOT_OK_STORED = frozenset({10, 11, 12})  # FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILAB
 CHECK_QUEUE_MAX = 2000  # initTransactionEnv: ThreadPoolExecutor(1, 1, ..., LinkedBlockingQueue(2000))
 CHECK_TIMER = "txCheck"
 LOCAL_TIMER = "txLocal-"  # + a sequence number: one timer per local transaction in progress
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 
 
 def decode_commit_log_offset(msg_id: str) -> int | None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from rmqemu.emulator.roles.client.bodies import body_kind_problem, make_body
 from rmqemu.emulator.roles.client.transaction_workload import TransactionWorkload, transaction_problem
+from rmqemu.emulator.roles.common import sysflag
 
 MIN_TICK_MS = 2.0  # wall ms: a Python process cannot usefully wake more often than this
 MODES = ("sync", "async", "oneway")
@@ -56,12 +57,9 @@ class OutgoingMessage:
         return self.properties["UNIQ_KEY"]
 
 
-TRANSACTION_PREPARED_TYPE = 4  # MessageSysFlag: the sysFlag bit of a half (docs/rocketmq-model.md §9.1)
-
-
 def is_half(msg: OutgoingMessage) -> bool:
-    """``Boolean.parseBoolean(TRAN_MSG)``: what sendKernelImpl sets TRANSACTION_PREPARED_TYPE by."""
-    return msg.properties.get("TRAN_MSG", "").lower() == "true"
+    """A half: what sendKernelImpl sets ``PREPARED_TYPE`` by (:func:`sysflag.is_half`)."""
+    return sysflag.is_half(msg.properties)
 
 
 @dataclass

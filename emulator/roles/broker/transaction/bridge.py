@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING, Any
 from rmqemu.emulator.protocol import Perm
 from rmqemu.emulator.roles.common.base import Action, Emit, Now
 from rmqemu.emulator.roles.common.message import body_bytes
+from rmqemu.emulator.roles.common.sysflag import (  # noqa: F401 - the broker's transaction room reads them here
+    COMMIT_TYPE,
+    HALF_TOPIC,
+    NOT_TYPE,
+    ROLLBACK_TYPE,
+    is_half,
+    reset_transaction,
+)
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker
 
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 SYS_GROUP = "CID_RMQ_SYS_TRANS"  # MixAll.CID_SYS_RMQ_TRANS: owns the half and op queues' offsets
@@ -29,18 +36,8 @@ TRAN_MSG, PGROUP, REAL_TOPIC, REAL_QID = "TRAN_MSG", "PGROUP", "REAL_TOPIC", "RE
 CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
-# MessageSysFlag's transaction types (bits 2-3)
-TRANSACTION_MASK, NOT_TYPE, PREPARED_TYPE, COMMIT_TYPE, ROLLBACK_TYPE = 0x0C, 0x00, 0x04, 0x08, 0x0C
 
 
-def is_half(props: dict[str, str]) -> bool:
-    """``Boolean.parseBoolean(TRAN_MSG)``: the broker takes a send as a half by the property, not the sysFlag."""
-    return props.get(TRAN_MSG, "").lower() == "true"
-
-
-def reset_transaction(sys_flag: int, kind: int) -> int:
-    """``MessageSysFlag.resetTransactionValue``."""
-    return (sys_flag & ~TRANSACTION_MASK) | kind
 
 
 def java_int(text: str | None) -> int | None:
