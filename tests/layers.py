@@ -41,7 +41,8 @@ ROOMS: dict[str, frozenset[str]] = {
     "broker": frozenset({"common", "store", "dledger", "real_clients"}),
     "client": frozenset({"common"}),
     "real_clients": frozenset({"common", "client"}),  # a server's view of a real client: the client's route maths
-    "registry": frozenset({"common", "store", "dledger", "namesrv", "broker", "client", "real_clients"}),
+    "proxy": frozenset({"common", "client"}),  # RocketMQ 5's access layer: a client of the brokers, a server of gRPC
+    "registry": frozenset({"common", "store", "dledger", "namesrv", "broker", "client", "real_clients", "proxy"}),
 }
 
 

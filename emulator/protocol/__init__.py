@@ -29,6 +29,7 @@ from rmqemu.emulator.protocol.codes import (  # noqa: F401 - the package's names
 )
 from rmqemu.emulator.protocol.frame import (  # noqa: F401
     CURRENT_VERSION,
+    GRPC_PREFIX,
     V3_4_9,
     ChannelEvent,
     Flag,
@@ -36,6 +37,7 @@ from rmqemu.emulator.protocol.frame import (  # noqa: F401
     decode,
     encode,
     encode_body,
+    is_grpc,
     is_remoting,
     oneway,
     request,

@@ -45,6 +45,10 @@ class RequestCode(IntEnum):
     SEND_REPLY_MESSAGE = 324
     SEND_REPLY_MESSAGE_V2 = 325
     ADD_WRITE_PERM_OF_BROKER = 327
+    # RocketMQ 5's POP consumption, not in 4.9.4: receive, ack, lease renewal (docs/rocketmq-model.md §10.2)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    CHANGE_INVISIBLE_TIME = 200053
 
 
 class EmulatorCode(IntEnum):
@@ -62,6 +66,8 @@ class EmulatorCode(IntEnum):
     DLEDGER_HEARTBEAT = 90012
     DLEDGER_PUSH = 90013
     DLEDGER_LEADERSHIP_TRANSFER = 90014
+    # one message of a gRPC call on a proxy's gRPC port (docs/design.md §2, "The gRPC port")
+    GRPC = 90100
 
 
 class ResponseCode(IntEnum):

@@ -134,6 +134,14 @@ def is_remoting(channel: str) -> bool:
     return channel.startswith(REMOTING_PREFIX)
 
 
+GRPC_PREFIX = "grpc:"  # one gRPC call on a proxy's gRPC port (emulator/transport/_grpc.py)
+
+
+def is_grpc(channel: str) -> bool:
+    """Whether ``channel`` is one gRPC call of a RocketMQ 5 client on a proxy's gRPC port."""
+    return channel.startswith(GRPC_PREFIX)
+
+
 @dataclass(frozen=True)
 class ChannelEvent:
     """A connection changed state (the transport reports it, a role reacts to it).
