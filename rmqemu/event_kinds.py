@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rmqemu import event_kinds_delay as delay_kinds
 from rmqemu import event_kinds_dledger as dledger_kinds
+from rmqemu import event_kinds_proxy as proxy_kinds
 from rmqemu import event_kinds_tx as tx_kinds
 from rmqemu import event_order
 from rmqemu.event_types import (
@@ -208,7 +209,7 @@ CLIENTS = Section("Clients (a real client's lines are written by the namesrv or 
               "same route, so the staleness metrics treat consumers and producers alike)", required=True),
         Field("changed", BOOL, "the view differs from the previous one", required=True),
         Field("group", STR, "empty for a real client (a route query does not name a group)", required=True, ext=True),
-        Field("view", STR, "producers: `publish`", ext=True),
+        Field("view", STR, "producers: `publish`; a proxy's own cached view: `proxy`", ext=True),
         Field("subscribe_queues", QUEUES, "consumers: the subscribe view (readable queues, slaves included)",
               ext=True),
     )),
@@ -237,7 +238,7 @@ PRODUCER = Section("Producer", (
               "answered it", required=True, ext=True),
         Field("error", STR, "RocketMQ's message", ext=True),
         Field("msg_ids", STRS, "a batch", ext=True),
-    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS + tx_kinds.SEND_FIELDS),
+    ) + event_order.SEND_FIELDS + delay_kinds.SEND_FIELDS + tx_kinds.SEND_FIELDS + proxy_kinds.SEND_FIELDS),
     Kind("send.fail", "producer", "once per message that was given up", (
         Field("msg_id", STR, required=True), Field("topic", STR, required=True),
         Field("group", STR, required=True), Field("mode", STR, required=True),
@@ -271,7 +272,7 @@ CONSUMER = Section("Consumer", (
         Field("broker", STR, required=True), Field("queue_id", INT, required=True),
         Field("msg_ids", STRS, "the ones consumed: UNIQ_KEYs, else the ids their sends were acked with", required=True),
         Field("reconsume_later", STRS, "the ones the listener failed (`fail_rate`)", ext=True),
-    ) + event_order.CONSUME_FIELDS),
+    ) + event_order.CONSUME_FIELDS + proxy_kinds.CONSUME_FIELDS),
 ))
 
 _FAULT = (
@@ -322,4 +323,5 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
 ))
 
 SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION,
-                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, FAULTS)
+                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, proxy_kinds.PROXY,
+                                 FAULTS)

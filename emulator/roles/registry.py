@@ -13,6 +13,7 @@ ROLE_CLASSES = {
     "broker": "rmqemu.emulator.roles.broker.broker:Broker",
     "producer": "rmqemu.emulator.roles.client.producer:Producer",
     "consumer": "rmqemu.emulator.roles.client.consumer:Consumer",
+    "proxy": "rmqemu.emulator.roles.proxy.proxy:Proxy",
 }
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
-RoleName = Literal["namesrv", "broker", "producer", "consumer"]
-ROLE_NAMES: tuple[str, ...] = ("namesrv", "broker", "producer", "consumer")
+RoleName = Literal["namesrv", "broker", "producer", "consumer", "proxy"]
+ROLE_NAMES: tuple[str, ...] = ("namesrv", "broker", "producer", "consumer", "proxy")
 DEFAULT_SCALE = 0.01  # timing.scale when a spec leaves it out (hand-made specs in tests)
 # timing.minRequestTimeoutWallMs: the wall-clock floor of every request timeout (docs/design.md §3
 # has the measurements behind 200; the producer's minSendTimeoutWallMs default is the same)

@@ -1,0 +1,77 @@
+"""The v2 messages as the proxy reads and writes them: decoding a call's request, a ``Status`` on
+every answer, timestamps and durations (docs/rocketmq-model.md §10.1).
+
+A gRPC call reaches the role as frames whose body is the request's protobuf bytes (docs/design.md
+§2, "The gRPC port"); :func:`decode` turns them into the method's request message, or None when
+the bytes are not one (the proxy answers ``BAD_REQUEST``). Everything the client sees carries a
+``Status`` whose code is never 0: the 5.x clients raise on code 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.message import DecodeError, Message
+
+from rmqemu.emulator.protocol import EmulatorCode, Flag, Frame
+from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
+
+Code = pb.Code
+SERVICE = pb.DESCRIPTOR.services_by_name["MessagingService"]
+REQUESTS: dict[str, type[Message]] = {m.name: getattr(pb, m.input_type.name) for m in SERVICE.methods}
+RESPONSES: dict[str, type[Message]] = {m.name: getattr(pb, m.output_type.name) for m in SERVICE.methods}
+STREAMING = frozenset(m.name for m in SERVICE.methods if m.server_streaming)
+
+
+def decode(method: str, body: bytes) -> Message | None:
+    """The request message of ``method`` parsed from ``body``; None for an unknown method or bytes
+    that are not that message."""
+    cls = REQUESTS.get(method)
+    if cls is None:
+        return None
+    msg = cls()
+    try:
+        msg.ParseFromString(body)
+    except (DecodeError, ValueError, RuntimeError):  # protobuf raises these on malformed input
+        return None
+    return msg
+
+
+def status(code: int, message: str = "") -> pb.Status:
+    return pb.Status(code=code, message=message)
+
+
+def ok() -> pb.Status:
+    return status(Code.OK, "OK")
+
+
+def answer(call: Frame, message: Message, end: bool = False) -> Frame:
+    """The reply frame carrying ``message`` on the call ``call`` arrived on."""
+    fields: dict[str, Any] = {"end": True} if end else {}
+    return Frame(code=EmulatorCode.GRPC, opaque=call.opaque, flag=Flag.RESPONSE, fields=fields,
+                 body=message.SerializeToString())
+
+
+def failure(method: str, code: int, text: str) -> Message:
+    """The method's response holding only a failed ``status`` (a streamed ReceiveMessage
+    response is its status element)."""
+    return RESPONSES[method](status=status(code, text))
+
+
+def timestamp_ms(ts: Any) -> int:
+    """Epoch ms of a ``google.protobuf.Timestamp``."""
+    return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
+
+
+def set_timestamp(ts: Any, epoch_ms: float) -> None:
+    ts.seconds, ms = divmod(int(epoch_ms), 1000)
+    ts.nanos = ms * 1_000_000
+
+
+def duration_ms(d: Any) -> int:
+    return int(d.seconds) * 1000 + int(d.nanos) // 1_000_000
+
+
+def set_duration(d: Any, ms: float) -> None:
+    d.seconds, rest = divmod(int(ms), 1000)
+    d.nanos = rest * 1_000_000

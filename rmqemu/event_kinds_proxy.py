@@ -1,0 +1,48 @@
+"""The event kinds of the RocketMQ 5 access layer (a section of the registry, :mod:`rmqemu.event_kinds`
+lists it in ``SECTIONS``): what a proxy writes for its gRPC clients, under each client's name
+(``client@<pid>``), as a broker writes a real 4.x client's lines.
+
+A gRPC client's send is a ``send`` line with ``mode`` = ``grpc`` and the relaying ``proxy``; a
+message it received is in a ``consume`` line with its delivery ``attempts``; the route it was
+answered is its ``client.route`` (``source`` = the proxy), and the proxy's own cached view is a
+``client.route`` line under the proxy's name (``view`` = ``proxy``). Acks and lease changes are
+``proxy.ack`` and ``proxy.change_invisible`` (docs/rocketmq-model.md §10.1).
+"""
+
+from __future__ import annotations
+
+from rmqemu.event_types import INT, LONG, STR, Field, Kind, ListOf, Section
+
+#: Added to ``send``: a RocketMQ 5 client's send through a proxy.
+SEND_FIELDS = (
+    Field("proxy", STR, "the proxy that relayed a gRPC client's send (`mode` = `grpc`)", ext=True),
+    Field("message_type", STR, "a gRPC client's message type: `NORMAL`, `FIFO`, `DELAY`, `TRANSACTION`", ext=True),
+    Field("deliver_ms", LONG, "a timed message's delivery instant (epoch ms, `TIMER_DELIVER_MS`)", ext=True),
+)
+
+#: Added to ``consume``: messages a gRPC client received through a proxy (a POP).
+CONSUME_FIELDS = (
+    Field("delivery_attempts", ListOf(INT), "each message's delivery attempt (1 for the first delivery), as `msg_ids`",
+          ext=True),
+    Field("proxy", STR, "the proxy the gRPC client received through", ext=True),
+)
+
+_CALL = (
+    Field("group", STR, "the consumer group", required=True), Field("topic", STR, required=True),
+    Field("msg_id", STR, "the message id the client names", required=True),
+    Field("broker", STR, "the broker the receipt handle names; null when it does not decode", required=True,
+          nullable=True),
+    Field("proxy", STR, "the proxy that handled it", required=True),
+)
+
+PROXY = Section("RocketMQ 5 clients through a proxy", (
+    Kind("proxy.ack", "proxy, for a gRPC client", "one entry of an AckMessage answered", _CALL + (
+        Field("result", STR, "`ok`; `expired` (the lease ran out: INVALID_RECEIPT_HANDLE, never sent to the "
+              "broker); `invalid` (a handle that does not decode); `no_broker` (no master of its broker in the "
+              "proxy's route); `timeout`; `code_<n>` (the broker's refusal)", required=True),
+    )),
+    Kind("proxy.change_invisible", "proxy, for a gRPC client", "a ChangeInvisibleDuration the broker granted: the "
+         "message's lease now ends `invisible_ms` from now, under a new receipt handle", _CALL + (
+             Field("invisible_ms", LONG, "the new invisible time", required=True),
+         )),
+))
