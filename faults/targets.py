@@ -5,7 +5,7 @@ of the terms, minus the terms written with a leading ``!``, in node-table order.
 
 - a node name: ``broker-a-0``, ``namesrv-1``, ``pg-1-0``;
 - a role: ``namesrv``, ``broker`` (every broker node), ``master`` (broker_id 0), ``slave``
-  (broker_id > 0), ``producer``, ``consumer``, ``broker:<name>`` (master and slaves of one
+  (broker_id > 0), ``producer``, ``consumer``, ``proxy``, ``broker:<name>`` (master and slaves of one
   broker), ``group:<name>`` (the instances of one client group);
 - a selector, drawn with the run's RNG: ``one``, ``minority`` (``(n-1)//2`` nodes), ``majority``
   (``n//2 + 1``), ``all``; over every node, or over a role as ``<selector>:<role>``
@@ -24,7 +24,7 @@ from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.errors import TargetError
 
 SELECTORS: tuple[str, ...] = ("one", "minority", "majority", "all")
-ROLE_TERMS: tuple[str, ...] = ("namesrv", "broker", "master", "slave", "producer", "consumer")
+ROLE_TERMS: tuple[str, ...] = ("namesrv", "broker", "master", "slave", "producer", "consumer", "proxy")
 
 _ROLE_MATCH: dict[str, Callable[[NodeInfo], bool]] = {
     "namesrv": lambda n: n.role == "namesrv",
@@ -33,6 +33,7 @@ _ROLE_MATCH: dict[str, Callable[[NodeInfo], bool]] = {
     "slave": lambda n: n.is_slave,
     "producer": lambda n: n.role == "producer",
     "consumer": lambda n: n.role == "consumer",
+    "proxy": lambda n: n.role == "proxy",
 }
 
 

@@ -209,7 +209,7 @@ CLIENTS = Section("Clients (a real client's lines are written by the namesrv or 
               "same route, so the staleness metrics treat consumers and producers alike)", required=True),
         Field("changed", BOOL, "the view differs from the previous one", required=True),
         Field("group", STR, "empty for a real client (a route query does not name a group)", required=True, ext=True),
-        Field("view", STR, "producers: `publish`; a proxy's own cached view: `proxy`", ext=True),
+        Field("view", STR, "producers: `publish`, a proxy's own cached view: `proxy`", ext=True),
         Field("subscribe_queues", QUEUES, "consumers: the subscribe view (readable queues, slaves included)",
               ext=True),
     )),

@@ -30,19 +30,26 @@ CONSUME_FIELDS = (
 _CALL = (
     Field("group", STR, "the consumer group", required=True), Field("topic", STR, required=True),
     Field("msg_id", STR, "the message id the client names", required=True),
-    Field("broker", STR, "the broker the receipt handle names; null when it does not decode", required=True,
+    Field("broker", STR, "the broker the receipt handle names, null when it does not decode", required=True,
           nullable=True),
     Field("proxy", STR, "the proxy that handled it", required=True),
 )
 
 PROXY = Section("RocketMQ 5 clients through a proxy", (
     Kind("proxy.ack", "proxy, for a gRPC client", "one entry of an AckMessage answered", _CALL + (
-        Field("result", STR, "`ok`; `expired` (the lease ran out: INVALID_RECEIPT_HANDLE, never sent to the "
-              "broker); `invalid` (a handle that does not decode); `no_broker` (no master of its broker in the "
-              "proxy's route); `timeout`; `code_<n>` (the broker's refusal)", required=True),
+        Field("result", STR, "`ok`, `expired` (the lease ran out: INVALID_RECEIPT_HANDLE, never sent to the "
+              "broker), `invalid` (a handle that does not decode), `no_broker` (no master of its broker in the "
+              "proxy's route), `timeout`, `code_<n>` (the broker's refusal)", required=True),
     )),
     Kind("proxy.change_invisible", "proxy, for a gRPC client", "a ChangeInvisibleDuration the broker granted: the "
          "message's lease now ends `invisible_ms` from now, under a new receipt handle", _CALL + (
              Field("invisible_ms", LONG, "the new invisible time", required=True),
+         )),
+    Kind("proxy.tx_check", "proxy, for a gRPC client", "a broker's CHECK_TRANSACTION_STATE relayed to a producer "
+         "of the topic as a RecoverOrphanedTransactionCommand on its Telemetry stream", (
+             Field("topic", STR, required=True), Field("msg_id", STR, "the half's UNIQ_KEY", required=True),
+             Field("broker", STR, "the broker that asked", required=True),
+             Field("client_id", STR, "the client asked", required=True),
+             Field("proxy", STR, "the proxy that relayed it", required=True),
          )),
 ))

@@ -54,9 +54,10 @@ def validate(files: tuple[Path, ...]) -> None:
 def warn(topo: Any, where: str = "") -> None:
     """The topology's warnings (real clients at a fast scale, remoting ports open to other hosts)
     on stderr, one line each; never an error: the exit status stays what it was."""
+    from rmqemu.emulator.launcher.topology_proxy import proxy_warnings
     from rmqemu.emulator.launcher.topology_remoting import remoting_warnings
 
-    for line in remoting_warnings(topo):
+    for line in remoting_warnings(topo) + proxy_warnings(topo):
         click.echo(f"warning: {where}{line}", err=True)
 
 
@@ -205,8 +206,13 @@ def up(file: Path, root: Path) -> None:
     run = new_run_dir(topo.name, root).resolve()
     start_detached(file.resolve(), run)
     click.echo(f"{topo.name} is up: {run}")
-    if (addr := manifest_namesrv_addr(read_json(run / "manifest.json"))) is not None:
+    from rmqemu.emulator.launcher.topology_proxy import manifest_endpoints
+
+    manifest = read_json(run / "manifest.json")
+    if (addr := manifest_namesrv_addr(manifest)) is not None:
         click.echo(f"namesrvAddr={addr}")  # what a real client takes (remoting: on)
+    if (endpoints := manifest_endpoints(manifest)) is not None:
+        click.echo(f"endpoints={endpoints}")  # what a RocketMQ 5 client takes (proxies:)
 
 
 @main.command()

@@ -27,6 +27,7 @@ from rmqemu.emulator.launcher.errorwatch import ErrorWatch
 from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.run_dir import read_json, write_json
 from rmqemu.emulator.launcher.topology_load import load_topology
+from rmqemu.emulator.launcher.topology_proxy import endpoints as proxy_endpoints
 from rmqemu.emulator.transport.control import SupervisorServer, supervisor_call
 from rmqemu.errors import ControlError, LaunchError, RmqemuError
 from rmqemu.faults.supervisor_verbs import register_verbs
@@ -44,6 +45,8 @@ def node_status(cluster: Launcher) -> dict[str, Any]:
                      "alive": bool(proc and proc.alive()), **(proc.exit_info() if proc else {})}
         if name in cluster.remoting_addrs:
             out[name]["remoting_addr"] = cluster.remoting_addrs[name]
+        if name in cluster.grpc_addrs:
+            out[name]["grpc_addr"] = cluster.grpc_addrs[name]
     return out
 
 
@@ -55,6 +58,8 @@ def cluster_status(cluster: Launcher, errors: ErrorWatch) -> dict[str, Any]:
            "role_errors": dict(errors.counts)}
     if cluster.remoting_addrs:
         res.update(namesrv_addr=namesrv_addr(cluster), remoting_clients=remoting_clients(cluster))
+    if cluster.grpc_addrs:
+        res["endpoints"] = proxy_endpoints(cluster)
     return res
 
 

@@ -62,12 +62,16 @@ def status(run: Path | None, echo: Callable[[str], None], root: Path = DEFAULT_R
     echo(res["run"])
     if res.get("namesrv_addr"):  # remoting: on
         echo(f"namesrvAddr={res['namesrv_addr']}")
+    if res.get("endpoints"):  # proxies: the gRPC endpoints of RocketMQ 5 clients
+        echo(f"endpoints={res['endpoints']}")
     clients = res.get("remoting_clients") or {}
     for name, n in res["nodes"].items():
         node_state = "up" if n["alive"] else f"exited {n.get('code', n.get('signal', '?'))}"
         line = f"  {name:<16} {n['role']:<9} {node_state:<10} pid {n['pid']}  {n['addr'] or ''}"
         if n.get("remoting_addr"):
             line += f"  remoting {n['remoting_addr']}{client_list(clients, name)}"
+        if n.get("grpc_addr"):
+            line += f"  grpc {n['grpc_addr']}"
         echo(line)
     if errors := res.get("role_errors"):
         nodes = ", ".join(f"{node} ({count})" for node, count in sorted(errors.items()))

@@ -27,6 +27,8 @@ def note_ready(cluster: "Launcher", name: str, info: Mapping[str, Any]) -> None:
     cluster.ports[name] = int(info["addr"].rsplit(":", 1)[1])
     if info.get("remoting_addr"):
         cluster.remoting_addrs[name] = str(info["remoting_addr"])
+    if info.get("grpc_addr"):
+        cluster.grpc_addrs[name] = str(info["grpc_addr"])
 
 
 def check_free_ports(name: str, remoting: Remoting | None) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from rmqemu.emulator.launcher import dledger as _dledger
 from rmqemu.emulator.launcher import manifest as _manifest
 from rmqemu.emulator.launcher import startup as _startup
+from rmqemu.emulator.launcher import topology_proxy as _proxies
 from rmqemu.emulator.launcher.addresses import check_free_ports, namesrv_addr, note_ready, remoting_clients
 from rmqemu.emulator.launcher.nodes import NodeInfo
 from rmqemu.emulator.launcher.overload import overloaded
@@ -54,6 +55,7 @@ class Launcher:
         self.addrs: dict[str, str] = {}
         self.ports: dict[str, int] = {}
         self.remoting_addrs: dict[str, str] = {}  # real clients' ports (remoting: on); a restart rebinds them
+        self.grpc_addrs: dict[str, str] = {}  # proxies' gRPC ports for RocketMQ 5 clients; a restart rebinds them
         self.links: dict[tuple[str, str], LinkRule] = {}
         self.clocks: dict[str, ClockSetting] = {}
         self.stopped: set[str] = set()  # SIGSTOPped nodes: they cannot ack control commands
@@ -79,7 +81,7 @@ class Launcher:
         check_free_ports(self.topo.name, self.topo.remoting)
         self.started_ms = host_ms()
         _manifest.write(self)
-        order = [("namesrv",), ("broker",), ("producer", "consumer")]
+        order = [("namesrv",), ("broker",), ("proxy", "producer", "consumer")]
         for roles in order:
             group = [n for n, p in self.plans.items() if p.role in roles]
             if "producer" in roles:
@@ -88,8 +90,9 @@ class Launcher:
             self.spawn(group)
         _manifest.write(self)
         self.record({"node": "launcher", "kind": "run.start"})  # the measured run begins: every node is up
-        addr = namesrv_addr(self)
-        self.log(f"cluster up: {len(self.procs)} nodes in {self.run_dir}" + (f"; namesrvAddr={addr}" if addr else ""))
+        addr, grpc = namesrv_addr(self), _proxies.endpoints(self)
+        self.log(f"cluster up: {len(self.procs)} nodes in {self.run_dir}" + (f"; namesrvAddr={addr}" if addr else "")
+                 + (f"; endpoints={grpc}" if grpc else ""))
 
     def spawn(self, names: list[str]) -> None:
         """Spawn nodes in parallel and wait for each to say ready."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.launcher.addresses import spec_remoting
 from rmqemu.emulator.launcher.run_dir import write_json
+from rmqemu.emulator.launcher.topology_proxy import spec_grpc
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ def node_entry(cluster: "Launcher", name: str) -> dict[str, Any]:
         entry["addr"] = cluster.addrs[name]
     if name in cluster.remoting_addrs:  # remoting: on, the port real clients connect to
         entry["remoting_addr"] = cluster.remoting_addrs[name]
+    if name in cluster.grpc_addrs:  # a proxy: the gRPC port RocketMQ 5 clients connect to
+        entry["grpc_addr"] = cluster.grpc_addrs[name]
     return entry
 
 
@@ -70,6 +73,7 @@ def write_spec(cluster: "Launcher", name: str, namesrv_names: list[str]) -> None
         min_request_timeout_wall_ms=cluster.topo.timing.minRequestTimeoutWallMs,
         port=cluster.ports.get(name, 0),  # a restarted node binds its old port: routes stay valid
         remoting=spec_remoting(cluster, name),  # likewise its remoting port (real clients' namesrvAddr)
+        grpc=spec_grpc(cluster, name),  # and a proxy's gRPC port (RocketMQ 5 clients' endpoints)
         control=cluster.control.endpoint,
         store_dir=str(cluster.run_dir / "store" / name),
         events=str(cluster.run_dir / "events" / f"{name}.jsonl"),

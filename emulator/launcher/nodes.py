@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping
 
-Role = Literal["namesrv", "broker", "producer", "consumer"]
-ROLES: tuple[str, ...] = ("namesrv", "broker", "producer", "consumer")
+Role = Literal["namesrv", "broker", "producer", "consumer", "proxy"]
+ROLES: tuple[str, ...] = ("namesrv", "broker", "producer", "consumer", "proxy")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rmqemu.emulator.launcher import topology_tx as tx
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
 from rmqemu.emulator.launcher.nodes import peer_ids, peer_node
 from rmqemu.emulator.launcher.topology_dledger import DLEDGER_OWNED, DLedgerKey, slaves_problem
+from rmqemu.emulator.launcher.topology_proxy import ProxiesKey
 from rmqemu.emulator.launcher.topology_remoting import RemotingKey, topology_problems
 from rmqemu.emulator.roles.client.bodies import BodyKind
 from rmqemu.emulator.roles.client.client_config import ConsumerConfig, ProducerConfig, config_from_dict
@@ -251,6 +252,7 @@ class Topology(Strict):
     consumers: list[ConsumerEntry] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
     faults: list[FaultSpec] = Field(default_factory=list, max_length=limits.MAX_ENTRIES)
     remoting: RemotingKey = None
+    proxies: ProxiesKey = None
     duration: float = Field(60.0, gt=0, description="cluster seconds; '240s', '4m' or a number")
     expect: dict[str, Any] | None = Field(
         None, description="the run's verdict (docs/design.md §9): metric path of metrics.json (docs/metrics.md) "

@@ -231,6 +231,8 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
         nodes += _dledger_peers(b) if b.dledger is not None else [_classic_broker(b, 0)]
     for b in topo.brokers:  # a DLedger group has none (validated)
         nodes += [_classic_broker(b, bid) for bid in range(1, b.slaves + 1)]
+    if topo.proxies is not None:
+        nodes += [NodePlan(name, "proxy", topo.proxies.config) for name in topo.proxies.names]
     counters: dict[str, int] = {}
     for p in topo.producers:
         workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from rmqemu.emulator.protocol import ChannelEvent, EmulatorCode, is_grpc
+from rmqemu.emulator.protocol import ChannelEvent, EmulatorCode, RequestCode, is_grpc
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply, Role
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
@@ -25,6 +25,8 @@ from rmqemu.emulator.roles.proxy.route_view import RouteCache
 from rmqemu.emulator.roles.proxy.sending import Sending
 from rmqemu.emulator.roles.proxy.sessions import Sessions
 from rmqemu.emulator.roles.proxy.topic_types import TopicTypes
+from rmqemu.emulator.roles.proxy.transactions import TIMER as TX_HEARTBEAT
+from rmqemu.emulator.roles.proxy.transactions import TransactionRelay
 
 Code = v2.Code
 Handler = Callable[[Inbound, Any, Now], list[Action]]
@@ -69,6 +71,7 @@ class Proxy(Role):
         self.sessions = Sessions(self)
         self.sending = Sending(self)
         self.receiving = Receiving(self)
+        self.transactions = TransactionRelay(self)
         self._index = self.rng.randrange(2**31)
         self.calls = 0
         self.bad_requests = 0
@@ -100,7 +103,15 @@ class Proxy(Role):
         out.addresses.add(host=host, port=int(port or 0))
         return out
 
+    def start(self, now: Now) -> list[Action]:
+        return self.transactions.start()
+
+    def on_timer(self, name: str, now: Now) -> list[Action]:
+        return self.transactions.heartbeat(now) if name == TX_HEARTBEAT else []
+
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
+        if msg.frame.code == RequestCode.CHECK_TRANSACTION_STATE and msg.channel.startswith("out:"):
+            return self.transactions.check(msg, now)
         if not is_grpc(msg.channel) or msg.frame.code != EmulatorCode.GRPC:
             return []
         self.calls += 1
@@ -128,4 +139,4 @@ class Proxy(Role):
     def state(self) -> dict[str, Any]:
         return {"grpc_addr": self.grpc_addr, "calls": self.calls, "bad_requests": self.bad_requests,
                 "clients": sorted(self.sessions.by_client), "routes": sorted(self.routes.entries),
-                "route_loads": self.routes.loads, "route_failures": self.routes.failures}
+                "route_loads": self.routes.loads, "route_failures": self.routes.failures, **self.transactions.state()}

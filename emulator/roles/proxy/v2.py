@@ -52,6 +52,11 @@ def answer(call: Frame, message: Message, end: bool = False) -> Frame:
                  body=message.SerializeToString())
 
 
+def push(message: Message) -> Frame:
+    """A server-initiated message on an open stream (a command on a client's Telemetry call)."""
+    return Frame(code=EmulatorCode.GRPC, flag=Flag.RESPONSE, body=message.SerializeToString())
+
+
 def failure(method: str, code: int, text: str) -> Message:
     """The method's response holding only a failed ``status`` (a streamed ReceiveMessage
     response is its status element)."""
