@@ -92,7 +92,8 @@ def _install(root: Path, tmp: Path) -> dict[str, Any]:
            f"{PACKAGE}=={VERSION}"]
     cache.run_installer(pip, root, "pip install")
     loaded = probe(tmp / "bin" / "python", tmp)
-    if "PushConsumer" not in loaded.get("exports", ()) or loaded.get("service") != "apache.rocketmq.v2.MessagingService":
+    service = loaded.get("service")
+    if "PushConsumer" not in loaded.get("exports", ()) or service != "apache.rocketmq.v2.MessagingService":
         raise RealClientSetupError(f"{PACKAGE}=={VERSION} does not look like the RocketMQ 5 client: {loaded}")
     freeze = [sys.executable, "-m", "pip", "--python", str(tmp / "bin" / "python"), "freeze", "--all"]
     return {"package": PACKAGE, "version": VERSION, "lock": list(LOCK), "commands": [venv, pip],
@@ -116,9 +117,10 @@ def argv(script: str) -> list[str]:
 
 @dataclass
 class ScriptRun:
-    """What a script run by :func:`run_script` left: its JSON lines, exit code (``None``: killed at the
-    timeout), the end of its stderr, lines that were not JSON, and its seconds."""
+    """What a script run by :func:`run_script` left: its pid (its process group's id too), JSON lines,
+    exit code (``None``: killed at the timeout), the end of its stderr, seconds, lines not JSON."""
 
+    pid: int
     lines: list[dict[str, Any]]
     returncode: int | None
     stderr: str
@@ -133,32 +135,42 @@ class ScriptRun:
 def run_script(script: str, args: dict[str, Any], timeout_s: float, home: Path | None = None) -> ScriptRun:
     """Run ``py5/<script> '<args as JSON>'`` under the client's venv to its end, at most ``timeout_s``.
 
-    It runs in a session of its own; on a timeout, a failure, and after any end, whatever is left of
-    its process group is killed by group id (never by name). ``HOME`` is ``home`` (a temporary
+    It runs in a session of its own. Once it has exited (or at the timeout), whatever is left of its
+    process group is killed by group id, never by name, while the leader is still an unreaped
+    zombie: the group id cannot have passed to another process. ``HOME`` is ``home`` (a temporary
     directory when None, removed after): the client writes its log to ``~/logs/rocketmq_python``."""
     py = python()
     own_home = home is None
     home = Path(tempfile.mkdtemp(prefix="py5-home-")) if home is None else home
     env = {**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1"}
     started = time.monotonic()
-    proc = subprocess.Popen([str(py), str(SCRIPTS / script), json.dumps(args)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=home,
-                            start_new_session=True)
     try:
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-            code: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
-            out, err = proc.communicate(timeout=30)
-            code = None
-        finally:
-            kill_group(proc.pid)  # threads are no processes, but a client may have started some
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen([str(py), str(SCRIPTS / script), json.dumps(args)], stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, env=env, cwd=home, start_new_session=True)
+            deadline = started + timeout_s
+            while not exited(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            timed_out = not exited(proc.pid)
+            kill_group(proc.pid)  # the leader is alive or a zombie: the group is still ours
+            code = proc.wait(timeout=30)
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
     finally:
         if own_home:
             shutil.rmtree(home, ignore_errors=True)
-    lines, not_json = parse_lines(out)
-    return ScriptRun(lines, code, cache.tail(err), round(time.monotonic() - started, 3), not_json)
+    lines, not_json = parse_lines(stdout)
+    return ScriptRun(proc.pid, lines, None if timed_out else code, cache.tail(stderr),
+                     round(time.monotonic() - started, 3), not_json)
+
+
+def exited(pid: int) -> bool:
+    """True once child ``pid`` has exited, without reaping it (a zombie keeps its pid and group)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def kill_group(pgid: int) -> None:

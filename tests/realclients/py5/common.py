@@ -52,7 +52,7 @@ def fail(stage: str, exc: BaseException) -> int:
     while seen is not None and len(causes) < 5:
         causes.append(error_text(seen))
         seen = seen.__cause__ or seen.__context__
-    emit("error", stage=stage, error=error_text(exc), causes=causes,
+    emit("error", stage=stage, error=error_text(exc), causes=causes, pid=os.getpid(),
          trace=traceback.format_exc(limit=-4).splitlines()[-8:])
     return 2
 
@@ -87,7 +87,8 @@ def guard_metrics(args: dict[str, Any]) -> None:
     from rocketmq.v5.consumer.push.push_consumer import PushConsumer
 
     def reset_metric(self: Any, metric: Any) -> None:
-        emit("metric_settings", on=bool(metric.on), endpoints=[f"{a.host}:{a.port}" for a in metric.endpoints.addresses])
+        endpoints = [f"{a.host}:{a.port}" for a in metric.endpoints.addresses]
+        emit("metric_settings", on=bool(metric.on), endpoints=endpoints)
 
     for cls in (Client, PushConsumer):
         cls.reset_metric = reset_metric

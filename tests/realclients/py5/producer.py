@@ -9,8 +9,9 @@ real-client tests: normal, FIFO, delay or transactional sends, one JSON line for
   ``send_async`` (normal, fifo, delay only; false).
 - message ``i``: body ``bodies_hex[i % len]`` (default the UTF-8 of ``"body-<i>"``), ``tag``,
   ``keys`` (default ``["k<i>"]``), ``properties`` (str to str, any Unicode, on every message);
-  fifo: ``message_group`` ("group-0"); delay: ``delay_s`` from the send (whole seconds on the
-  wire) or ``delivery_timestamp_ms`` (absolute).
+  fifo: ``message_group`` ("group-0"); delay: ``delay_s`` from the send (1) or
+  ``delivery_timestamp_ms`` (absolute), either rounded up to whole seconds: the client sends
+  ``Message.delivery_timestamp`` as the wire Timestamp's seconds.
 - transaction: ``end`` what the producer does after each half message: "commit" (default),
   "rollback" or "none" (leave it to the server's check); ``check_answer`` what the checker answers:
   "commit" (default), "rollback" or "unknown"; ``linger_s``: seconds to stay up after the last
@@ -20,14 +21,15 @@ real-client tests: normal, FIFO, delay or transactional sends, one JSON line for
 
 Lines (each with ``event`` and ``ts``, ms):
 ``started {client_id, pid}``; ``sent {i, type, ok, message_id, transaction_id, queue, offset,
-body_hex, ms}`` or ``sent {i, type, ok: false, error}`` (``Type: text``); transaction only:
-``end_transaction {i, message_id, resolution, ok, error}``; ``check {message_id, answer,
+body_hex, delivery_timestamp_s (delay), ms}`` or ``sent {i, type, ok: false, error}`` (``Type:
+text``); transaction only: ``end_transaction {i, message_id, resolution, ok, error}``; ``check {message_id, answer,
 ...message fields}`` for every check the server asked; ``metric_settings {on, endpoints}``;
 ``shutdown {ok, error}``; ``done {sent, failed, checks}``. A failure before the first send is
 ``error {stage, error, trace}`` and exit 2.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -77,7 +79,12 @@ def build_message(args: dict[str, Any], i: int) -> Any:
         msg.message_group = args.get("message_group", "group-0")
     elif kind == "delay":
         ts = args.get("delivery_timestamp_ms")
-        msg.delivery_timestamp = int(ts) if ts is not None else int((time.time() + float(args.get("delay_s", 1))) * 1000)
+        if ts is None:
+            ts = (time.time() + float(args.get("delay_s", 1))) * 1000
+        # the client puts this value into the wire Timestamp's seconds as it is (producer.py of
+        # 5.1.2), though a received message's delivery_timestamp is in ms: give it whole seconds,
+        # rounded up so that a message is never due early
+        msg.delivery_timestamp = math.ceil(float(ts) / 1000)
     return msg
 
 
@@ -90,6 +97,8 @@ def send_one(producer: Any, args: dict[str, Any], i: int) -> bool:
     try:
         msg = build_message(args, i)
         line["body_hex"] = bytes(msg.body).hex()
+        if kind == "delay":
+            line["delivery_timestamp_s"] = msg.delivery_timestamp
         if kind == "transaction":
             transaction = producer.begin_transaction()
             receipt = producer.send(msg, transaction)

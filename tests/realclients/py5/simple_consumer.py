@@ -72,8 +72,8 @@ def main() -> int:
         args = common.load_args()
         common.guard_metrics(args)
         from rocketmq import SimpleConsumer
-        consumer = SimpleConsumer(common.configuration(args), args["group"],
-                                  {args["topic"]: filter_expression(args)}, await_duration=float(args.get("await_s", 5)))
+        consumer = SimpleConsumer(common.configuration(args), args["group"], {args["topic"]: filter_expression(args)},
+                                  await_duration=float(args.get("await_s", 5)))
         consumer.startup()
     except Exception as exc:  # noqa: BLE001 - any start-up failure is the error line
         return common.fail("startup", exc)
