@@ -73,10 +73,11 @@ def load_args() -> dict[str, Any]:
 
 def configuration(args: dict[str, Any]) -> Any:
     """The client's ClientConfiguration: ``endpoints`` ("host:port;host:port"), ``namespace`` (""),
-    ``request_timeout_s`` (the client's default, 3 s), no credentials (the emulator checks none)."""
+    ``request_timeout_s`` (the client's default, 3 s; whole seconds: the client builds a route's
+    Duration from it and fails on a float), no credentials (the emulator checks none)."""
     from rocketmq import ClientConfiguration, Credentials
     return ClientConfiguration(args["endpoints"], Credentials(), namespace=args.get("namespace", ""),
-                               request_timeout=float(args.get("request_timeout_s", 3)))
+                               request_timeout=int(args.get("request_timeout_s", 3)))
 
 
 def guard_metrics(args: dict[str, Any]) -> None:
