@@ -100,7 +100,8 @@ def test_beyond_the_cap_is_message_illegal_and_the_cap_itself_is_held():
 def test_a_broker_without_the_wheel_answers_system_error():
     d = broker(config={"timerWheelEnable": False})
     resp = timed(d, "off", T0 + 5000)
-    assert (resp.code, resp.remark) == (R.SYSTEM_ERROR, "accurate timer message is not enabled, timerWheelEnable is false")
+    assert resp.code == R.SYSTEM_ERROR
+    assert resp.remark == "accurate timer message is not enabled, timerWheelEnable is false"
     assert d.role.topics.get(TIMER) is None
 
 
