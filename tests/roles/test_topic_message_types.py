@@ -10,7 +10,7 @@ import pytest
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.broker.timer.message_type import check_message_type, message_type_of
+from rmqemu.emulator.roles.common.message_type import check_message_type, message_type_of
 from tests.roles.broker_helpers import broker, send
 from tests.roles.fakes import Driver, FakeStore
 

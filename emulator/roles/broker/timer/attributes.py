@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rmqemu.emulator.roles.broker.timer.message_type import TOPIC_MESSAGE_TYPES
+from rmqemu.emulator.roles.common.message_type import TOPIC_MESSAGE_TYPES
 
 
 class AttributeProblem(ValueError):

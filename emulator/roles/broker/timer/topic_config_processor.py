@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.broker.timer.attributes import AttributeProblem, alter, parse_to_map
-from rmqemu.emulator.roles.broker.timer.message_type import MIXED
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply
+from rmqemu.emulator.roles.common.message_type import MIXED
 from rmqemu.emulator.roles.common.server_dispatch import h_str
 from rmqemu.emulator.roles.common.topic_config import MESSAGE_TYPE_ATTRIBUTE, TopicConfig
 

@@ -1,10 +1,10 @@
-"""Topic message types (5.x ``TopicMessageType``, ``DefaultTopicMessageTypeValidator``;
-docs/rocketmq-model.md §10.5).
+"""Topic message types (5.x ``TopicMessageType``, ``DefaultTopicMessageTypeValidator``), in ``common``
+as in 5.x so both the broker and the proxy read them (docs/rocketmq-model.md §10.5).
 
 A topic's type is its ``message.type`` attribute (NORMAL without one). 5.x's **broker** checks no
 type on send: ``SendMessageProcessor`` reads a message's type only for its metrics. The check is the
 proxy's (``ProducerProcessor.sendMessage`` with ``enableTopicMessageTypeCheck``, on by default):
-it reads the topic's type from the broker (GET_TOPIC_CONFIG, :mod:`.topic_config_processor`) and
+it reads the topic's type from the broker (GET_TOPIC_CONFIG, emulator/roles/broker/timer/topic_config_processor.py) and
 calls :func:`check_message_type` with the type of the message, :func:`message_type_of`.
 """
 
