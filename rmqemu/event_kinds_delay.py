@@ -7,7 +7,9 @@ They let the report follow a delayed message or a retry from end to end, joined 
 reaches its real topic (again after a master restart: delivered twice, never early), and the
 ``consume`` lines of the group. Instants are the broker's cluster clock (``due_ms``,
 ``lateness_ms``; docs/design.md §3), which host time (``ts``) can be checked against with the
-run's scale. ``broker.consumer`` says when a group's consumers, real clients included, went away.
+run's scale. RocketMQ 5's timed messages have theirs: ``timer.park`` and ``timer.deliver``, with
+the instant asked for (``deliver_ms``) and the wheel's (``due_ms``). ``broker.consumer`` says when a
+group's consumers, real clients included, went away.
 """
 
 from __future__ import annotations
@@ -25,6 +27,19 @@ _WHERE = (
     Field("due_ms", FLOAT, "when it is due: the broker's store time plus the level's delay, the broker's "
           "cluster wall clock (`local_ms` terms, in cluster ms)", required=True),
     Field("reconsume_times", INT, "the message's reconsumeTimes (0 for a producer's send)", required=True),
+)
+
+_TIMER_WHERE = (
+    Field("msg_id", STR, "the UNIQ_KEY (the offsetMsgId of a message without one)", required=True),
+    Field("topic", STR, "the real topic (`REAL_TOPIC`): where the message is delivered", required=True),
+    Field("queue_id", INT, "the real queue (`REAL_QID`)", required=True),
+    Field("broker", STR, "broker name", required=True),
+    Field("offset", LONG, "its offset in `rmq_sys_wheel_timer`'s queue 0: the same entry delivered twice (after "
+          "a kill or a new DLedger master) has the same offset", required=True),
+    Field("deliver_ms", FLOAT, "the instant the producer asked for (`TIMER_DELIVER_MS`, or the store time plus "
+          "`TIMER_DELAY_SEC` / `TIMER_DELAY_MS`), the broker's cluster wall clock", required=True),
+    Field("due_ms", FLOAT, "when the wheel delivers it: the instant rounded up to `timerPrecisionMs` "
+          "(`TIMER_OUT_MS` plus the precision)", required=True),
 )
 
 #: Added to ``send`` and ``send.fail``: a delayed message's level, on its attempts and when it was given up.
@@ -49,6 +64,21 @@ DELAY = Section("Delays, retries and consumer groups", (
              Field("queue_offset", LONG, "its offset in the real queue", required=True),
              Field("offset_msg_id", STR, "the new copy's offsetMsgId: a message without UNIQ_KEY (ali-ons sets "
                    "none) is consumed under this id, while `msg_id` is the parked copy's", required=True),
+         )),
+    Kind("timer.park", "broker (master)", "a RocketMQ 5 timed message (`TIMER_DELIVER_MS`, `TIMER_DELAY_SEC` or "
+         "`TIMER_DELAY_MS`, instant still ahead) was stored in `rmq_sys_wheel_timer` instead of its topic "
+         "(docs/rocketmq-model.md §10.4)", _TIMER_WHERE),
+    Kind("timer.deliver", "broker (master)", "a timed message reached its real topic: a new message there, same "
+         "UNIQ_KEY, new offsetMsgId, `TIMER_ENQUEUE_MS` and `TIMER_DEQUEUE_MS` added. What fell due while the "
+         "master was down is delivered at its restart; what it delivered since its last checkpoint flush, again",
+         _TIMER_WHERE + (
+             Field("lateness_ms", FLOAT, "the broker's cluster wall clock at delivery minus `deliver_ms`: up to the "
+                   "precision late on time, negative only after the broker's clock was set back (the wheel's "
+                   "write time never moves back)", required=True),
+             Field("queue_offset", LONG, "its offset in the real queue", required=True),
+             Field("offset_msg_id", STR, "the new copy's offsetMsgId", required=True),
+             Field("immediate", BOOL, "its slot had passed when it reached the wheel (`TIMER_ENQUEUE_MS` is "
+                   "Long.MAX_VALUE): a restart's backlog, or a clock set forward", required=True),
          )),
     Kind("retry.back", "broker (master)", "a consumer's failed message was taken back: CONSUMER_SEND_MSG_BACK "
          "(`via` `send_back`) or a client's own send to `%RETRY%<group>` (`via` `send`, the client's fallback); "

@@ -61,5 +61,7 @@ def update_topic(broker_addr: str, topic: TopicEntry, timeout_ms: float = ADMIN_
         "topicSysFlag": 0,
         "order": False,
     }
+    if topic.message_type is not None:  # 5.x's topic attribute (docs/rocketmq-model.md §10.5)
+        fields["attributes"] = f"+message.type={topic.message_type}"
     resp = _call(broker_addr, request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), timeout_ms)
     _ok(resp, f"update-topic {topic.name} on {broker_addr}")

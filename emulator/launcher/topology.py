@@ -119,6 +119,9 @@ class TopicEntry(Strict):
     read_queues: int | None = Field(None, ge=0, le=1024)
     write_queues: int | None = Field(None, ge=0, le=1024)
     perm: int = Field(6, ge=0, le=7)
+    message_type: Literal["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"] | None = Field(
+        None, description="RocketMQ 5's message.type attribute (none: NORMAL); MIXED needs the brokers' "
+        "enableMixedMessageType (docs/rocketmq-model.md §10.5)")
 
     @field_validator("name")
     @classmethod

@@ -45,6 +45,7 @@ class RequestCode(IntEnum):
     SEND_REPLY_MESSAGE = 324
     SEND_REPLY_MESSAGE_V2 = 325
     ADD_WRITE_PERM_OF_BROKER = 327
+    GET_TOPIC_CONFIG = 351  # RocketMQ 5: one topic's config with its attributes (docs/rocketmq-model.md §10.5)
     # RocketMQ 5's POP consumption, not in 4.9.4: receive, ack, lease renewal (docs/rocketmq-model.md §10.2)
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
@@ -90,6 +91,7 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_NOT_EXIST = 24
     SUBSCRIPTION_NOT_LATEST = 25
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    INVALID_PARAMETER = 29  # RocketMQ 5 (an admin request's bad parameter)
     NO_BUYER_ID = 204
     NOT_IN_CURRENT_UNIT = 205
 

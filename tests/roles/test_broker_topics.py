@@ -15,7 +15,8 @@ from .broker_helpers import MASTER_ADDR, NS1, NS2, broker, send
 from .fakes import FakeStore, response
 
 SYSTEM_ORDER = ["SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "DefaultCluster", "broker-a",
-                "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC"]
+                "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC",
+                "rmq_sys_wheel_timer"]  # 5.x's timer topic, last (timerWheelEnable, docs/rocketmq-model.md §10.4)
 
 
 def topic_events(d, since=0):
@@ -37,7 +38,8 @@ def test_system_topics_order_and_perm_with_auto_create():
         ("SELF_TEST_TOPIC", 1, 1, 6, "startup"), ("TBW102", 8, 8, 7, "startup"),
         ("BenchmarkTest", 1024, 1024, 6, "startup"), ("DefaultCluster", 16, 16, 7, "startup"),
         ("broker-a", 1, 1, 7, "startup"), ("OFFSET_MOVED_EVENT", 1, 1, 6, "startup"),
-        ("SCHEDULE_TOPIC_XXXX", 18, 18, 6, "startup"), ("DefaultCluster_REPLY_TOPIC", 1, 1, 6, "startup")]
+        ("SCHEDULE_TOPIC_XXXX", 18, 18, 6, "startup"), ("DefaultCluster_REPLY_TOPIC", 1, 1, 6, "startup"),
+        ("rmq_sys_wheel_timer", 1, 1, 6, "startup")]
     assert d.events("broker.topic")[0]["broker"] == "broker-a" and d.events("broker.topic")[0]["broker_id"] == 0
 
 
@@ -45,7 +47,7 @@ def test_system_topics_without_auto_create_and_flags():
     d = broker(config={"autoCreateTopicEnable": False, "clusterTopicEnable": False, "traceTopicEnable": True,
                        "defaultTopicQueueNums": 4})
     names = [t[0] for t in topic_events(d)]
-    assert "TBW102" not in names and names[-2:] == ["RMQ_SYS_TRACE_TOPIC", "DefaultCluster_REPLY_TOPIC"]
+    assert "TBW102" not in names and names[-3:-1] == ["RMQ_SYS_TRACE_TOPIC", "DefaultCluster_REPLY_TOPIC"]
     assert dict((t[0], t[3]) for t in topic_events(d))["DefaultCluster"] == 1
 
 

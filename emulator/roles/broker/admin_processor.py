@@ -2,7 +2,8 @@
 GET_ALL_TOPIC_CONFIG (21) (docs/rocketmq-model.md §2.6, §2.7), GET_MAX_OFFSET (30).
 
 UPDATE_AND_CREATE_TOPIC header: topic, readQueueNums, writeQueueNums, perm, topicFilterType,
-topicSysFlag (``defaultTopic`` and ``order`` are accepted and ignored, as RocketMQ does).
+topicSysFlag (``defaultTopic`` and ``order`` are accepted and ignored, as RocketMQ does), and 5.x's
+``attributes`` (``+message.type=FIFO``: emulator/roles/broker/timer/topic_config_processor.py).
 DELETE_TOPIC_IN_BROKER header: topic. GET_ALL_TOPIC_CONFIG answers the whole
 TopicConfigSerializeWrapper ``{topicConfigTable, dataVersion}`` (what a slave syncs from).
 GET_MAX_OFFSET header: topic, queueId; answers ``offset``, the queue's max offset
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rmqemu.emulator.protocol import ResponseCode as R
+from rmqemu.emulator.roles.broker.timer.topic_config_processor import with_attributes
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply
 from rmqemu.emulator.roles.common.server_dispatch import h_int, h_str
 from rmqemu.emulator.roles.common.topic_config import TopicConfig, validate_topic
@@ -58,6 +60,10 @@ class AdminProcessor:
             topicFilterType=h_str(f, "topicFilterType", "SINGLE_TAG") or "SINGLE_TAG",
             topicSysFlag=h_int(f, "topicSysFlag", 0) or 0,
         )
+        tc_or_none, code, remark = with_attributes(b, tc, h_str(f, "attributes"))  # 5.x's attributes
+        if tc_or_none is None:
+            return self._err(msg, code, remark)
+        tc = tc_or_none
         actions = b.topics.update_topic_config(tc, now.wall_ms)  # 5
         actions += b.registrar.register_increment(tc)  # 6
         return [*actions, Reply(msg.channel, f.response(R.SUCCESS))]

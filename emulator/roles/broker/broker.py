@@ -18,6 +18,7 @@ Timers (RocketMQ's intervals in cluster ms; the node runtime applies ``timing.sc
 - ``ha_hold:<n>``, ``ha_wait:<n>``, ``ha_push`` (ha.py) and ``ha_retry`` (ha_client.py)
 - ``schedule:<level>`` and ``delay_offset_flush`` on a master (schedule.py, docs/rocketmq-model.md §2.9)
 - ``tx_check`` on a master: the transaction check service (transaction/check_service.py, docs/rocketmq-model.md §9)
+- ``timer:wheel`` and ``timer:flush`` on a master: 5.x timed messages (timer/store.py, docs/rocketmq-model.md §10.4)
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ from rmqemu.emulator.roles.broker.schedule import FLUSH_TIMER, TIMER_PREFIX, Sch
 from rmqemu.emulator.roles.broker.send_back import SendBack
 from rmqemu.emulator.roles.broker.send_processor import SendProcessor
 from rmqemu.emulator.roles.broker.slave_sync import SlaveSync
+from rmqemu.emulator.roles.broker.timer.store import TIMERS as TIMER_STORE_TIMERS
+from rmqemu.emulator.roles.broker.timer.store import TimerStore
+from rmqemu.emulator.roles.broker.timer.topic_config_processor import get_topic_config
 from rmqemu.emulator.roles.broker.topic_config_manager import TopicConfigManager
 from rmqemu.emulator.roles.broker.transaction.bridge import TransactionBridge
 from rmqemu.emulator.roles.broker.transaction.check_service import TIMER as TX_CHECK
@@ -92,13 +96,14 @@ class Broker(Role):
         self.master_addr: str | None = None
         self.remoting_addr: str | None = None  # the remoting port real clients use; registered with the namesrvs
 
-        self.topics = TopicConfigManager(self.cfg, self.broker_id)
+        self.topics = TopicConfigManager(self.cfg, self.broker_id, self.store_cfg.timerWheelEnable)
         self.store = MessageStore(addr, self.is_slave, self.cfg.offsetCheckInSlave)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
         self.sub_groups = SubscriptionGroupManager(self.cfg.autoCreateSubscriptionGroup)
         self.offsets = ConsumerOffsetManager()
         self.schedule = ScheduleService(self)
+        self.timer = TimerStore(self)
 
         self.registrar = NamesrvRegistrar(self)
         self.sender = SendProcessor(self)
@@ -133,6 +138,7 @@ class Broker(Role):
             RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
+            RC.GET_TOPIC_CONFIG: lambda msg, now: get_topic_config(self, msg, now),
             RC.GET_MAX_OFFSET: self.admin.get_max_offset,
             RC.GET_MIN_OFFSET: self.queues.get_min_offset,
             RC.SEARCH_OFFSET_BY_TIMESTAMP: self.queues.search_offset_by_timestamp,
@@ -178,9 +184,10 @@ class Broker(Role):
         self.offsets.load(self.read_store)
         restored = restore(self.store, self.read_store, list(dict.fromkeys([
             *((t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))),
-            *self.schedule.queues(), *self.transactions.queues()])))
+            *self.schedule.queues(), *self.transactions.queues(), *self.timer.queues()])))
         actions += [a for p in restored.problems for a in p.actions(self.name)]
         self.schedule.load(self.read_store)
+        self.timer.load(self.read_store)
         period = max(10000, min(self.cfg.registerNameServerPeriod, 60000))
         actions += [
             Every("register", 10000, period),
@@ -192,7 +199,7 @@ class Broker(Role):
             self.dledger.restored()
             return actions + [Every("pull_hold_check", check, check)] + self.dledger.server.start(now)
         if not self.is_slave:  # handleScheduleMessageService and startProcessorByHa: masters only
-            actions += self.schedule.start(now) + self.tx_check.start()
+            actions += self.schedule.start(now) + self.tx_check.start() + self.timer.start(now)
         if self.is_slave:
             actions.append(Every("slave_sync", 3000, 10000))
             actions.append(Every("pull_hold_check", check, check))
@@ -201,7 +208,7 @@ class Broker(Role):
 
     def stop(self, now: Now) -> list[Action]:
         """``shutdown()``: unregister from every namesrv, flush consumer and delay offsets."""
-        return [*self.registrar.unregister_all(), self.offsets.persist(), *self.schedule.stop()]
+        return [*self.registrar.unregister_all(), self.offsets.persist(), *self.schedule.stop(), *self.timer.stop()]
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
         self.wire.request(msg)
@@ -236,6 +243,8 @@ class Broker(Role):
             return self.ha_client.on_retry(now)
         if name.startswith(TIMER_PREFIX) or name == FLUSH_TIMER:
             return self.schedule.on_timer(name, now)
+        if name in TIMER_STORE_TIMERS:
+            return self.timer.on_timer(name, now)
         if name == TX_CHECK:
             return [] if self.is_slave else self.tx_check.check(now)
         if name == ROLE_CHANGE_POLL:
@@ -245,7 +254,7 @@ class Broker(Role):
         return []
 
     def on_clock(self, now: Now) -> list[Action]:
-        actions = self.schedule.on_clock(now)
+        actions = self.schedule.on_clock(now) + self.timer.on_clock(now)
         return self.wire.observe(actions + (self.dledger.server.on_clock(now) if self.dledger else []))
 
     def on_peers(self, peers: dict[str, str], now: Now) -> list[Action]:
@@ -288,7 +297,7 @@ class Broker(Role):
             "consumers": self.consumers.snapshot(), "producers": self.producers.snapshot(),
             "offsets": {k: {str(q): o for q, o in v.items()} for k, v in self.offsets.table.items()},
             "held_pulls": self.puller.held_count(), "locks": self.queues.locks.snapshot(),
-            "schedule": self.schedule.snapshot(),
+            "schedule": self.schedule.snapshot(), "timer": self.timer.snapshot(),
             "ha": {**self.ha.snapshot(), **({"client": self.ha_client.snapshot()} if self.is_slave else {})},
             **({"dledger": self.dledger.snapshot()} if self.dledger is not None else {}),
         }

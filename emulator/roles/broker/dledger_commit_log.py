@@ -128,7 +128,7 @@ class DLedgerCommitLog:
         if not b.is_slave:
             for topic, queue_id in sorted(batch.queues):
                 actions += b.puller.notify_message_arriving(topic, queue_id, now)
-                actions += b.schedule.on_dispatched(topic, queue_id, now)
+                actions += b.schedule.on_dispatched(topic, queue_id, now) + b.timer.on_dispatched(topic, now)
         return actions
 
     def snapshot(self) -> dict[str, Any]:

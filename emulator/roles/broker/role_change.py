@@ -3,7 +3,8 @@
 ``changeToMaster``; docs/rocketmq-model.md §8.3).
 
 - CANDIDATE (unless already a slave) and FOLLOWER: the broker becomes a SLAVE with brokerId
-  ``int(selfId[1:]) + 1``: delayed messages stop being delivered, transaction checks stop, slave sync restarts (topics,
+  ``int(selfId[1:]) + 1``: delayed and timed messages stop being delivered, transaction checks stop,
+  slave sync restarts (topics,
   consumer offsets and delay offsets every 10 s, the first after 3 s, from the master address a
   registration answer names: none until the periodic registration, since this one is one-way),
   and it registers one-way with every namesrv.
@@ -60,7 +61,7 @@ class RoleChange:
         dledger = b.dledger
         assert dledger is not None
         self._identity(slave_broker_id(dledger.self_id), "SLAVE")
-        actions = b.schedule.stop_delivering() + b.tx_check.stop()
+        actions = b.schedule.stop_delivering() + b.tx_check.stop() + b.timer.stop_delivering()
         b.master_addr = None  # handleSlaveSynchronize(SLAVE): setMasterAddr(null), then the 10 s sync anew
         actions += [Cancel(SLAVE_SYNC), Every(SLAVE_SYNC, 3000, 10000)]
         actions += b.registrar.register_all(now, oneway_=True, force=True)
@@ -71,7 +72,7 @@ class RoleChange:
         b.master_addr = None
         actions: list[Action] = [Cancel(SLAVE_SYNC)]
         self._identity(0, "SYNC_MASTER")
-        actions += b.schedule.start_delivering(now) + b.tx_check.start()
+        actions += b.schedule.start_delivering(now) + b.tx_check.start() + b.timer.start_delivering(now)
         actions += b.registrar.register_all(now, oneway_=True, force=True)
         return actions + [self._event()]
 

@@ -27,11 +27,12 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
+from rmqemu.emulator.roles.broker.timer import hook as timer_hook
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Every, Now, Persist
 from rmqemu.emulator.roles.common.broker_config import parse_delay_levels
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.sysflag import HALF_TOPIC, PREPARED_TYPE, ROLLBACK_TYPE, TRANSACTION_MASK
-from rmqemu.emulator.roles.common.topic_config import SCHEDULE_TOPIC
+from rmqemu.emulator.roles.common.topic_config import SCHEDULE_TOPIC, TIMER_TOPIC
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker
@@ -164,12 +165,18 @@ class ScheduleService:
         level's timer. The caller wakes held pulls and HA for ``record["topic"]``/``["queueId"]``.
         The record is None when a DLedger commit log refused the append (not its group's leader)."""
         level = delay_level_of(props) if delayable(sys_flag) else 0
+        # 5.x's timer hook runs first (emulator/roles/broker/timer/hook.py): a timed message goes to
+        # rmq_sys_wheel_timer, and a delay level drops the timer properties
+        topic, queue_id, props = timer_hook.transform(topic, queue_id, props, level, delayable(sys_flag),
+                                                      self.broker.store_cfg, now.wall_ms)
         store_props, asked = dict(props), level
         if level > 0:
             level = min(level, self.max_level)
             store_props.update(DELAY=str(level), REAL_TOPIC=topic, REAL_QID=str(queue_id))
             topic, queue_id = SCHEDULE_TOPIC, level - 1
         record, actions, _ = self.broker.put_record(topic, queue_id, body, store_props, now, sys_flag=sys_flag, **kw)
+        if record is not None and topic == TIMER_TOPIC:
+            actions += self.broker.timer.parked(record, now)
         if record is None or level <= 0:
             return record, actions
         fields = {**self._where(level, record), "delay_ms": float(self.delays[level - 1])}

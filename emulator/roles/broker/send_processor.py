@@ -28,6 +28,10 @@ CLUSTER; for a delayed message also REAL_TOPIC and REAL_QID, and WAIT, which the
 may not exceed Short.MAX_VALUE UTF-8 bytes: a single send answers MESSAGE_ILLEGAL (13), a batch whose
 own header properties exceed it SYSTEM_ERROR (the encoder's RuntimeException).
 
+A timed message (5.x ``TIMER_DELIVER_MS``, ``TIMER_DELAY_SEC``, ``TIMER_DELAY_MS``) is held in
+rmq_sys_wheel_timer (emulator/roles/broker/timer/); beyond ``timerMaxDelaySec`` it is MESSAGE_ILLEGAL,
+with ``timerWheelEnable`` off SYSTEM_ERROR.
+
 A single send whose ``TRAN_MSG`` is true is a half (docs/rocketmq-model.md §9.2): NO_PERMISSION when
 the broker has ``rejectTransactionMessage``, else stored in the half queue (emulator/roles/broker/transaction/),
 answered with the queue id asked for and the half queue's offset, and written as ``tx.half``.
@@ -42,7 +46,8 @@ from rmqemu.emulator.protocol import Perm, is_remoting, message_ext
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.broker.dledger_commit_log import OS_PAGECACHE_BUSY, SERVICE_NOT_AVAILABLE, UNKNOWN_ERROR
 from rmqemu.emulator.roles.broker.ha import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, wait_store_msg_ok
-from rmqemu.emulator.roles.broker.schedule import DelayLevelError, delay_level_of
+from rmqemu.emulator.roles.broker.schedule import DelayLevelError, delay_level_of, delayable
+from rmqemu.emulator.roles.broker.timer import hook as timer_hook
 from rmqemu.emulator.roles.broker.transaction.bridge import HALF_TOPIC, is_half
 from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply
 from rmqemu.emulator.roles.common.message import body_bytes
@@ -207,6 +212,12 @@ class SendProcessor:
                 return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
         except DelayLevelError as exc:  # getDelayTimeLevel's Integer.parseInt
             return self._err(msg, R.SYSTEM_ERROR, exc.remark, actions)
+        timed_type = delayable(0 if half else sys_flag)  # a half is stored as type 0
+        refused = None if f.code == 320 else timer_hook.refusal(  # 5.x's timer hook (docs/rocketmq-model.md §10.4)
+            HALF_TOPIC if half else topic, stored, delay_level_of(stored) if timed_type else 0,
+            timed_type, b.store_cfg, now.wall_ms)
+        if refused is not None:
+            return self._err(msg, *refused, actions)
         if f.code != 320 and len(f.body) > b.store_cfg.maxMessageSize:  # the encoder: the body alone
             return self._err(msg, R.MESSAGE_ILLEGAL, illegal, actions)
         records = []

@@ -29,6 +29,7 @@ from rmqemu.emulator.roles.common.topic_config import (
     SCHEDULE_TOPIC_QUEUE_NUM,
     SELF_TEST_TOPIC,
     SYSTEM_TOPIC_PREFIX,
+    TIMER_TOPIC,
     DataVersion,
     TopicConfig,
     parse_wrapper,
@@ -39,8 +40,9 @@ TOPICS_JSON = "config/topics.json"
 RW = Perm.READ | Perm.WRITE
 
 
-def system_topics(cfg: BrokerConfig) -> list[TopicConfig]:
-    """The constructor's topics, in the order of docs/rocketmq-model.md §2.2."""
+def system_topics(cfg: BrokerConfig, timer_wheel: bool = False) -> list[TopicConfig]:
+    """The constructor's topics, in the order of docs/rocketmq-model.md §2.2; last, as 5.x does with
+    ``timerWheelEnable``, the timer store's ``rmq_sys_wheel_timer`` (1/1, docs/rocketmq-model.md §10.4)."""
     out = [TopicConfig(SELF_TEST_TOPIC, 1, 1)]
     if cfg.autoCreateTopicEnable:
         n = cfg.defaultTopicQueueNums
@@ -53,12 +55,15 @@ def system_topics(cfg: BrokerConfig) -> list[TopicConfig]:
     if cfg.traceTopicEnable:
         out.append(TopicConfig(cfg.msgTraceTopicName, 1, 1))
     out.append(TopicConfig(f"{cfg.brokerClusterName}_REPLY_TOPIC", 1, 1))
+    if timer_wheel:
+        out.append(TopicConfig(TIMER_TOPIC, 1, 1))
     return out
 
 
 class TopicConfigManager:
-    def __init__(self, cfg: BrokerConfig, broker_id: int) -> None:
+    def __init__(self, cfg: BrokerConfig, broker_id: int, timer_wheel: bool = False) -> None:
         self.cfg = cfg
+        self.timer_wheel = timer_wheel
         self.broker_id = broker_id
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
@@ -73,7 +78,7 @@ class TopicConfigManager:
         A new DataVersion starts at (now, 0), as RocketMQ's field initialiser does.
         """
         self.data_version = DataVersion(int(wall_ms), 0)
-        for tc in system_topics(self.cfg):
+        for tc in system_topics(self.cfg, self.timer_wheel):
             self.table[tc.topicName] = tc
             self.system_topics.add(tc.topicName)
             self.origin[tc.topicName] = "startup"

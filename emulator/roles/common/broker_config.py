@@ -100,6 +100,7 @@ class BrokerConfig:
     flushConsumerOffsetInterval: int = 5000
     transferMsgByHeap: bool = True
     maxDelayTime: int = 40
+    enableMixedMessageType: bool = False  # 5.x: UPDATE_AND_CREATE_TOPIC refuses message.type MIXED unless set
 
 
 @dataclass
@@ -123,6 +124,11 @@ class MessageStoreConfig:
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     flushDelayOffsetInterval: int = 1000 * 10  # ScheduleMessageService persists delayOffset.json this often
     fileReservedTime: int = 72
+    # RocketMQ 5.x's timer store (timed messages, docs/rocketmq-model.md §10.4; emulator/roles/broker/timer/)
+    timerWheelEnable: bool = True  # off: a timed send answers SYSTEM_ERROR
+    timerMaxDelaySec: int = 3600 * 24 * 3  # a deliver instant further ahead answers MESSAGE_ILLEGAL
+    timerPrecisionMs: int = 1000  # the wheel's slot; setTimerPrecisionMs snaps it to 100, 200, 500 or 1000
+    timerFlushIntervalMs: int = 1000  # the timer checkpoint is persisted this often
     # DLedger mode (docs/rocketmq-model.md §8): the topology's `dledger:` block sets these, never a user.
     # dLegerPeers is RocketMQ's "n0-HOST:PORT;n1-..." with node names where RocketMQ has addresses.
     enableDLegerCommitLog: bool = False

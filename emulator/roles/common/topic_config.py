@@ -21,6 +21,8 @@ SCHEDULE_TOPIC_QUEUE_NUM = 18
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+TIMER_TOPIC = SYSTEM_TOPIC_PREFIX + "wheel_timer"  # 5.x TimerMessageStore.TIMER_TOPIC (docs/rocketmq-model.md §10.4)
+MESSAGE_TYPE_ATTRIBUTE = "message.type"  # 5.x TopicAttributes (docs/rocketmq-model.md §10.5)
 TOPIC_MAX_LENGTH = 127
 
 # TopicValidator's built-in system topics (docs/rocketmq-model.md §3.5); brokers add cluster/broker/reply names.
@@ -95,7 +97,11 @@ class DataVersion:
 
 @dataclass(frozen=True)
 class TopicConfig:
-    """``common/.../TopicConfig`` with its defaults (docs/rocketmq-model.md §2.2)."""
+    """``common/.../TopicConfig`` with its defaults (docs/rocketmq-model.md §2.2).
+
+    ``attributes`` is 5.x's attribute map (``message.type``, ...; docs/rocketmq-model.md §10.5) as
+    sorted pairs, so the config stays hashable; the JSON carries it as an object, and only when it is
+    not empty (4.9 has no such field, and its readers ignore it)."""
 
     topicName: str
     readQueueNums: int = 16
@@ -104,8 +110,25 @@ class TopicConfig:
     topicFilterType: str = "SINGLE_TAG"
     topicSysFlag: int = 0
     order: bool = False
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def attribute_map(self) -> dict[str, str]:
+        return dict(self.attributes)
+
+    @property
+    def message_type(self) -> str:
+        """``getTopicMessageType``: the ``message.type`` attribute, NORMAL without one."""
+        return self.attribute_map.get(MESSAGE_TYPE_ATTRIBUTE) or "NORMAL"
 
     def to_json(self) -> dict[str, Any]:
+        return {**self.to_json_4x(), **({"attributes": self.attribute_map} if self.attributes else {})}
+
+    def to_json_5x(self) -> dict[str, Any]:
+        """5.x's TopicConfig JSON: ``attributes`` always there (GET_TOPIC_CONFIG's body)."""
+        return {**self.to_json_4x(), "attributes": self.attribute_map}
+
+    def to_json_4x(self) -> dict[str, Any]:
         return {
             "topicName": self.topicName,
             "readQueueNums": self.readQueueNums,
@@ -126,6 +149,7 @@ class TopicConfig:
             topicFilterType=str(d.get("topicFilterType") or "SINGLE_TAG"),
             topicSysFlag=int(d.get("topicSysFlag") or 0),
             order=bool(d.get("order", False)),
+            attributes=attribute_pairs(d.get("attributes")),
         )
 
     def with_perm(self, perm: int) -> "TopicConfig":
@@ -140,6 +164,13 @@ class TopicConfig:
             f"topicFilterType={self.topicFilterType}, topicSysFlag={self.topicSysFlag}, "
             f"order={'true' if self.order else 'false'}]"
         )
+
+
+def attribute_pairs(attributes: Any) -> tuple[tuple[str, str], ...]:
+    """A JSON ``attributes`` object as :class:`TopicConfig` keeps it (anything else is none)."""
+    if not isinstance(attributes, dict):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in attributes.items()))
 
 
 def wrapper_json(table: dict[str, TopicConfig], version: DataVersion) -> dict[str, Any]:
