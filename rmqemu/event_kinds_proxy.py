@@ -11,13 +11,13 @@ answered is its ``client.route`` (``source`` = the proxy), and the proxy's own c
 
 from __future__ import annotations
 
-from rmqemu.event_types import INT, LONG, STR, Field, Kind, ListOf, Section
+from rmqemu.event_types import FLOAT, INT, LONG, STR, Field, Kind, ListOf, Section
 
 #: Added to ``send``: a RocketMQ 5 client's send through a proxy.
 SEND_FIELDS = (
     Field("proxy", STR, "the proxy that relayed a gRPC client's send (`mode` = `grpc`)", ext=True),
     Field("message_type", STR, "a gRPC client's message type: `NORMAL`, `FIFO`, `DELAY`, `TRANSACTION`", ext=True),
-    Field("deliver_ms", LONG, "a timed message's delivery instant (epoch ms, `TIMER_DELIVER_MS`)", ext=True),
+    Field("deliver_ms", FLOAT, "a timed message's delivery instant (epoch ms, `TIMER_DELIVER_MS`)", ext=True),
 )
 
 #: Added to ``consume``: messages a gRPC client received through a proxy (a POP).

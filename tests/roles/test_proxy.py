@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rmqemu.emulator.roles.common.base import Emit
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy.sending import consistent_hash
@@ -45,6 +46,11 @@ def message(topic: str = "T", msg_id: str = "01ABC", body: bytes = b"hello", **s
     return m
 
 
+def lines(rig: ProxyRig, kind: str) -> list[tuple[str | None, dict]]:
+    """(node, fields) of the events the proxy wrote: node None for its own lines."""
+    return [(a.node, a.fields) for a in rig.proxy.actions if isinstance(a, Emit) and a.kind == kind]
+
+
 def test_route_names_the_proxy_not_the_brokers() -> None:
     rig = rig_with_topic()
     resp = route(rig)
@@ -56,10 +62,10 @@ def test_route_names_the_proxy_not_the_brokers() -> None:
         assert q.broker.id == 0
         assert [(a.host, a.port) for a in q.broker.endpoints.addresses] == [(host, int(port))]
         assert list(q.accept_message_types) == [pb.NORMAL]
-    [view] = rig.proxy.events("client.route")
-    assert view["node"] == "proxy-0" and view["view"] == "proxy" and view["source"] == "namesrv-0"
-    client_views = [e for e in rig.proxy.events("client.route") if e.get("node") == "client@42"]
-    assert client_views == [] or client_views[0]["source"] == "proxy-0"
+    [(own, view), (client, answered)] = lines(rig, "client.route")
+    assert own is None and view["view"] == "proxy" and view["source"] == "namesrv-0"
+    assert client == "client@42" and answered["source"] == "proxy-0"
+    assert answered["publish_queues"] == view["publish_queues"]
 
 
 def test_route_echoes_the_endpoints_the_client_dialled() -> None:
@@ -85,8 +91,8 @@ def test_send_goes_to_a_master_and_echoes_the_client_id() -> None:
     store = rig.cluster.brokers[A0].role.store
     [stored] = [r for q in range(4) for r in store.get("T", q, 0, 32).messages if r["msgId"] == "01AA"]
     assert body_bytes(stored) == b"\x00\xff" and stored["properties"]["PGROUP"] == "T"
-    [line] = [e for e in rig.proxy.events("send")]
-    assert line["node"] == "client@42" and line["mode"] == "grpc" and line["proxy"] == "proxy-0"
+    [(node, line)] = lines(rig, "send")
+    assert node == "client@42" and line["mode"] == "grpc" and line["proxy"] == "proxy-0"
     assert line["broker"] == "broker-a" and line["outcome"] == "ok" and line["group"] == "T"
     assert line["msg_id"] == "01AA"
 

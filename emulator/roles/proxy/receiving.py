@@ -20,6 +20,7 @@ from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode, request
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply, Request
 from rmqemu.emulator.roles.common.message import body_bytes
+from rmqemu.emulator.roles.common.message_type import message_type_of
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
 from rmqemu.emulator.roles.proxy.route_view import QueueView
@@ -73,15 +74,7 @@ class Handle:
         return self.retrieve_ms + self.invisible_ms <= wall_ms
 
 
-def message_type(props: dict[str, str]) -> int:
-    """``GrpcConverter``'s inference from the stored properties."""
-    if props.get("TRAN_MSG", "").lower() == "true":
-        return pb.TRANSACTION
-    if "TIMER_DELIVER_MS" in props or props.get("DELAY", "0") not in ("", "0"):
-        return pb.DELAY
-    if props.get("__SHARDINGKEY"):
-        return pb.FIFO
-    return pb.NORMAL
+TYPES = {"NORMAL": pb.NORMAL, "FIFO": pb.FIFO, "DELAY": pb.DELAY, "TRANSACTION": pb.TRANSACTION}
 
 
 def to_message(record: dict[str, Any], topic: str) -> pb.Message:
@@ -102,7 +95,7 @@ def to_message(record: dict[str, Any], topic: str) -> pb.Message:
     sp.body_digest.type = pb.MD5
     sp.body_digest.checksum = hashlib.md5(body).hexdigest().upper()  # noqa: S324 - the wire's digest, not security
     sp.body_encoding = pb.GZIP if int(record.get("sysFlag", 0) or 0) & 1 else pb.IDENTITY
-    sp.message_type = message_type(props)
+    sp.message_type = TYPES[message_type_of(props)]
     v2.set_timestamp(sp.born_timestamp, int(record.get("bornTimestamp", 0) or 0))
     sp.born_host = str(record.get("bornHost") or props.get("BORN_HOST", ""))
     v2.set_timestamp(sp.store_timestamp, int(record.get("storeTimestamp", 0) or 0))

@@ -11,17 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from rmqemu.emulator.protocol import ResponseCode, request
+from rmqemu.emulator.protocol import RequestCode, ResponseCode, request
 from rmqemu.emulator.roles.common.base import Action, Now, Request
+from rmqemu.emulator.roles.common.message_type import NORMAL, UNSPECIFIED, check_message_type
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy.route_view import QueueView
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.proxy.proxy import Proxy
 
-GET_TOPIC_CONFIG = 351
 TIMEOUT_MS = 3000
-UNSPECIFIED = "UNSPECIFIED"
 NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 Then = Callable[[QueueView | None, str, Now], list[Action]]
 
@@ -34,26 +33,13 @@ class _Known:
 
 
 def type_of(config: Any) -> str:
-    """The ``message.type`` attribute of a TopicConfig as JSON (``attributes`` holds it as
-    ``message.type`` or with the ``+`` an update carries); NORMAL when there is none."""
-    if not isinstance(config, dict):
-        return UNSPECIFIED
-    inner = config.get("topicConfig") if isinstance(config.get("topicConfig"), dict) else config
-    attrs = inner.get("attributes") or {}
+    """The ``message.type`` attribute of a TopicConfig as GET_TOPIC_CONFIG answers it; NORMAL
+    when there is none, UNSPECIFIED for a body that is no TopicConfig."""
+    attrs = config.get("attributes") if isinstance(config, dict) else None
     if not isinstance(attrs, dict):
         return UNSPECIFIED
-    value = attrs.get("message.type", attrs.get("+message.type"))
-    return str(value).upper() if value else "NORMAL"
-
-
-def check(topic_type: str, message_type: int) -> str | None:
-    """``DefaultTopicMessageTypeValidator``: None when the message fits the topic, else why not."""
-    name = NAMES.get(message_type, UNSPECIFIED)
-    if topic_type == "MIXED" and name != UNSPECIFIED:
-        return None
-    if topic_type == name:
-        return None
-    return f"topic message type mismatch: topic is {topic_type}, message is {name}"
+    value = attrs.get("message.type")
+    return str(value) if value else NORMAL
 
 
 class TopicTypes:
@@ -67,7 +53,7 @@ class TopicTypes:
         if not self.proxy.cfg.enableTopicMessageTypeCheck:
             return None
         known = self.known.get(topic)
-        return check(known.type_name if known else UNSPECIFIED, message_type)
+        return check_message_type(known.type_name if known else UNSPECIFIED, NAMES.get(message_type, UNSPECIFIED))
 
     def with_view(self, topic: str, now: Now, then: Then) -> list[Action]:
         """``then(view, type, now)``: the topic's route view and its type, each from its cache."""
@@ -100,7 +86,7 @@ class TopicTypes:
             except ValueError:
                 return self._loaded(topic, UNSPECIFIED, rnow)
 
-        return [Request(addr, request(GET_TOPIC_CONFIG, {"topic": topic}), TIMEOUT_MS, on_reply)]
+        return [Request(addr, request(RequestCode.GET_TOPIC_CONFIG, {"topic": topic}), TIMEOUT_MS, on_reply)]
 
     def _loaded(self, topic: str, type_name: str, now: Now) -> list[Action]:
         self.known[topic] = _Known(type_name, now.mono_ms)
