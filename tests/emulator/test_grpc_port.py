@@ -477,3 +477,23 @@ def test_the_peer_address_grpc_gives_is_parsed() -> None:
     assert _grpc.methods_of(SERVICE)["Telemetry"] == (True, True)
     assert _grpc.methods_of(SERVICE)["ReceiveMessage"] == (False, True)
     assert _grpc.methods_of(SERVICE)["SendMessage"] == (False, False)
+
+
+def test_the_fake_transport_delivers_and_ends_grpc_calls_as_the_port_does() -> None:
+    from rmqemu.emulator.transport.fake import FakeTransport
+    t = FakeTransport(grpc_addr="127.0.0.1:8081")
+    assert t.grpc_address == "127.0.0.1:8081"
+    unary = t.grpc_call("SendMessage", b"req", client_id="cid-1")
+    stream = t.grpc_call("Telemetry", b"settings", streaming=True, client_id="cid-1")
+    (first, second) = t.poll(0)
+    assert (first.channel, first.frame.code, first.frame.opaque, first.frame.fields) == (
+        unary, 90100, 1, {"method": "SendMessage", "client_id": "cid-1"})
+    assert second.channel == stream and unary != stream
+    assert t.send_to_channel(unary, reply(b"ok")) and not t.send_to_channel(unary, reply(b"twice"))
+    assert t.send_to_channel(stream, reply(b"a")) and t.send_to_channel(stream, reply(b"b", end=True))
+    assert not t.send_to_channel(stream, reply(b"c"))
+    assert [f.body for f in t.grpc_replies(stream)] == [b"a", b"b"]
+    other = t.grpc_call("Telemetry", streaming=True)
+    t.grpc_client_closed(other)
+    assert t.poll(0)[-1] == ChannelEvent(kind="closed", channel=other, peer="client@4242")
+    assert not t.send_to_channel(other, reply(b"x"))
