@@ -52,8 +52,7 @@ class ZmqTransport:
                  control_endpoint: str | None = None, control_key: bytes = b"",
                  remoting: tuple[str, int] | None = None, grpc: tuple[str, int] | None = None,
                  grpc_service: Any = None) -> None:
-        """``grpc``: HOST, PORT of the gRPC port (port 0: any), serving ``grpc_service``, a protobuf
-        ``ServiceDescriptor`` (the node passes MessagingService's: the transport imports no role)."""
+        """``grpc``: HOST, PORT of the gRPC port (0: any) serving ``grpc_service``, a ServiceDescriptor."""
         self.name = name
         self.idle_ms = idle_ms
         self.heartbeat_ms = max(int(heartbeat_ms), 20)
@@ -62,8 +61,7 @@ class ZmqTransport:
         self.ctx = zmq.Context()
         self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
         self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
-                             send_failed=0, bad_frames=0, idle_closed=0, remoting_refused=0,
-                             grpc_calls=0)
+                             send_failed=0, bad_frames=0, idle_closed=0, remoting_refused=0, grpc_calls=0)
         self.peers: dict[str, str] = {}  # node name -> addr
         self.names: dict[str, str] = {}  # addr -> node name
         self.shaper = ShapedSender(name, self.links, self._deliver, self._peer_of, self._reachable, self.counters)
