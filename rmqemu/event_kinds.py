@@ -90,6 +90,7 @@ NODES = Section("Nodes", (
         Field("pid", LONG, required=True),
         Field("addr", STR, "its data-plane address", required=True, ext=True),
         Field("remoting_addr", STR, "namesrvs and brokers with remoting on: where real clients connect", ext=True),
+        Field("grpc_addr", STR, "proxies: their gRPC port, where RocketMQ 5 clients connect", ext=True),
         Field("broker", STR, "brokers"), Field("broker_id", INT, "brokers: 0 master, 1.. slaves"),
         Field("group", STR, "clients", ext=True),
     )),

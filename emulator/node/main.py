@@ -44,6 +44,17 @@ def read_control_key(stream: BinaryIO) -> bytes:
     return key
 
 
+def grpc_args(spec: NodeSpec) -> dict[str, Any]:
+    """The transport's gRPC port arguments: where, and MessagingService's descriptor (passed in
+    because the transport imports no role; the generated module is imported only by a node with
+    the port, ~30 ms)."""
+    if spec.grpc is None:
+        return {}
+    from rmqemu.emulator.roles.proxy import messaging_v2_pb2
+    return {"grpc": remoting_host_port(spec.grpc),
+            "grpc_service": messaging_v2_pb2.DESCRIPTOR.services_by_name["MessagingService"]}
+
+
 def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
     """Transport, role and runtime for a node spec (written by ``emulator.launcher.manifest.write_spec``).
 
@@ -57,9 +68,12 @@ def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
         connect_timeout_ms=cluster_time.host_ms(CONNECT_TIMEOUT_MS, MIN_CONNECT_TIMEOUT_MS), seed=spec.seed,
         control_endpoint=spec.control, control_key=control_key,
         remoting=remoting_host_port(spec.remoting) if spec.remoting is not None else None,
+        **grpc_args(spec),
     )
     if transport.remoting_address is not None:  # the role learns the port actually bound
         spec = replace(spec, remoting=transport.remoting_address)
+    if transport.grpc_address is not None:
+        spec = replace(spec, grpc=transport.grpc_address)
     clock = SkewableClock()
     store = StoreDir(Path(spec.store_dir) if spec.store_dir else None)
     role = build_role(spec, transport.address, store.read)
@@ -67,6 +81,8 @@ def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
     fields: dict[str, Any] = {"pid": os.getpid(), "addr": transport.address}
     if transport.remoting_address is not None:
         fields["remoting_addr"] = transport.remoting_address
+    if transport.grpc_address is not None:
+        fields["grpc_addr"] = transport.grpc_address
     for key in ("broker", "broker_id", "group"):
         if getattr(spec, key) is not None:
             fields[key] = getattr(spec, key)
@@ -106,9 +122,10 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, ask_stop)
     signal.signal(signal.SIGINT, ask_stop)
     runtime.watch_wake_fd(rfd)
-    remoting = runtime.transport.remoting_address
+    remoting, grpc = runtime.transport.remoting_address, runtime.transport.grpc_address
     runtime.transport.ready({"addr": runtime.transport.address, "pid": os.getpid(),
-                             **({"remoting_addr": remoting} if remoting else {})})
+                             **({"remoting_addr": remoting} if remoting else {}),
+                             **({"grpc_addr": grpc} if grpc else {})})
     try:
         return run_profiled(name, runtime.run)
     finally:

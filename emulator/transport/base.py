@@ -9,7 +9,8 @@ inbound connection (the server side of a Netty channel); it is unique per connec
 ``closed`` of an old connection never looks like the close of its replacement. Frames that arrive
 on one of our *outbound* connections (a response to our request, or a server-initiated request or
 oneway) carry the pseudo channel ``"out:<addr>"``; a reply on that channel goes back over the same
-outbound connection.
+outbound connection. Real clients' channels: ``rm:<n>`` a remoting connection, ``grpc:<n>`` one
+gRPC call (docs/design.md §2).
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ class Transport(Protocol):
     @property
     def remoting_address(self) -> str | None:
         """``HOST:PORT`` of the remoting port real RocketMQ clients connect to; None when off."""
+        ...
+
+    @property
+    def grpc_address(self) -> str | None:
+        """``HOST:PORT`` of the gRPC port RocketMQ 5 clients connect to (a proxy's); None when off."""
         ...
 
     def send_to_addr(self, addr: str, frame: Frame) -> bool:

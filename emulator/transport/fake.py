@@ -7,6 +7,11 @@ given (so timers and request deadlines come due without real waiting) and return
 
 It serves the runtime's own tests and the role tests' ``Driver`` (``tests/roles/fakes.py``), which
 runs every role under the real runtime over this transport.
+
+gRPC calls (a proxy's): :meth:`grpc_call` delivers a client message as the gRPC port does,
+:meth:`grpc_replies` reads a call's answers, :meth:`grpc_client_closed` ends a call on the client's
+side. As on the real port, a unary call takes one answer and a stream one up to ``fields["end"]``
+or ``close_channel``; later sends return False.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any, Callable
 
 from rmqemu.emulator.node.clock import FakeClock
 from rmqemu.emulator.node.links import LinkRule
-from rmqemu.emulator.protocol import Flag, Frame
+from rmqemu.emulator.protocol import GRPC_PREFIX, ChannelEvent, EmulatorCode, Flag, Frame, is_grpc
 from rmqemu.emulator.transport.base import ControlCommand, Received, TransportEvent, out_channel
 
 
@@ -45,6 +50,9 @@ class FakeTransport:
     watched: list[int] = field(default_factory=list)
     inbox: deque = field(default_factory=deque)
     on_send: Callable[[Sent], None] | None = None  # lets a test answer requests as they go out
+    grpc_addr: str | None = None  # what grpc_address says (a proxy's test sets it)
+    grpc_streams: dict[str, bool] = field(default_factory=dict)  # open gRPC call -> server streaming
+    grpc_calls: int = 0  # the gRPC calls grpc_call opened (their channels' numbers)
 
     @property
     def address(self) -> str:
@@ -53,6 +61,10 @@ class FakeTransport:
     @property
     def remoting_address(self) -> str | None:
         return None
+
+    @property
+    def grpc_address(self) -> str | None:
+        return self.grpc_addr
 
     # ------------------------------------------------------------------ what a test pushes
 
@@ -68,6 +80,28 @@ class FakeTransport:
         assert request.addr is not None
         frame = Frame(code=code, opaque=request.frame.opaque, flag=Flag.RESPONSE, fields=fields)
         self.push(Received(out_channel(request.addr), request.addr, frame, outbound=True, addr=request.addr))
+
+    def grpc_call(self, method: str, body: bytes = b"", *, channel: str | None = None, opaque: int = 1,
+                  streaming: bool = False, peer: str = "client@4242", addr: str = "127.0.0.1:50000",
+                  **meta: str) -> str:
+        """A client's message on gRPC call ``channel`` (a new ``grpc:<n>`` when None), as the port
+        delivers it; ``meta``: ``client_id``, ``language``, ``version``, ``namespace``. ``streaming``:
+        the method streams answers (ReceiveMessage, Telemetry). Returns the channel."""
+        if channel is None:
+            self.grpc_calls += 1
+            channel = f"{GRPC_PREFIX}{self.grpc_calls}"
+        self.grpc_streams.setdefault(channel, streaming)
+        frame = Frame(code=int(EmulatorCode.GRPC), opaque=opaque, fields={"method": method, **meta}, body=body)
+        self.push(Received(channel, peer, frame, addr=addr))
+        return channel
+
+    def grpc_client_closed(self, channel: str, peer: str = "client@4242") -> None:
+        """The client cancelled or half-closed the call, or its connection went."""
+        self.grpc_streams.pop(channel, None)
+        self.push(ChannelEvent(kind="closed", channel=channel, peer=peer))
+
+    def grpc_replies(self, channel: str) -> list[Frame]:
+        return [s.frame for s in self.sent if s.channel == channel]
 
     def command(self, name: str, cmd_id: str = "c1", **args: Any) -> None:
         self.push(ControlCommand(cmd_id, name, args))
@@ -87,6 +121,12 @@ class FakeTransport:
     def send_to_channel(self, channel: str, frame: Frame) -> bool:
         if channel in self.closed:
             return False
+        if is_grpc(channel):
+            streaming = self.grpc_streams.get(channel)
+            if streaming is None:
+                return False  # ended on either side
+            if not streaming or frame.fields.get("end"):
+                del self.grpc_streams[channel]
         self._record(Sent(frame, channel=channel))
         return True
 
@@ -97,6 +137,7 @@ class FakeTransport:
 
     def close_channel(self, channel: str) -> None:
         self.closed.append(channel)
+        self.grpc_streams.pop(channel, None)
 
     def poll(self, timeout_ms: float) -> list[TransportEvent]:
         if self.inbox:

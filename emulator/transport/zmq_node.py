@@ -6,7 +6,9 @@
   the application level: a channel with no frame in or out for ``idle_ms`` is closed for real
   and reported ``idle`` (docs/rocketmq-model.md §1.5).
 - Real clients: the remoting port, when enabled (:mod:`._remoting`), channels ``rm:<n>``; the
-  same link faults and idle rule apply to them.
+  same link faults and idle rule apply to them. RocketMQ 5 clients: the gRPC port (:mod:`._grpc`),
+  a channel ``grpc:<n>`` per call, served on a thread of its own; link faults apply, the idle rule
+  is grpc's own (connection idle and keepalive: a Telemetry call is silent for minutes).
 - Outbound: one DEALER per peer address (:mod:`._outbound`), ZMQ heartbeats so a dead or frozen
   peer's connection is noticed, ``disconnected`` reported to the role.
 - Link faults: the sender applies block/loss/delay/duplicate of ``(self, dst)`` (:mod:`._shaping`),
@@ -17,13 +19,13 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
 from rmqemu.emulator.node.clock import mono_ms
 from rmqemu.emulator.node.links import DELIVER, Delivery, LinkRule, LinkTable
-from rmqemu.emulator.protocol import BadFrame, Frame, decode, is_remoting
+from rmqemu.emulator.protocol import BadFrame, Frame, decode, is_grpc, is_remoting
 from rmqemu.emulator.transport import base
 from rmqemu.emulator.transport._control_client import ControlClient
 from rmqemu.emulator.transport._frames import recv_parts
@@ -35,6 +37,9 @@ from rmqemu.emulator.transport._remoting import RemotingListener
 from rmqemu.emulator.transport._shaping import ShapedSender
 from rmqemu.emulator.transport.base import OUT_PREFIX, BadInput, TransportEvent, out_channel
 
+if TYPE_CHECKING:
+    from rmqemu.emulator.transport._grpc import GrpcPort
+
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: fast (see _frames)
 IDLE_CHECK_FRACTION = 20  # idle closes are checked every idle_ms / 20: 5% precision
 
@@ -45,7 +50,9 @@ class ZmqTransport:
     def __init__(self, name: str, port: int = 0, *, idle_ms: float = 1200.0, heartbeat_ms: float = 1200.0,
                  connect_timeout_ms: float = 3000.0, seed: int = 0,
                  control_endpoint: str | None = None, control_key: bytes = b"",
-                 remoting: tuple[str, int] | None = None) -> None:
+                 remoting: tuple[str, int] | None = None, grpc: tuple[str, int] | None = None,
+                 grpc_service: Any = None) -> None:
+        """``grpc``: HOST, PORT of the gRPC port (0: any) serving ``grpc_service``, a ServiceDescriptor."""
         self.name = name
         self.idle_ms = idle_ms
         self.heartbeat_ms = max(int(heartbeat_ms), 20)
@@ -54,7 +61,7 @@ class ZmqTransport:
         self.ctx = zmq.Context()
         self.links = LinkTable(rng=random.Random(f"{seed}:{name}"))
         self.counters = dict(sent=0, received=0, dropped_out=0, dropped_in=0, delayed=0, duplicated=0,
-                             send_failed=0, bad_frames=0, idle_closed=0, remoting_refused=0)
+                             send_failed=0, bad_frames=0, idle_closed=0, remoting_refused=0, grpc_calls=0)
         self.peers: dict[str, str] = {}  # node name -> addr
         self.names: dict[str, str] = {}  # addr -> node name
         self.shaper = ShapedSender(name, self.links, self._deliver, self._peer_of, self._reachable, self.counters)
@@ -70,12 +77,21 @@ class ZmqTransport:
             if self.control.parent_fd is not None:
                 self.poller.register(self.control.parent_fd)
         self.remoting: RemotingListener | None = None
+        self.grpc: GrpcPort | None = None
         if remoting is not None:
             try:
                 self.remoting = RemotingListener(*remoting, self.poller, self._from_client, self.counters)
             except OSError:  # its port is taken: release the sockets made so far
                 self.close()
                 raise
+        if grpc is not None:
+            from rmqemu.emulator.transport._grpc import GrpcPort  # grpc.aio's import: ~70 ms, only where used
+            try:
+                self.grpc = GrpcPort(*grpc, grpc_service, self._from_client, self.counters, idle_ms=idle_ms)
+            except OSError:
+                self.close()
+                raise
+            self.poller.register(self.grpc.fd)
         self.watched: set[int] = set()
         self.next_idle_check = 0.0
         self.idle_due = 0.0  # no channel can go idle before this (as of the last idle check)
@@ -90,6 +106,11 @@ class ZmqTransport:
         """``HOST:PORT`` of the remoting port real RocketMQ clients connect to, if enabled."""
         return self.remoting.address if self.remoting is not None else None
 
+    @property
+    def grpc_address(self) -> str | None:
+        """``HOST:PORT`` of the gRPC port RocketMQ 5 clients connect to, if enabled."""
+        return self.grpc.address if self.grpc is not None else None
+
     # ------------------------------------------------------------------ sending
 
     def send_to_addr(self, addr: str, frame: Frame) -> bool:
@@ -99,6 +120,8 @@ class ZmqTransport:
         return self.shaper.send(channel, frame)
 
     def _peer_of(self, channel: str) -> str | None:
+        if self.grpc is not None and is_grpc(channel):
+            return self.grpc.calls.peer_of(channel)
         if self.remoting is not None and is_remoting(channel):
             return self.remoting.peer_of(channel)
         if channel.startswith(OUT_PREFIX):
@@ -107,6 +130,8 @@ class ZmqTransport:
         return self.inbound.peer_of(channel)
 
     def _reachable(self, channel: str) -> bool:
+        if self.grpc is not None and is_grpc(channel):
+            return self.grpc.calls.live(channel) is not None
         if self.remoting is not None and is_remoting(channel):
             return self.remoting.peer_of(channel) is not None
         if channel.startswith(OUT_PREFIX):
@@ -116,7 +141,9 @@ class ZmqTransport:
 
     def _deliver(self, channel: str, frame: Frame) -> bool:
         now = mono_ms()
-        if self.remoting is not None and is_remoting(channel):
+        if self.grpc is not None and is_grpc(channel):
+            ok = self.grpc.send(channel, frame)
+        elif self.remoting is not None and is_remoting(channel):
             ok = self.remoting.send(channel, frame, now)
         elif channel.startswith(OUT_PREFIX):
             ok = self.outbound.send(channel[len(OUT_PREFIX):], frame, now, self.connect_timeout_ms)
@@ -128,6 +155,9 @@ class ZmqTransport:
         return ok
 
     def close_channel(self, channel: str, kind: str = "closed") -> None:
+        if self.grpc is not None and is_grpc(channel):
+            self.grpc.close(channel)
+            return
         if self.remoting is not None and is_remoting(channel):
             self.remoting.close(channel, kind)
             return
@@ -155,10 +185,14 @@ class ZmqTransport:
             for item, mask in ready.items():
                 if type(item) is int and self.remoting.owns(item):
                     self.remoting.service(item, mask, now, out, self._report_bad)
+        if self.grpc is not None and (self.grpc.fd in ready or self.grpc.calls.backlog()):
+            self.grpc.service(now, out)
         self.outbound.flush(now, out)
         self.shaper.flush(now)
         if self.remoting is not None:
             self.remoting.flush(now, out)
+        if self.grpc is not None:
+            self.grpc.calls.flush(now, out)
         self._check_idle(now)
         if self.remoting is not None:
             self.remoting.drain_events(out)
@@ -173,7 +207,8 @@ class ZmqTransport:
     def _next_due(self, now: float) -> float | None:
         """When the transport's own work (delayed frames, backlogs, idle closes, the control
         plane) next needs the loop awake; None for never. Asked before every wait."""
-        dues = (self.shaper.next_due(), self.remoting.next_due() if self.remoting is not None else None)
+        dues = (self.shaper.next_due(), self.remoting.next_due() if self.remoting is not None else None,
+                None if self.grpc is None else now if self.grpc.calls.backlog() else self.grpc.calls.next_due())
         due = min((d for d in dues if d is not None), default=float("inf"))
         if self.outbound.backlogged:  # (a backlog whose queue a refusal emptied has no due: [])
             due = min([due, *self.outbound.next_due_ms(now)])
@@ -261,9 +296,13 @@ class ZmqTransport:
     def stats(self) -> dict[str, Any]:
         return {**self.counters, "channels": self.inbound.conns.channels(), "outbound": self.outbound.addrs(),
                 "delayed_now": len(self.shaper.delayed), "blocked_links": self.links.blocked_links(),
-                **({"remoting_clients": self.remoting.clients()} if self.remoting is not None else {})}
+                **({"remoting_clients": self.remoting.clients()} if self.remoting is not None else {}),
+                **({"grpc_clients": self.grpc.calls.clients(), **self.grpc.stats()} if self.grpc is not None else {})}
 
     def close(self) -> None:
+        if self.grpc is not None:
+            self.poller.unregister(self.grpc.fd)
+            self.grpc.shutdown()
         if self.remoting is not None:
             self.remoting.shutdown()
         self.outbound.close()

@@ -54,6 +54,7 @@ def test_it_is_frozen_all_the_way_to_its_config() -> None:
     ({"name": "x", "role": "broker", "anchor_ms": -1}, "anchor_ms: expected a number >= 0, got -1"),
     ({"name": "x", "role": "broker", "min_request_timeout_wall_ms": -5},
      "min_request_timeout_wall_ms: expected a number >= 0, got -5"),
+    ({"name": "x", "role": "broker", "grpc": "127.0.0.1"}, "grpc: expected HOST:PORT with a port in 0..65535"),
 ])
 def test_a_bad_spec_names_the_key(data: dict, message: str, tmp_path: Path) -> None:
     path = tmp_path / "x.json"
@@ -61,3 +62,21 @@ def test_a_bad_spec_names_the_key(data: dict, message: str, tmp_path: Path) -> N
     with pytest.raises(ValueError) as err:
         NodeSpec.read(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_spec_with_a_grpc_port_gets_one_and_says_where() -> None:
+    """``grpc``: the node's transport serves MessagingService there; the role, node.start and the
+    ready info learn the port actually bound."""
+    from rmqemu.emulator.node.main import build
+    runtime = build(NodeSpec(name="namesrv-0", role="namesrv", grpc="127.0.0.1:0"))
+    try:
+        addr = runtime.transport.grpc_address
+        assert addr is not None and addr.startswith("127.0.0.1:") and not addr.endswith(":0")
+        assert runtime.start_fields["grpc_addr"] == addr
+    finally:
+        runtime.transport.close()
+    plain = build(NodeSpec(name="namesrv-0", role="namesrv"))
+    try:
+        assert plain.transport.grpc_address is None and "grpc_addr" not in plain.start_fields
+    finally:
+        plain.transport.close()

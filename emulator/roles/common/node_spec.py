@@ -63,7 +63,7 @@ class NodeSpec:
     min_request_timeout_wall_ms: float = DEFAULT_MIN_REQUEST_TIMEOUT_WALL_MS
     port: int = 0  # 0: any free port; a restarted node gets its old one so routes stay valid
     remoting: str | None = None  # "HOST:PORT" of the remoting port for real clients (port 0: any); None: off
-    grpc: str | None = None  # a proxy's "HOST:PORT" gRPC port for RocketMQ 5 clients (port 0: any); None: off
+    grpc: str | None = None  # "HOST:PORT" of the gRPC port for RocketMQ 5 clients (a proxy's; port 0: any); None: off
     control: str | None = None  # the launcher's control endpoint; None in unit tests
     store_dir: str | None = None
     events: str | None = None
@@ -92,10 +92,9 @@ class NodeSpec:
         for key in ("seed", "port"):
             if isinstance(getattr(self, key), bool) or not isinstance(getattr(self, key), int):
                 problems.append(f"{key}: expected an integer, got {getattr(self, key)!r}")
-        if self.remoting is not None and remoting_host_port(self.remoting) is None:
-            problems.append(f"remoting: expected HOST:PORT with a port in 0..65535, got {self.remoting!r}")
-        if self.grpc is not None and remoting_host_port(self.grpc) is None:
-            problems.append(f"grpc: expected HOST:PORT with a port in 0..65535, got {self.grpc!r}")
+        for key in ("remoting", "grpc"):
+            if getattr(self, key) is not None and remoting_host_port(getattr(self, key)) is None:
+                problems.append(f"{key}: expected HOST:PORT with a port in 0..65535, got {getattr(self, key)!r}")
         if problems:
             raise ValueError("node spec: " + "; ".join(problems))
         object.__setattr__(self, "scale", float(self.scale))

@@ -87,7 +87,7 @@ class Proxy(Role):
     @classmethod
     def from_spec(cls, spec: NodeSpec, addr: str, read_store: Callable[[str], str | None]) -> "Proxy":
         return cls(spec.name, addr, ProxyConfig.from_dict(dict(spec.config)), list(spec.namesrv_addrs),
-                   list(spec.namesrv_names) or None, grpc_addr=getattr(spec, "grpc", None), seed=spec.seed)
+                   list(spec.namesrv_names) or None, grpc_addr=spec.grpc, seed=spec.seed)
 
     def next_index(self) -> int:
         self._index = (self._index + 1) % 2**31
