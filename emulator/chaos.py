@@ -32,6 +32,7 @@ from rmqemu.emulator.launcher.launcher import Launcher
 from rmqemu.emulator.launcher.run_events import read_events
 from rmqemu.emulator.launcher.topology import Topology
 from rmqemu.emulator.launcher.topology_load import load_topology, parse_topology
+from rmqemu.emulator.launcher.topology_proxy import endpoints as proxy_endpoints
 from rmqemu.errors import ClusterError, SpecError
 from rmqemu.faults.launch_glue import check_topology_faults
 from rmqemu.faults.supervisor_verbs import VerbServer
@@ -119,6 +120,12 @@ class Cluster:
         takes as ``namesrvAddr`` (docs/real-clients.md); None when the topology's ``remoting:`` is off
         (or before :meth:`start`). A restarted namesrv keeps its port, so the string stays valid."""
         return namesrv_addr(self.launcher)
+
+    @property
+    def endpoints(self) -> str | None:
+        """``HOST:PORT;HOST:PORT``: the proxies' gRPC addresses, what a RocketMQ 5 client takes as
+        its endpoints (docs/real-clients.md); None without ``proxies:``. A restarted proxy keeps its port."""
+        return proxy_endpoints(self.launcher)
 
     @property
     def started_ms(self) -> float:
