@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rmqemu import event_kinds_delay as delay_kinds
 from rmqemu import event_kinds_dledger as dledger_kinds
+from rmqemu import event_kinds_pop as pop_kinds
 from rmqemu import event_kinds_tx as tx_kinds
 from rmqemu import event_order
 from rmqemu.event_types import (
@@ -322,4 +323,4 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
 ))
 
 SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION,
-                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, FAULTS)
+                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, pop_kinds.POP, FAULTS)
