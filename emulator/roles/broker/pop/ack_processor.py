@@ -71,14 +71,15 @@ class AckProcessor:
             remark = None if renew else f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{lo}~{hi}"
             raise Refused(R.NO_MESSAGE, remark, "no_message")
 
-    def _event(self, kind: str, group: str, topic: str, queue_id: int, offset: int, result: str, code: int,
-               fifo: bool, **extra: Any) -> Emit:
+    def _fields(self, group: str, topic: str, queue_id: int, offset: int, result: str, code: int,
+                fifo: bool, **extra: Any) -> dict[str, Any]:
+        """The fields of a ``pop.ack`` or ``pop.change_invisible`` line."""
         queue = self.broker.store.queues.get((topic, queue_id), [])
         record = queue[offset] if 0 <= offset < len(queue) and LOST not in queue[offset] else None
-        return Emit(kind, {"msg_id": msg_id_of(record) if record else None, "group": group,
-                           "topic": keys.normal_topic(topic, group), "broker": self.broker.cfg.brokerName,
-                           "queue_id": queue_id, "offset": offset, "retry": topic.startswith(keys.RETRY_PREFIX),
-                           "result": result, "code": code, "fifo": fifo, **extra})
+        return {"msg_id": msg_id_of(record) if record else None, "group": group,
+                "topic": keys.normal_topic(topic, group), "broker": self.broker.cfg.brokerName,
+                "queue_id": queue_id, "offset": offset, "retry": topic.startswith(keys.RETRY_PREFIX),
+                "result": result, "code": int(code), "fifo": fifo, **extra}
 
     # ------------------------------------------------------------------ ACK_MESSAGE
 
@@ -93,26 +94,25 @@ class AckProcessor:
             rqid = keys.revive_qid(parts)
             start = keys.ck_queue_offset(parts)
             pop_time = keys.pop_time(parts)
-            keys.invisible_time(parts)
+            invisible = keys.invisible_time(parts)
             fifo = rqid == keys.POP_ORDER_REVIVE_QUEUE
             if fifo:
                 actions += self._ack_orderly(msg, group, topic, queue_id, offset, pop_time, now)
                 result = "ok"
             else:
                 ok, acts = self.pop.revive_log.put_ack(Ack(topic, group, queue_id, start, offset, pop_time,
-                                                           broker_name), rqid, now)
+                                                           broker_name), invisible, rqid, now)
                 actions += acts  # 5.x logs a failed put and answers SUCCESS all the same
                 result = "ok" if ok else "slave" if self.broker.is_slave else "not_written"
         except keys.ExtraInfoError as exc:
-            return [self._event("pop.ack", group, topic, queue_id, offset, "malformed", R.SYSTEM_ERROR, fifo,
-                                error=str(exc)),
-                    Reply(msg.channel, msg.frame.response(R.SYSTEM_ERROR, str(exc)))]
+            line = self._fields(group, topic, queue_id, offset, "malformed", R.SYSTEM_ERROR, fifo, error=str(exc))
+            return [Emit("pop.ack", line), Reply(msg.channel, msg.frame.response(R.SYSTEM_ERROR, str(exc)))]
         except Refused as r:
-            return [self._event("pop.ack", group, topic, queue_id, offset, r.cause, r.code, fifo,
-                                **({"error": r.remark} if r.remark else {})),
-                    Reply(msg.channel, msg.frame.response(r.code, r.remark))]
-        return [*actions, self._event("pop.ack", group, topic, queue_id, offset, result, R.SUCCESS, fifo),
-                Reply(msg.channel, msg.frame.response(R.SUCCESS))]
+            line = self._fields(group, topic, queue_id, offset, r.cause, r.code, fifo,
+                                **({"error": r.remark} if r.remark else {}))
+            return [Emit("pop.ack", line), Reply(msg.channel, msg.frame.response(r.code, r.remark))]
+        line = self._fields(group, topic, queue_id, offset, result, R.SUCCESS, fifo)
+        return [*actions, Emit("pop.ack", line), Reply(msg.channel, msg.frame.response(R.SUCCESS))]
 
     def _ack_orderly(self, msg: Inbound, group: str, topic: str, queue_id: int, offset: int, pop_time: int,
                      now: Now) -> list[Action]:
@@ -151,16 +151,18 @@ class AckProcessor:
             else:
                 fields, actions = self._renew(group, topic, queue_id, offset, invisible, parts, rqid, now)
         except keys.ExtraInfoError as exc:
-            return [self._event("pop.change_invisible", group, topic, queue_id, offset, "malformed", R.SYSTEM_ERROR,
-                                fifo, invisible_ms=invisible, error=str(exc)),
+            line = self._fields(group, topic, queue_id, offset, "malformed", R.SYSTEM_ERROR, fifo,
+                                invisible_ms=invisible, error=str(exc))
+            return [Emit("pop.change_invisible", line),
                     Reply(msg.channel, msg.frame.response(R.SYSTEM_ERROR, str(exc)))]
         except Refused as r:
             zero = {"popTime": 0, "invisibleTime": 0, "reviveQid": 0}  # the header's primitive defaults
-            return [self._event("pop.change_invisible", group, topic, queue_id, offset, r.cause, r.code, fifo,
-                                invisible_ms=invisible, **({"error": r.remark} if r.remark else {})),
-                    Reply(msg.channel, msg.frame.response(r.code, r.remark, zero))]
-        return [*actions, self._event("pop.change_invisible", group, topic, queue_id, offset, "ok", R.SUCCESS, fifo,
-                                      invisible_ms=invisible, pop_time=int(fields["popTime"])),
+            line = self._fields(group, topic, queue_id, offset, r.cause, r.code, fifo, invisible_ms=invisible,
+                                **({"error": r.remark} if r.remark else {}))
+            return [Emit("pop.change_invisible", line), Reply(msg.channel, msg.frame.response(r.code, r.remark, zero))]
+        line = self._fields(group, topic, queue_id, offset, "ok", R.SUCCESS, fifo, invisible_ms=invisible,
+                            pop_time=int(fields["popTime"]))
+        return [*actions, Emit("pop.change_invisible", line),
                 Reply(msg.channel, msg.frame.response(R.SUCCESS, None, fields))]
 
     def _renew(self, group: str, topic: str, queue_id: int, offset: int, invisible: int, parts: list[str],
@@ -168,13 +170,13 @@ class AckProcessor:
         """``appendCheckPointThenAckOrigin``: the new checkpoint first, then the old lease's ack."""
         broker_name = keys.broker_name(parts)
         old = Ack(topic, group, queue_id, keys.ck_queue_offset(parts), offset, keys.pop_time(parts), broker_name)
-        keys.invisible_time(parts)
+        old_invisible = keys.invisible_time(parts)
         pop_time = int(now.wall_ms)
         ck = CheckPoint(topic, group, queue_id, offset, pop_time, invisible, broker_name, [0])
         ok, actions = self.pop.revive_log.put_ck(ck, rqid, now)
         if not ok:
             raise Refused(R.SYSTEM_ERROR, None, "slave" if self.broker.is_slave else "not_written")
-        _, acts = self.pop.revive_log.put_ack(old, rqid, now)
+        _, acts = self.pop.revive_log.put_ack(old, old_invisible, rqid, now)
         return {"popTime": pop_time, "invisibleTime": invisible, "reviveQid": rqid}, actions + acts
 
     def _renew_orderly(self, group: str, topic: str, queue_id: int, offset: int, invisible: int, parts: list[str],

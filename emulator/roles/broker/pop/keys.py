@@ -20,6 +20,7 @@ ACK_TIME_INTERVAL = 1000  # PopAckConstants.ackTimeInterval
 SECOND = 1000
 POP_CK = "POP_CK"
 FIRST_POP_TIME = "1ST_POP_TIME"
+DELIVER_MS = "POP_DELIVER_MS"  # a revive record's delivery time (5.x's timer message deliverTimeMs)
 NORMAL_MARK, RETRY_MARK = "0", "1"
 INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
 

@@ -6,7 +6,9 @@ from the start offset. An ack writes an ack record (tag ``ack``) naming the chec
 queue, start offset, pop time, broker) and the acked offset. Both are ordinary messages in
 ``rmq_sys_REVIVE_LOG_<cluster>`` (queue = the revive queue id), stored through ``broker.put_record``,
 so a restart's replay of the commit log, HA replication and DLedger carry them as they carry any
-message. Bodies are JSON with 5.x's short field names.
+message. Bodies are JSON with 5.x's short field names. 5.x hands both to its timer store, which lets
+them into the revive queue only at their delivery time; rmqemu stores them at once with that time in
+``POP_DELIVER_MS``, and the revive service reads them in its order (revive.py).
 """
 
 from __future__ import annotations
@@ -123,15 +125,18 @@ class ReviveLog:
         return [(self.topic, q) for q in range(self.queue_nums)]
 
     def put_ck(self, ck: CheckPoint, revive_qid: int, now: Now) -> tuple[bool, list[Action]]:
+        """``buildCkMsg``: due in the revive queue a second before the lease ends."""
         uniq = f"{ck.topic}@{ck.queue_id}@{ck.start_offset}@{ck.group}@{ck.pop_time}@{ck.broker_name}@{keys.CK_TAG}"
-        return self._put(revive_qid, ck.to_json(), keys.CK_TAG, uniq, now)
+        return self._put(revive_qid, ck.to_json(), keys.CK_TAG, uniq, ck.revive_time - keys.ACK_TIME_INTERVAL, now)
 
-    def put_ack(self, ack: Ack, revive_qid: int, now: Now) -> tuple[bool, list[Action]]:
+    def put_ack(self, ack: Ack, invisible_time: int, revive_qid: int, now: Now) -> tuple[bool, list[Action]]:
+        """An ack record, due when the lease it acks would have ended (``popTime + invisibleTime``)."""
         uniq = (f"{ack.topic}@{ack.queue_id}@{ack.ack_offset}@{ack.group}@{ack.pop_time}@{ack.broker_name}"
                 f"@{keys.ACK_TAG}")
-        return self._put(revive_qid, ack.to_json(), keys.ACK_TAG, uniq, now)
+        return self._put(revive_qid, ack.to_json(), keys.ACK_TAG, uniq, ack.pop_time + invisible_time, now)
 
-    def _put(self, revive_qid: int, body: str, tag: str, uniq: str, now: Now) -> tuple[bool, list[Action]]:
+    def _put(self, revive_qid: int, body: str, tag: str, uniq: str, deliver_ms: int,
+             now: Now) -> tuple[bool, list[Action]]:
         """The store's put (a slave's store refuses it, as a DLedger follower's log does). A revive
         queue outside ``0..reviveQueueNum-1`` (only a forged handle names one) is not written: no
         revive service would ever read it."""
@@ -140,7 +145,8 @@ class ReviveLog:
             return False, []
         _, actions, created = b.topics.create_in_send_message_back_method(
             self.topic, self.queue_nums, Perm.READ | Perm.WRITE, 0, now.wall_ms)
-        stored, acts, _ = b.put_record(self.topic, revive_qid, body.encode(), {"TAGS": tag, "UNIQ_KEY": uniq}, now,
+        props = {"TAGS": tag, "UNIQ_KEY": uniq, keys.DELIVER_MS: str(deliver_ms)}
+        stored, acts, _ = b.put_record(self.topic, revive_qid, body.encode(), props, now,
                                        born_timestamp=int(now.wall_ms), born_host=b.store.store_host)
         actions = [*actions, *acts]
         if stored is not None:

@@ -9,11 +9,12 @@ topic ``%RETRY%<group>_<topic>`` (queue 0, made on first use) with ``reconsumeTi
 ``1ST_POP_TIME``; a put that fails writes the checkpoint again for that one message (``rePutCK``).
 The offset then moves past every record up to the first checkpoint not yet done.
 
-5.x writes checkpoints and acks as timer messages that reach the revive queue at their revive time,
-so its queue is in time order and a pass stops at the first checkpoint not yet due. rmqemu writes
-them at once: a pass looks at every checkpoint and revives each one that is due, and the offset
-waits for the oldest that is not (done ones above it are kept in memory, and revived again after a
-restart: a duplicate, never a loss).
+5.x writes checkpoints and acks as timer messages that reach the revive queue at their delivery time
+(a checkpoint a second before its revive time, an ack at the end of the lease it acks), so its queue
+is in time order and a pass stops at the first checkpoint not yet due. rmqemu writes them at once
+with that time (``POP_DELIVER_MS``): a pass reads the records whose time has come in that order,
+revives every checkpoint that is due, and the offset waits for the oldest that is not (done ones
+above it are kept in memory, and revived again after a restart: a duplicate, never a loss).
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 
 TIMER = "pop_revive"
 CK_REWRITE_INTERVALS_S = (10, 20, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+
+
+def deliver_ms(record: dict[str, Any]) -> int:
+    """When 5.x's timer would let the record into the revive queue."""
+    text = str((record.get("properties") or {}).get(keys.DELIVER_MS, "0"))
+    return int(text) if text.lstrip("-").isdigit() and len(text) < 25 else 0
 
 
 def record_text(record: dict[str, Any]) -> str:
@@ -67,9 +74,8 @@ class ReviveService:
         records = b.store.queues.get((topic, q), [])[committed + 1:]
         done = self.done.setdefault(q, set())
         cks: dict[str, CheckPoint] = {}
-        for r in records:
-            if LOST in r or int(r["queueOffset"]) in done:
-                continue
+        for r in sorted((r for r in records if LOST not in r and int(r["queueOffset"]) not in done
+                         and deliver_ms(r) <= now.wall_ms), key=lambda r: (deliver_ms(r), int(r["queueOffset"]))):
             tag = (r.get("properties") or {}).get("TAGS")
             if tag == keys.CK_TAG:
                 ck = CheckPoint.from_json(record_text(r))
