@@ -45,7 +45,9 @@ POP = Section("POP consumption (RocketMQ 5)", (
          )),
     Kind("pop.ack", "broker", "ACK_MESSAGE (200051) was answered", _ANSWER + (
         Field("result", STR, "`ok` (the ack record is written, or a FIFO offset marked done), `stale` (a FIFO "
-              "offset below the pop offset, or of an older pop: SUCCESS, nothing done), `slave` or `not_written` "
+              "offset below the pop offset, or of an older pop: SUCCESS, nothing done), `no_order_info` (a FIFO "
+              "ack the broker had no order info for, lost in a kill: as 5.x, the pop offset moves to the offset "
+              "after it, skipping any earlier un-acked message of that pop), `slave` or `not_written` "
               "(SUCCESS, but no ack record: a slave's store, or a revive queue no service reads), `malformed` "
               "(an `extraInfo` 5.x cannot read: SYSTEM_ERROR), `topic_not_exist`, `illegal_queue` "
               "(MESSAGE_ILLEGAL), `no_message` (the offset is outside the queue: NO_MESSAGE), `not_out` "
@@ -54,7 +56,8 @@ POP = Section("POP consumption (RocketMQ 5)", (
     Kind("pop.change_invisible", "broker", "CHANGE_INVISIBLE_TIME (200053) was answered: a lease renewed for "
          "`invisible_ms` from now (a new handle), or refused", _ANSWER + (
              Field("result", STR, "`ok`, or the causes of `pop.ack` (`slave`, `not_written`: the new "
-                   "checkpoint could not be written, SYSTEM_ERROR)", required=True),
+                   "checkpoint could not be written, SYSTEM_ERROR, or `stale`: a FIFO renewal of an offset below the "
+                   "pop offset or of another pop, SUCCESS but nothing renewed)", required=True),
              Field("invisible_ms", LONG, "the requested invisible time", required=True),
              Field("pop_time", LONG, "`ok`: the new handle's pop time"),
          )),
@@ -71,5 +74,7 @@ POP = Section("POP consumption (RocketMQ 5)", (
              Field("attempt", INT, "the delivery attempt of the next delivery", required=True, nullable=True),
              Field("pop_time", LONG, "the pop time of the lease that ran out (null for FIFO)", required=True,
                    nullable=True),
+             Field("invisible_ms", LONG, "the invisible time of the lease that ran out (null for FIFO)",
+                   required=True, nullable=True),
          )),
 ))

@@ -199,3 +199,18 @@ def test_checkpoint_records_read_back_as_written():
     ck = CheckPoint("T", "g", 1, 5, 7, 9, "b", [0, 2], 1)
     back = CheckPoint.from_json(ck.to_json())
     assert back is not None and back.offsets() == [5, 7] and back.bits == 1 and back.revive_time == 16
+
+
+def test_a_kill_before_the_order_info_flush_lets_a_later_ack_skip_the_batch_as_5x_does():
+    """5.x's ``commitAndNext`` answers an ack it has no order info for with the next offset."""
+    store, time = FakeStore(), FakeTime()
+    d = broker(store=store, time=time)
+    create_topic(d, queues=1)
+    put(d, "a0")
+    put(d, "a1")
+    _, msgs = pop(d, queue_id=0, max_nums=2, order=True, invisible=60000)
+    d2 = broker(store=store, time=time)  # killed: neither the order info nor the pop offset was flushed
+    assert ack(d2, msgs[1]).code == R.SUCCESS
+    assert d2.events("pop.ack")[-1]["result"] == "no_order_info"
+    assert d2.role.offsets.query_offset(GROUP, TOPIC, 0) == 2  # a0 is skipped, never acked
+    assert pop(d2, queue_id=0, order=True)[1] == []

@@ -37,9 +37,11 @@ if TYPE_CHECKING:
 class Refused(Exception):
     """An answer other than SUCCESS, with the cause the event names."""
 
-    def __init__(self, code: int, remark: str | None, cause: str) -> None:
+    def __init__(self, code: int, remark: str | None, cause: str, actions: list[Action] | None = None,
+                 fields: dict[str, Any] | None = None) -> None:
         super().__init__(remark)
-        self.code, self.remark, self.cause = code, remark, cause
+        self.code, self.remark, self.cause, self.actions = code, remark, cause, actions or []
+        self.fields = fields  # a renewal's answer header, when 5.x fills one
 
 
 class AckProcessor:
@@ -110,7 +112,7 @@ class AckProcessor:
         except Refused as r:
             line = self._fields(group, topic, queue_id, offset, r.cause, r.code, fifo,
                                 **({"error": r.remark} if r.remark else {}))
-            return [Emit("pop.ack", line), Reply(msg.channel, msg.frame.response(r.code, r.remark))]
+            return [*r.actions, Emit("pop.ack", line), Reply(msg.channel, msg.frame.response(r.code, r.remark))]
         line = self._fields(group, topic, queue_id, offset, result, R.SUCCESS, fifo)
         return [*actions, Emit("pop.ack", line), Reply(msg.channel, msg.frame.response(R.SUCCESS))]
 
@@ -121,6 +123,7 @@ class AckProcessor:
         old = b.offsets.query_offset(group, topic, queue_id)
         if offset < old:
             raise Refused(R.SUCCESS, None, "stale")
+        known = self.pop.order_info.out(topic, group, queue_id) is not None
         nxt = self.pop.order_info.commit_and_next(topic, group, queue_id, offset, pop_time)
         if nxt == -1:
             raise Refused(R.MESSAGE_ILLEGAL, f"offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, "
@@ -133,6 +136,8 @@ class AckProcessor:
         info = self.pop.order_info.out(topic, group, queue_id)
         if info is None or not info.need_block(None, 0, int(now.wall_ms)):
             actions += self.pop.popper.notify_key(topic, queue_id, group, now)
+        if not known:
+            raise Refused(R.SUCCESS, None, "no_order_info", actions)
         return actions
 
     # ------------------------------------------------------------------ CHANGE_INVISIBLE_TIME
@@ -159,7 +164,8 @@ class AckProcessor:
             zero = {"popTime": 0, "invisibleTime": 0, "reviveQid": 0}  # the header's primitive defaults
             line = self._fields(group, topic, queue_id, offset, r.cause, r.code, fifo, invisible_ms=invisible,
                                 **({"error": r.remark} if r.remark else {}))
-            return [Emit("pop.change_invisible", line), Reply(msg.channel, msg.frame.response(r.code, r.remark, zero))]
+            return [Emit("pop.change_invisible", line),
+                    Reply(msg.channel, msg.frame.response(r.code, r.remark, r.fields or zero))]
         line = self._fields(group, topic, queue_id, offset, "ok", R.SUCCESS, fifo, invisible_ms=invisible,
                             pop_time=int(fields["popTime"]))
         return [*actions, Emit("pop.change_invisible", line),
@@ -186,6 +192,7 @@ class AckProcessor:
         if offset < self.broker.offsets.query_offset(group, topic, queue_id):
             raise Refused(R.SUCCESS, None, "stale")
         visible = int(now.wall_ms) + invisible
-        self.pop.order_info.update_next_visible_time(topic, group, queue_id, offset, pop_time, visible)
-        return {"popTime": pop_time, "invisibleTime": visible - pop_time,
-                "reviveQid": keys.POP_ORDER_REVIVE_QUEUE}, []
+        fields = {"popTime": pop_time, "invisibleTime": visible - pop_time, "reviveQid": keys.POP_ORDER_REVIVE_QUEUE}
+        if not self.pop.order_info.update_next_visible_time(topic, group, queue_id, offset, pop_time, visible):
+            raise Refused(R.SUCCESS, None, "stale", fields=fields)
+        return fields, []

@@ -99,7 +99,9 @@ class OrderInfoManager:
         return self.table.get((topic, group, queue_id))
 
     def commit_and_next(self, topic: str, group: str, queue_id: int, offset: int, pop_time: int) -> int:
-        """``commitAndNext``: mark ``offset`` acked; the new pop offset, -1 illegal, -2 nothing to commit."""
+        """``commitAndNext``: mark ``offset`` acked; the new pop offset, -1 illegal, -2 nothing to commit.
+        With no order info for the queue (a broker killed before its 10 s flush) 5.x answers the offset
+        after the acked one: un-acked offsets before it in the lost batch are skipped."""
         info = self.table.get((topic, group, queue_id))
         if info is None:
             return offset + 1
@@ -114,12 +116,15 @@ class OrderInfoManager:
         return info.next_offset()
 
     def update_next_visible_time(self, topic: str, group: str, queue_id: int, offset: int, pop_time: int,
-                                 next_visible: int) -> None:
+                                 next_visible: int) -> bool:
+        """False when there is nothing to renew (no order info, or another pop's time): 5.x logs it and
+        answers SUCCESS all the same."""
         info = self.table.get((topic, group, queue_id))
         if info is None or pop_time != info.pop_time:
-            return
+            return False
         info.next_visible[offset] = next_visible
         self.dirty = True
+        return True
 
     def load(self, read_store: Callable[[str], str | None]) -> None:
         text = read_store(ORDER_INFO_JSON)

@@ -73,7 +73,7 @@ class ReviveService:
         committed = b.offsets.query_offset(keys.REVIVE_GROUP, topic, q)
         records = b.store.queues.get((topic, q), [])[committed + 1:]
         done = self.done.setdefault(q, set())
-        cks: dict[str, CheckPoint] = {}
+        cks: dict[str, list[CheckPoint]] = {}
         for r in sorted((r for r in records if LOST not in r and int(r["queueOffset"]) not in done
                          and deliver_ms(r) <= now.wall_ms), key=lambda r: (deliver_ms(r), int(r["queueOffset"]))):
             tag = (r.get("properties") or {}).get("TAGS")
@@ -83,17 +83,16 @@ class ReviveService:
                     done.add(int(r["queueOffset"]))
                     continue
                 ck.revive_offset = int(r["queueOffset"])
-                old = cks.get(ck.merge_key)
-                if old is not None:  # 5.x's map keeps the later one
-                    done.add(old.revive_offset)
-                cks[ck.merge_key] = ck
+                cks.setdefault(ck.merge_key, []).append(ck)
             elif tag == keys.ACK_TAG:
                 ack = Ack.from_json(record_text(r), b.cfg.brokerName)
-                point = cks.get(ack.merge_key) if ack is not None else None
-                if point is not None and ack is not None and point.index_of(ack.ack_offset) > -1:
-                    point.bits |= 1 << point.index_of(ack.ack_offset)
+                same = cks.get(ack.merge_key, []) if ack is not None else []
+                # 5.x's map keeps the later of two checkpoints with one key (a renewal in the pop's
+                # own millisecond); the ack belongs to the one whose lease ends when the ack is due
+                if ack is not None:
+                    self._apply(ack, [c for c in same if c.revive_time == deliver_ms(r)] or same[-1:])
         actions: list[Action] = []
-        for ck in sorted(cks.values(), key=lambda c: c.revive_offset):
+        for ck in sorted((c for same in cks.values() for c in same), key=lambda c: c.revive_offset):
             if now.wall_ms - ck.revive_time <= keys.ACK_TIME_INTERVAL + keys.SECOND:
                 continue
             normal = keys.normal_topic(ck.topic, ck.group)
@@ -112,6 +111,15 @@ class ReviveService:
             b.offsets.commit_offset(keys.REVIVE_GROUP, topic, q, new)
             self.done[q] = {o for o in done if o > new}
         return actions
+
+    @staticmethod
+    def _apply(ack: Ack, candidates: list[CheckPoint]) -> None:
+        """Set the acked message's bit in the first of ``candidates`` that has it still clear."""
+        for ck in candidates:
+            index = ck.index_of(ack.ack_offset)
+            if index > -1 and not ck.bits >> index & 1:
+                ck.bits |= 1 << index
+                return
 
     def _revive_ck(self, ck: CheckPoint, q: int, now: Now) -> list[Action]:
         """``reviveMsgFromCk``: every message of the checkpoint no ack named."""
@@ -172,7 +180,7 @@ class ReviveService:
             "topic": keys.normal_topic(ck.topic, ck.group), "broker": self.broker.cfg.brokerName,
             "queue_id": ck.queue_id, "queue_offset": offset, "retry": ck.topic.startswith(keys.RETRY_PREFIX),
             "result": result, "retry_topic": target, "attempt": attempt or None, "pop_time": ck.pop_time,
-            "fifo": False})
+            "invisible_ms": ck.invisible_time, "fifo": False})
 
     def fifo_event(self, record: dict[str, Any], group: str, attempt: int) -> Emit:
         """A FIFO lease that ran out: its message is handed out again by this pop (no retry topic)."""
@@ -180,4 +188,4 @@ class ReviveService:
             "msg_id": msg_id_of(record), "group": group, "topic": str(record["topic"]),
             "broker": self.broker.cfg.brokerName, "queue_id": int(record["queueId"]),
             "queue_offset": int(record["queueOffset"]), "retry": False, "result": "redelivered",
-            "retry_topic": None, "attempt": attempt, "pop_time": None, "fifo": True})
+            "retry_topic": None, "attempt": attempt, "pop_time": None, "invisible_ms": None, "fifo": True})

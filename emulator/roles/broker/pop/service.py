@@ -2,7 +2,8 @@
 their timers and what a restart reads back (docs/rocketmq-model.md §10.2, §10.3).
 
 Timers (cluster ms): ``pop_revive`` every ``reviveInterval`` (the revive pass, masters only);
-``pop_order_flush`` every ``flushConsumerOffsetInterval`` (``config/consumerOrderInfo.json``);
+``pop_order_flush`` every 10 s after 10 s, as 5.x's BrokerController persists
+``config/consumerOrderInfo.json`` (and at a graceful stop);
 ``pop_hold:<n>`` one per held POP.
 """
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 FLUSH_TIMER = "pop_order_flush"
 TIMERS = (REVIVE_TIMER, FLUSH_TIMER)
+ORDER_FLUSH_MS = 10000
 
 
 class PopService:
@@ -48,8 +50,7 @@ class PopService:
         """Load the order info, run the revive pass and the order-info flush (every broker: a pass
         on a slave does nothing, so a DLedger member that becomes master needs no restart of it)."""
         self.order_info.load(self.broker.read_store)
-        period = self.broker.cfg.flushConsumerOffsetInterval
-        return [*self.revive.start(), Cancel(FLUSH_TIMER), Every(FLUSH_TIMER, period, period)]
+        return [*self.revive.start(), Cancel(FLUSH_TIMER), Every(FLUSH_TIMER, ORDER_FLUSH_MS, ORDER_FLUSH_MS)]
 
     def stop(self) -> list[Action]:
         return [self.order_info.persist()] if self.order_info.dirty else []
