@@ -69,7 +69,8 @@ POP = Section("POP consumption (RocketMQ 5)", (
              Field("queue_offset", LONG, "the leased message's offset in its queue", required=True),
              Field("result", STR, "`retry` (a copy is in `retry_topic`), `redelivered` (FIFO: the same offset "
                    "handed out again), `missing` (no message at that offset: nothing to put back), `put_failed` "
-                   "(the copy could not be stored: the checkpoint is written again for later)", required=True),
+                   "(the copy could not be stored: the checkpoint is written again for later), `illegal_topic` "
+                   "(the group's name makes a retry topic name no store file can carry: dropped)", required=True),
              Field("retry_topic", STR, "where the copy went", required=True, nullable=True),
              Field("attempt", INT, "the delivery attempt of the next delivery", required=True, nullable=True),
              Field("pop_time", LONG, "the pop time of the lease that ran out (null for FIFO)", required=True,

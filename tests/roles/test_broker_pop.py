@@ -289,3 +289,16 @@ def test_bodies_and_properties_come_back_unchanged_through_pop_and_revive(body, 
     d.advance(5000 + REVIVE_LAG)
     _, (again,) = pop(d, invisible=5000)
     assert body_of(again) == body_of(sent) and all(again["properties"].get(k) == v for k, v in props.items())
+
+
+@settings(max_examples=30, deadline=None)
+@given(group=text(min_size=1, max_size=20))
+def test_any_group_name_pops_and_revives_without_harm(group):
+    d = fresh()
+    put(d, "u1")
+    resp, msgs = pop(d, group=group, invisible=1000)
+    assert resp.code == R.SUCCESS and [uniq(m) for m in msgs] == ["u1"]
+    d.advance(1000 + REVIVE_LAG)
+    (revive,) = d.events("pop.revive")
+    assert revive["result"] == ("retry" if keys.legal_name(keys.retry_topic(TOPIC, group)) else "illegal_topic")
+    assert all(".." not in path.split("/") for path in d.store.files)

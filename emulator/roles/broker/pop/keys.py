@@ -11,6 +11,8 @@ IllegalArgumentException, answered SYSTEM_ERROR) instead of guessing.
 
 from __future__ import annotations
 
+import re
+
 RETRY_PREFIX = "%RETRY%"
 POP_ORDER_REVIVE_QUEUE = 999  # KeyBuilder: the revive queue id a FIFO (order) pop names
 REVIVE_GROUP = "CID_RMQ_SYS_REVIVE_GROUP"  # owns the revive queues' offsets
@@ -23,6 +25,15 @@ FIRST_POP_TIME = "1ST_POP_TIME"
 DELIVER_MS = "POP_DELIVER_MS"  # a revive record's delivery time (5.x's timer message deliverTimeMs)
 NORMAL_MARK, RETRY_MARK = "0", "1"
 INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
+
+
+_LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")  # TopicValidator's characters
+
+
+def legal_name(name: str) -> bool:
+    """A retry topic the store can keep: a group from a POP header is any text, and the name becomes
+    a queue file's directory."""
+    return bool(_LEGAL.fullmatch(name))
 
 
 class ExtraInfoError(ValueError):

@@ -142,6 +142,8 @@ class ReviveService:
         """``reviveRetry``: the message into the retry topic, ``reconsumeTimes + 1``."""
         b = self.broker
         target = ck.topic if ck.topic.startswith(keys.RETRY_PREFIX) else keys.retry_topic(ck.topic, ck.group)
+        if not keys.legal_name(target):  # rmqemu's own guard (5.x would make the topic): dropped
+            return True, [self._event(ck, int(record["queueOffset"]), record, "illegal_topic", target, 0)]
         _, actions, created = b.topics.create_in_send_message_back_method(target, 1, Perm.READ | Perm.WRITE, 0,
                                                                           now.wall_ms)
         if created and b.offsets.query_offset(ck.group, target, 0) < 0:  # initPopRetryOffset
