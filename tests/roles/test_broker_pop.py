@@ -302,3 +302,12 @@ def test_any_group_name_pops_and_revives_without_harm(group):
     (revive,) = d.events("pop.revive")
     assert revive["result"] == ("retry" if keys.legal_name(keys.retry_topic(TOPIC, group)) else "illegal_topic")
     assert all(".." not in path.split("/") for path in d.store.files)
+
+
+def test_numbers_java_cannot_decode_fail_the_header():
+    d = fresh()
+    put(d, "u1")
+    assert pop(d, invisible=2**63)[0].code == R.SYSTEM_ERROR
+    assert pop(d, queue_id=2**31)[0].code == R.SYSTEM_ERROR
+    _, (m,) = pop(d)
+    assert ack(d, m, offset=-2**64).code == R.SYSTEM_ERROR

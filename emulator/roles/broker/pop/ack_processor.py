@@ -53,10 +53,10 @@ class AckProcessor:
         f = msg.frame
         group = h_str(f, "consumerGroup", required=True) or ""
         topic = h_str(f, "topic", required=True) or ""
-        queue_id = h_int(f, "queueId", required=True) or 0
+        queue_id = keys.java_range(h_int(f, "queueId", required=True), "queueId", keys.INT_MAX)
         extra = h_str(f, "extraInfo", required=True) or ""
-        offset = h_int(f, "offset", required=True) or 0
-        invisible = h_int(f, "invisibleTime", required=True) if renew else None
+        offset = keys.java_range(h_int(f, "offset", required=True), "offset")
+        invisible = keys.java_range(h_int(f, "invisibleTime", required=True), "invisibleTime") if renew else None
         return group, topic, queue_id, extra, offset, invisible
 
     def _check(self, msg: Inbound, topic: str, queue_id: int, offset: int, renew: bool) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from rmqemu.emulator.roles.common.server_dispatch import HeaderError
+
 RETRY_PREFIX = "%RETRY%"
 POP_ORDER_REVIVE_QUEUE = 999  # KeyBuilder: the revive queue id a FIFO (order) pop names
 REVIVE_GROUP = "CID_RMQ_SYS_REVIVE_GROUP"  # owns the revive queues' offsets
@@ -38,6 +40,13 @@ def legal_name(name: str) -> bool:
 
 class ExtraInfoError(ValueError):
     """An ``extraInfo`` 5.x fails to read; the text is what the Java exception would say."""
+
+
+def java_range(value: int | None, name: str, limit: int = LONG_MAX) -> int:
+    """A header field Java decodes as an int or a long: out of range, the decode fails (SYSTEM_ERROR)."""
+    if value is None or not -limit - 1 <= value <= limit:
+        raise HeaderError(f"the custom field <{name}> is not a {'long' if limit == LONG_MAX else 'int'}: {value}")
+    return value
 
 
 def revive_topic(cluster: str) -> str:

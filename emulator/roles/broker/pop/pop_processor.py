@@ -97,12 +97,12 @@ class PopProcessor:
             f.fields["bornTime"] = int(now.wall_ms)
         group = h_str(f, "consumerGroup", required=True) or ""
         topic = h_str(f, "topic", required=True) or ""
-        queue_id = max(-1, h_int(f, "queueId", required=True) or 0)  # getQueueId: any negative is -1
-        max_nums = h_int(f, "maxMsgNums", required=True) or 0
-        invisible = h_int(f, "invisibleTime", required=True) or 0
-        poll_time = h_int(f, "pollTime", required=True) or 0
-        born = h_int(f, "bornTime", required=True) or 0
-        init_mode = h_int(f, "initMode", required=True) or 0
+        queue_id = max(-1, keys.java_range(h_int(f, "queueId", required=True), "queueId", keys.INT_MAX))  # any < 0: -1
+        max_nums = keys.java_range(h_int(f, "maxMsgNums", required=True), "maxMsgNums", keys.INT_MAX)
+        invisible = keys.java_range(h_int(f, "invisibleTime", required=True), "invisibleTime")
+        poll_time = keys.java_range(h_int(f, "pollTime", required=True), "pollTime")
+        born = keys.java_range(h_int(f, "bornTime", required=True), "bornTime")
+        init_mode = keys.java_range(h_int(f, "initMode", required=True), "initMode", keys.INT_MAX)
         order = h_bool(f, "order")
         attempt_id = h_str(f, "attemptId")
         if now.wall_ms - born - poll_time > TOO_LATE:
