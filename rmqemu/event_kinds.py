@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rmqemu import event_kinds_delay as delay_kinds
 from rmqemu import event_kinds_dledger as dledger_kinds
+from rmqemu import event_kinds_pop as pop_kinds
 from rmqemu import event_kinds_proxy as proxy_kinds
 from rmqemu import event_kinds_tx as tx_kinds
 from rmqemu import event_order
@@ -324,5 +325,5 @@ FAULTS = Section("Faults (`faults.jsonl`)", (
 ))
 
 SECTIONS: tuple[Section, ...] = (NODES, NAMESRV, BROKER, CLIENTS, PRODUCER, CONSUMER, event_order.SECTION,
-                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, proxy_kinds.PROXY,
-                                 FAULTS)
+                                 delay_kinds.DELAY, dledger_kinds.DLEDGER, tx_kinds.TRANSACTIONS, pop_kinds.POP,
+                                 proxy_kinds.PROXY, FAULTS)

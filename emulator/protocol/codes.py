@@ -91,9 +91,12 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_NOT_EXIST = 24
     SUBSCRIPTION_NOT_LATEST = 25
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
-    INVALID_PARAMETER = 29  # RocketMQ 5 (an admin request's bad parameter)
+    INVALID_PARAMETER = 29  # RocketMQ 5: an admin request's bad parameter, a POP out of range
     NO_BUYER_ID = 204
     NOT_IN_CURRENT_UNIT = 205
+    NO_MESSAGE = 208  # RocketMQ 5: an ack or renewal of an offset outside the queue
+    POLLING_FULL = 209  # RocketMQ 5: too many POPs held
+    POLLING_TIMEOUT = 210  # RocketMQ 5: a POP found nothing within its pollTime
 
 
 class ClientErrorCode(IntEnum):

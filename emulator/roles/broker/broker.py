@@ -19,6 +19,7 @@ Timers (RocketMQ's intervals in cluster ms; the node runtime applies ``timing.sc
 - ``schedule:<level>`` and ``delay_offset_flush`` on a master (schedule.py, docs/rocketmq-model.md §2.9)
 - ``tx_check`` on a master: the transaction check service (transaction/check_service.py, docs/rocketmq-model.md §9)
 - ``timer:wheel`` and ``timer:flush`` on a master: 5.x timed messages (timer/store.py, docs/rocketmq-model.md §10.4)
+- ``pop_revive``, ``pop_order_flush``, ``pop_hold:<n>``: RocketMQ 5's POP (pop/service.py, docs/rocketmq-model.md §10.2)
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from rmqemu.emulator.roles.broker.dledger_commit_log import DLedgerCommitLog
 from rmqemu.emulator.roles.broker.ha import HAService
 from rmqemu.emulator.roles.broker.ha_client import RETRY_TIMER as HA_RETRY
 from rmqemu.emulator.roles.broker.ha_client import HAClient
+from rmqemu.emulator.roles.broker.pop.service import PopService
 from rmqemu.emulator.roles.broker.pull_processor import PullProcessor
 from rmqemu.emulator.roles.broker.queue_processor import QueueProcessor
 from rmqemu.emulator.roles.broker.role_change import POLL_TIMER as ROLE_CHANGE_POLL
@@ -120,6 +122,7 @@ class Broker(Role):
         self.transactions = TransactionBridge(self)
         self.tx_check = CheckService(self)
         self.end_transaction = EndTransactionProcessor(self)
+        self.pop = PopService(self)
         self.dledger = DLedgerCommitLog(self, seed) if self.store_cfg.enableDLegerCommitLog else None
         self.handlers: dict[int, Handler] = {
             RC.SEND_MESSAGE: self.sender.send_message,
@@ -145,6 +148,7 @@ class Broker(Role):
             RC.LOCK_BATCH_MQ: self.queues.lock_batch_mq,
             RC.UNLOCK_BATCH_MQ: self.queues.unlock_batch_mq,
             EmulatorCode.HA_TRANSFER: self.ha.on_transfer_request,
+            **self.pop.handlers(),
         }
         if self.dledger is not None:
             self.handlers.update(dict.fromkeys(DLEDGER_CODES, self.dledger.server.on_request))
@@ -184,7 +188,7 @@ class Broker(Role):
         self.offsets.load(self.read_store)
         restored = restore(self.store, self.read_store, list(dict.fromkeys([
             *((t, q) for t, tc in self.topics.table.items() for q in range(max(tc.readQueueNums, tc.writeQueueNums))),
-            *self.schedule.queues(), *self.transactions.queues(), *self.timer.queues()])))
+            *self.schedule.queues(), *self.transactions.queues(), *self.timer.queues(), *self.pop.queues()])))
         actions += [a for p in restored.problems for a in p.actions(self.name)]
         self.schedule.load(self.read_store)
         self.timer.load(self.read_store)
@@ -194,6 +198,7 @@ class Broker(Role):
             Every("client_scan", 10000, 10000),
             Every("offset_flush", 10000, self.cfg.flushConsumerOffsetInterval),
         ]
+        actions += self.pop.start(now)
         check = 5000 if self.cfg.longPollingEnable else self.cfg.shortPollingTimeMills
         if self.dledger is not None:  # no role, no registration until the member's first role change
             self.dledger.restored()
@@ -208,7 +213,8 @@ class Broker(Role):
 
     def stop(self, now: Now) -> list[Action]:
         """``shutdown()``: unregister from every namesrv, flush consumer and delay offsets."""
-        return [*self.registrar.unregister_all(), self.offsets.persist(), *self.schedule.stop(), *self.timer.stop()]
+        return [*self.registrar.unregister_all(), self.offsets.persist(), *self.schedule.stop(), *self.timer.stop(),
+                *self.pop.stop()]
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
         self.wire.request(msg)
@@ -247,6 +253,8 @@ class Broker(Role):
             return self.timer.on_timer(name, now)
         if name == TX_CHECK:
             return [] if self.is_slave else self.tx_check.check(now)
+        if self.pop.owns_timer(name):
+            return self.pop.on_timer(name, now)
         if name == ROLE_CHANGE_POLL:
             return self.role_change.poll(now)
         if self.dledger is not None and name.startswith("dledger:"):
@@ -274,6 +282,7 @@ class Broker(Role):
         self.wire.drop_channel(event.channel)
         self.producers.do_channel_close_event(event.channel)
         actions: list[Action] = self.puller.drop_channel(event.channel) + self.ha.drop_channel(event.channel)
+        actions += self.pop.drop_channel(event.channel)
         groups, lines = self.consumers.do_channel_close_event(event.channel, event.kind)
         actions += lines
         for cgi in groups:
@@ -296,7 +305,7 @@ class Broker(Role):
             "topics": self.topics.snapshot(), "queues": self.store.snapshot(),
             "consumers": self.consumers.snapshot(), "producers": self.producers.snapshot(),
             "offsets": {k: {str(q): o for q, o in v.items()} for k, v in self.offsets.table.items()},
-            "held_pulls": self.puller.held_count(), "locks": self.queues.locks.snapshot(),
+            "held_pulls": self.puller.held_count(), "locks": self.queues.locks.snapshot(), "pop": self.pop.snapshot(),
             "schedule": self.schedule.snapshot(), "timer": self.timer.snapshot(),
             "ha": {**self.ha.snapshot(), **({"client": self.ha_client.snapshot()} if self.is_slave else {})},
             **({"dledger": self.dledger.snapshot()} if self.dledger is not None else {}),

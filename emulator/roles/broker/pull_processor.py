@@ -177,7 +177,7 @@ class PullProcessor:
                 continue
             del self.held[name]
             actions += [Cancel(name), *self.process(h.msg, now, allow_suspend=False)]
-        return actions
+        return actions + self.broker.pop.notify_message_arriving(topic, queue_id, now)  # POP's long polling
 
     def check_hold_requests(self, now: Now) -> list[Action]:
         """``PullRequestHoldService.checkHoldRequest``: re-run held pulls whose queue grew past

@@ -101,6 +101,12 @@ class BrokerConfig:
     transferMsgByHeap: bool = True
     maxDelayTime: int = 40
     enableMixedMessageType: bool = False  # 5.x: UPDATE_AND_CREATE_TOPIC refuses message.type MIXED unless set
+    # RocketMQ 5's POP (emulator/roles/broker/pop/, docs/rocketmq-model.md §10.2), 5.x names and defaults
+    reviveQueueNum: int = 8  # queues of rmq_sys_REVIVE_LOG_<cluster>
+    reviveInterval: int = 1000  # the revive service's period
+    popPollingSize: int = 1024  # held POPs per (topic, group, queue) before POLLING_FULL
+    maxPopPollingSize: int = 100000  # held POPs per broker before POLLING_FULL
+    popFromRetryProbability: int = 20  # percent of POPs that read the retry topic first
 
 
 @dataclass
