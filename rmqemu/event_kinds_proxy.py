@@ -45,6 +45,12 @@ PROXY = Section("RocketMQ 5 clients through a proxy", (
          "message's lease now ends `invisible_ms` from now, under a new receipt handle", _CALL + (
              Field("invisible_ms", LONG, "the new invisible time", required=True),
          )),
+    Kind("proxy.dlq", "proxy, for a gRPC client", "a popped message past the consumer's max attempts was sent to "
+         "the group's DLQ (CONSUMER_SEND_MSG_BACK, maxReconsumeTimes 0) and acked, never delivered", _CALL + (
+             Field("attempt", INT, "the delivery attempt it would have been", required=True),
+             Field("result", STR, "`ok`, `timeout` or `code_<n>` (not sent back: its lease runs out)",
+                   required=True),
+         )),
     Kind("proxy.tx_check", "proxy, for a gRPC client", "a broker's CHECK_TRANSACTION_STATE relayed to a producer "
          "of the topic as a RecoverOrphanedTransactionCommand on its Telemetry stream", (
              Field("topic", STR, required=True), Field("msg_id", STR, "the half's UNIQ_KEY", required=True),

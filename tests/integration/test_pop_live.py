@@ -9,7 +9,7 @@ from typing import Any
 
 from rmqemu.emulator.protocol import Frame, message_ext
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.broker.pop import keys
+from rmqemu.emulator.roles.common import pop_keys as keys
 from tests.integration.test_hostile_transactions import Conn
 
 TOPO: dict[str, Any] = {

@@ -7,7 +7,7 @@ from typing import Any
 
 from rmqemu.emulator.protocol import Frame
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.broker.pop import keys
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.message import body_bytes
 from tests.roles.broker_helpers import send
 from tests.roles.fakes import Driver

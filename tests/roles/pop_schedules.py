@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.roles.broker.pop import keys
+from rmqemu.emulator.roles.common import pop_keys as keys
 from tests.roles.broker_helpers import broker
 from tests.roles.fakes import Driver, FakeStore, FakeTime
 from tests.roles.pop_helpers import TOPIC, create_topic, put

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.broker.pop import keys
+from rmqemu.emulator.roles.common import pop_keys as keys
 from tests.roles.broker_helpers import broker
 from tests.roles.pop_helpers import (
     CH,

@@ -5,9 +5,9 @@ with ``orderCountInfo`` counting the attempts. Also a slave's answers and restar
 from __future__ import annotations
 
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.broker.pop import keys
 from rmqemu.emulator.roles.broker.pop.order_info import ORDER_INFO_JSON
 from rmqemu.emulator.roles.broker.pop.records import CheckPoint
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.topic_config import TopicConfig
 from tests.roles.broker_helpers import broker
 from tests.roles.fakes import FakeStore, FakeTime

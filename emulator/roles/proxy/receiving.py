@@ -21,6 +21,7 @@ from rmqemu.emulator.protocol import ResponseCode, request
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply, Request
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.message_type import message_type_of
+from rmqemu.emulator.roles.common.pop_keys import real_topic
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
 from rmqemu.emulator.roles.proxy.route_view import QueueView
@@ -177,13 +178,14 @@ class Receiving:
                 fields["attemptId"] = req.attempt_id
 
             def on_reply(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
-                return self._popped(msg, group, topic, name, resp, rnow)
+                return self._popped(msg, group, topic, name, addr, resp, rnow)
 
             return [Request(addr, request(RC.POP_MESSAGE, fields), poll + ACK_TIMEOUT_MS, on_reply, held=True)]
 
         return self.proxy.routes.get(topic, now, with_view)
 
-    def _popped(self, msg: Inbound, group: str, topic: str, broker: str, resp: Any, now: Now) -> list[Action]:
+    def _popped(self, msg: Inbound, group: str, topic: str, broker: str, addr: str, resp: Any,
+                now: Now) -> list[Action]:
         if resp is None:
             return self._end(msg, Code.PROXY_TIMEOUT, f"pop from {broker} timed out")
         records: list[dict[str, Any]] = []
@@ -196,8 +198,14 @@ class Receiving:
             if resp.code in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND) or resp.code >= 200:
                 return self._end(msg, Code.MESSAGE_NOT_FOUND, "no new message")
             return self._end(msg, Code.INTERNAL_SERVER_ERROR, resp.remark or f"pop failed: {resp.code}")
+        max_attempts = self.proxy.sessions.max_attempts(msg.frame.fields.get("client_id"))
+        dead = [r for r in records if int(r.get("reconsumeTimes", 0) or 0) >= max_attempts]
+        out: list[Action] = [a for r in dead for a in self._to_dlq(msg, group, topic, broker, addr, r)]
+        records = [r for r in records if r not in dead]
+        if not records:
+            return out + self._end(msg, Code.MESSAGE_NOT_FOUND, "no new message")
         messages = [to_message(r, topic) for r in records]
-        out: list[Action] = [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(status=v2.ok())))]
+        out += [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(status=v2.ok())))]
         out += [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(message=m))) for m in messages]
         out.append(Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(), end=True)))
         by_queue: dict[int, list[pb.Message]] = {}
@@ -211,6 +219,31 @@ class Receiving:
                 "delivery_attempts": [m.system_properties.delivery_attempt for m in ms], "proxy": self.proxy.name},
                 node=msg.peer))
         return out
+
+    def _to_dlq(self, msg: Inbound, group: str, topic: str, broker: str, addr: str,
+                record: dict[str, Any]) -> list[Action]:
+        """``PopMessageResultFilterImpl``'s TO_DLQ: a message past the client's max attempts is sent
+        back with maxReconsumeTimes 0 (into ``%DLQ%<group>``), then acked, and never delivered."""
+        props = record.get("properties") or {}
+        handle = Handle.decode(f"{props.get('POP_CK', '')} {int(record.get('commitLogOffset', -1))}")
+        msg_id = str(props.get("UNIQ_KEY") or record.get("msgId", ""))
+        back = {"offset": int(record.get("commitLogOffset", -1)), "group": group, "delayLevel": -1,
+                "originMsgId": msg_id, "originTopic": real_topic(topic, group, handle.topic_type) if handle else topic,
+                "maxReconsumeTimes": 0}
+
+        def sent_back(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
+            ok = resp is not None and resp.code == ResponseCode.SUCCESS
+            line = Emit("proxy.dlq", {"group": group, "topic": topic, "msg_id": msg_id, "broker": broker,
+                                      "attempt": int(record.get("reconsumeTimes", 0) or 0) + 1,
+                                      "result": "ok" if ok else ("timeout" if resp is None else f"code_{resp.code}"),
+                                      "proxy": self.proxy.name}, node=msg.peer)
+            if not ok or handle is None:
+                return [line]  # not acked: the lease runs out and the message comes back, as in 5.x
+            ack = {"consumerGroup": group, "topic": back["originTopic"], "queueId": handle.queue_id,
+                   "extraInfo": handle.text, "offset": handle.offset}
+            return [line, Request(addr, request(RC.ACK_MESSAGE, ack), ACK_TIMEOUT_MS, lambda r, n: [])]
+
+        return [Request(addr, request(RC.CONSUMER_SEND_MSG_BACK, back), ACK_TIMEOUT_MS, sent_back)]
 
     def _end(self, msg: Inbound, code: int, text: str) -> list[Action]:
         return [Reply(msg.channel, v2.answer(msg.frame, v2.failure("ReceiveMessage", code, text), end=True))]
@@ -248,8 +281,8 @@ class Receiving:
         addr = view.masters.get(handle.broker) if view is not None else None
         if addr is None:
             return result(Code.INTERNAL_SERVER_ERROR, f"no master of {handle.broker}", "no_broker")
-        fields = {"consumerGroup": batch.group, "topic": batch.topic, "queueId": handle.queue_id,
-                  "extraInfo": handle.text, "offset": handle.offset}
+        fields = {"consumerGroup": batch.group, "topic": real_topic(batch.topic, batch.group, handle.topic_type),
+                  "queueId": handle.queue_id, "extraInfo": handle.text, "offset": handle.offset}
 
         def on_reply(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
             if resp is None:
@@ -285,8 +318,9 @@ class Receiving:
         addr = view.masters.get(handle.broker) if view is not None else None
         if addr is None:
             return fail(Code.INTERNAL_SERVER_ERROR, f"no master of {handle.broker}")
-        fields = {"consumerGroup": group, "topic": topic, "queueId": handle.queue_id, "extraInfo": handle.text,
-                  "offset": handle.offset, "invisibleTime": int(invisible)}
+        fields = {"consumerGroup": group, "topic": real_topic(topic, group, handle.topic_type),
+                  "queueId": handle.queue_id, "extraInfo": handle.text, "offset": handle.offset,
+                  "invisibleTime": int(invisible)}
 
         def on_reply(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
             if resp is None:
@@ -294,8 +328,8 @@ class Receiving:
             if resp.code != ResponseCode.SUCCESS:
                 return fail(Code.INTERNAL_SERVER_ERROR, resp.remark or f"code {resp.code}")
             f = resp.fields
-            new = " ".join(str(x) for x in (
-                handle.start_offset, int(f.get("popTime", 0)), int(f.get("invisibleTime", invisible)),
+            new = " ".join(str(x) for x in (  # the renewed lease's checkpoint starts at the message itself
+                handle.offset, int(f.get("popTime", 0)), int(f.get("invisibleTime", invisible)),
                 int(f.get("reviveQid", handle.revive_qid)), handle.topic_type, handle.broker, handle.queue_id,
                 handle.offset, handle.commit_log_offset))
             emit = Emit("proxy.change_invisible", {"group": group, "topic": topic, "msg_id": req.message_id,

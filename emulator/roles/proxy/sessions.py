@@ -56,6 +56,13 @@ class Sessions:
     def fifo(self, client_id: Any, group: str) -> bool:
         return group in self.proxy.cfg.fifoGroups
 
+    def max_attempts(self, client_id: Any) -> int:
+        """The consumer's merged ``backoff_policy.max_attempts``; the group's default before it
+        sent Settings (5.x's proxy fails such a receive, rocketmq#8133: the emulator serves it)."""
+        s = self.by_client.get(str(client_id)) if client_id else None
+        attempts = s.settings.backoff_policy.max_attempts if s is not None else 0
+        return attempts or self.proxy.cfg.consumerMaxAttempts
+
     # ------------------------------------------------------------------ Telemetry
 
     def telemetry(self, msg: Inbound, cmd: pb.TelemetryCommand, now: Now) -> list[Action]:

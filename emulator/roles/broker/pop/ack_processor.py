@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.broker.pop import keys
 from rmqemu.emulator.roles.broker.pop.records import Ack, CheckPoint
 from rmqemu.emulator.roles.broker.transaction.bridge import msg_id_of
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply
 from rmqemu.emulator.roles.common.server_dispatch import h_int, h_str
 from rmqemu.emulator.roles.store.message_store import LOST

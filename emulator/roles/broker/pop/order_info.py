@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rmqemu.emulator.roles.broker.pop import keys
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.base import Persist
 
 ORDER_INFO_JSON = "config/consumerOrderInfo.json"

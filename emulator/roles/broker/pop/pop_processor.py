@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import FAQ_SUFFIX, Perm, is_remoting
 from rmqemu.emulator.protocol import ResponseCode as R
-from rmqemu.emulator.roles.broker.pop import keys
 from rmqemu.emulator.roles.broker.pop.order_info import order_count_info
 from rmqemu.emulator.roles.broker.pop.records import CheckPoint
 from rmqemu.emulator.roles.broker.pull_processor import build_subscription, tag_matcher
 from rmqemu.emulator.roles.broker.transaction.bridge import msg_id_of
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Inbound, Now, Reply
 from rmqemu.emulator.roles.common.server_dispatch import h_bool, h_int, h_str
 from rmqemu.emulator.roles.store.message_store import GetMessageStatus as S

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import Perm
-from rmqemu.emulator.roles.broker.pop import keys
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.base import Action, Now
 
 if TYPE_CHECKING:

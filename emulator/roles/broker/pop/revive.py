@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import Perm
-from rmqemu.emulator.roles.broker.pop import keys
 from rmqemu.emulator.roles.broker.pop.records import Ack, CheckPoint
 from rmqemu.emulator.roles.broker.transaction.bridge import msg_id_of
+from rmqemu.emulator.roles.common import pop_keys as keys
 from rmqemu.emulator.roles.common.base import Action, Cancel, Emit, Every, Now
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.store.message_store import LOST

@@ -1,0 +1,142 @@
+"""Receive, ack, change of invisible time and the DLQ through the proxy, over a real broker's POP
+(docs/rocketmq-model.md §10.1, §10.2), on the fake clock."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqemu.emulator.roles.common.base import Emit
+from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
+from rmqemu.emulator.roles.proxy import v2
+from rmqemu.emulator.roles.proxy.proxy import ProxyConfig
+
+from .broker_helpers import send
+from .proxy_helpers import ProxyRig
+from .test_cluster_flow import A0
+from .test_proxy import message, route
+
+Code = pb.Code
+
+
+def rig_with(bodies: list[bytes], cfg: ProxyConfig | None = None) -> ProxyRig:
+    rig = ProxyRig(cfg)
+    rig.cluster.add("broker-a", 0, A0)
+    send(rig.cluster.brokers[A0], "T")  # creates T; its message is U-T-0
+    rig.cluster.pump()
+    route(rig)
+    for i, body in enumerate(bodies):
+        [resp] = rig.call("SendMessage", pb.SendMessageRequest(messages=[message(msg_id=f"M{i}", body=body)]))
+        assert resp.status.code == Code.OK, resp
+    return rig
+
+
+def receive(rig: ProxyRig, invisible_ms: int = 30_000, group: str = "G", batch: int = 32,
+            auto_renew: bool = False) -> tuple[pb.Status, list[pb.Message]]:
+    req = pb.ReceiveMessageRequest(batch_size=batch, auto_renew=auto_renew)
+    req.group.name = group
+    req.message_queue.topic.name = "T"
+    req.message_queue.id = -1
+    req.filter_expression.expression = "*"
+    if not auto_renew:
+        v2.set_duration(req.invisible_duration, invisible_ms)
+    v2.set_duration(req.long_polling_timeout, 5_000)
+    channel = f"grpc:recv-{len(rig.proxy.actions)}"
+    responses = rig.call("ReceiveMessage", req, channel=channel)
+    if not rig.ended(channel):  # held: nothing yet; the poll answers when it runs out
+        rig.proxy.advance(5_000)
+        rig.pump()
+        responses = rig.responses("ReceiveMessage", channel)
+    assert rig.ended(channel)
+    status = next(r.status for r in responses if r.WhichOneof("content") == "status")
+    return status, [r.message for r in responses if r.WhichOneof("content") == "message"]
+
+
+def ack(rig: ProxyRig, m: pb.Message, group: str = "G") -> pb.AckMessageResponse:
+    req = pb.AckMessageRequest(entries=[pb.AckMessageEntry(message_id=m.system_properties.message_id,
+                                                           receipt_handle=m.system_properties.receipt_handle)])
+    req.group.name, req.topic.name = group, "T"
+    [resp] = rig.call("AckMessage", req)
+    return resp
+
+
+def test_receive_delivers_with_handles_digests_and_attempts() -> None:
+    rig = rig_with([b"a", "ü🚀".encode(), b"\x00\xff"])
+    status, got = receive(rig)
+    assert status.code == Code.OK
+    by_id = {m.system_properties.message_id: m for m in got}
+    assert set(by_id) == {"U-T-0", "M0", "M1", "M2"}
+    assert by_id["M1"].body == "ü🚀".encode() and by_id["M2"].body == b"\x00\xff"
+    for m in got:
+        sp = m.system_properties
+        assert sp.delivery_attempt == 1 and sp.body_encoding == pb.IDENTITY and sp.receipt_handle
+        assert sp.body_digest.type == pb.MD5 and sp.body_digest.checksum.isupper()
+    assert all(ack(rig, m).status.code == Code.OK for m in got)
+    rig.proxy.advance(60_000)
+    rig.cluster.brokers[A0].advance(60_000)
+    assert receive(rig)[0].code == Code.MESSAGE_NOT_FOUND  # acked: never again
+
+
+def test_an_unacked_message_comes_back_with_its_attempt_raised() -> None:
+    rig = rig_with([b"x"])
+    _, first = receive(rig, invisible_ms=10_000)
+    target = next(m for m in first if m.system_properties.message_id == "M0")
+    for m in first:
+        if m is not target:
+            ack(rig, m)
+    rig.proxy.advance(12_000)
+    rig.cluster.brokers[A0].advance(12_000)
+    _, again = receive(rig, invisible_ms=10_000)
+    [back] = [m for m in again if m.system_properties.message_id == "M0"]
+    assert back.system_properties.delivery_attempt == 2 and back.body == b"x"
+    assert ack(rig, back).status.code == Code.OK
+
+
+def test_an_ack_after_the_lease_is_refused_by_the_proxy() -> None:
+    rig = rig_with([b"x"])
+    _, got = receive(rig, invisible_ms=10_000)
+    rig.proxy.advance(10_001)
+    resp = ack(rig, got[0])
+    assert resp.status.code == Code.INVALID_RECEIPT_HANDLE and "expired" in resp.status.message
+    results = [a.fields["result"] for a in rig.proxy.actions if isinstance(a, Emit) and a.kind == "proxy.ack"]
+    assert results == ["expired"]
+
+
+def test_change_invisible_returns_a_new_handle_that_acks() -> None:
+    rig = rig_with([b"x"])
+    _, got = receive(rig, invisible_ms=10_000)
+    m = got[0]
+    req = pb.ChangeInvisibleDurationRequest(receipt_handle=m.system_properties.receipt_handle,
+                                            message_id=m.system_properties.message_id)
+    req.group.name, req.topic.name = "G", "T"
+    v2.set_duration(req.invisible_duration, 60_000)
+    [resp] = rig.call("ChangeInvisibleDuration", req)
+    assert resp.status.code == Code.OK and resp.receipt_handle != m.system_properties.receipt_handle
+    rig.proxy.advance(20_000)  # past the first lease, inside the new one
+    m.system_properties.receipt_handle = resp.receipt_handle
+    assert ack(rig, m).status.code == Code.OK
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=60))
+def test_forged_handles_never_hurt_the_proxy(text: str) -> None:
+    rig = rig_with([])
+    m = message(msg_id="M")
+    m.system_properties.receipt_handle = text
+    assert ack(rig, m).status.code in (Code.INVALID_RECEIPT_HANDLE, Code.INTERNAL_SERVER_ERROR, Code.OK)
+    assert route(rig).status.code == Code.OK
+
+
+def test_past_max_attempts_goes_to_the_dlq_and_is_not_delivered() -> None:
+    rig = rig_with([b"x"], ProxyConfig(consumerMaxAttempts=2))
+    for _ in range(2):
+        _, got = receive(rig, invisible_ms=10_000)
+        assert any(m.system_properties.message_id == "M0" for m in got)
+        rig.proxy.advance(12_000)
+        rig.cluster.brokers[A0].advance(12_000)
+    status, got = receive(rig, invisible_ms=10_000)
+    assert not any(m.system_properties.message_id == "M0" for m in got)
+    dead = [a.fields for a in rig.proxy.actions if isinstance(a, Emit) and a.kind == "proxy.dlq"]
+    assert [(d["msg_id"], d["attempt"], d["result"]) for d in dead if d["msg_id"] == "M0"] == [("M0", 3, "ok")]
+    store = rig.cluster.brokers[A0].role.store
+    assert [r["properties"]["UNIQ_KEY"] for r in store.queues.get(("%DLQ%G", 0), [])].count("M0") == 1
