@@ -147,29 +147,29 @@ class Receiving:
                    cfg.grpcClientConsumerMaxLongPollingTimeoutMillis)
         topic, group = req.message_queue.topic.name, req.group.name
         if not topic or not group:
-            return self._end(msg, Code.ILLEGAL_TOPIC if not topic else Code.ILLEGAL_CONSUMER_GROUP,
+            return self._end(msg, now, Code.ILLEGAL_TOPIC if not topic else Code.ILLEGAL_CONSUMER_GROUP,
                              "topic and group cannot be empty")
         if req.auto_renew:
             invisible = cfg.defaultInvisibleTimeMills
         else:
             invisible = v2.duration_ms(req.invisible_duration)
             if not cfg.minInvisibleTimeMillsForRecv <= invisible <= cfg.maxInvisibleTimeMills:
-                return self._end(msg, Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is out of range "
+                return self._end(msg, now, Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is out of range "
                                  f"[{cfg.minInvisibleTimeMillsForRecv}, {cfg.maxInvisibleTimeMills}]")
         expression = req.filter_expression.expression or "*"
         if req.filter_expression.type == pb.SQL:
-            return self._end(msg, Code.ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported here")
+            return self._end(msg, now, Code.ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported here")
         fifo = self.proxy.sessions.fifo(msg.frame.fields.get("client_id"), group)
         broker = req.message_queue.broker.name
 
         def with_view(view: QueueView | None, vnow: Now) -> list[Action]:
             if view is None or view.empty or not view.read:
-                return self._end(msg, Code.TOPIC_NOT_FOUND, f"topic {topic} has no readable queue")
+                return self._end(msg, vnow, Code.TOPIC_NOT_FOUND, f"topic {topic} has no readable queue")
             names = sorted({mq.broker_name for mq in view.read})
             name = broker if broker in names else names[self.proxy.next_index() % len(names)]
             addr = view.read_addr(name)
             if addr is None:
-                return self._end(msg, Code.MESSAGE_NOT_FOUND, "no broker address")
+                return self._end(msg, vnow, Code.MESSAGE_NOT_FOUND, "no broker address")
             fields = {"consumerGroup": group, "topic": topic, "queueId": -1,
                       "maxMsgNums": min(max(req.batch_size, 1), MAX_BATCH), "invisibleTime": int(invisible),
                       "pollTime": int(poll), "bornTime": int(vnow.wall_ms), "initMode": 1, "expType": "TAG",
@@ -187,7 +187,7 @@ class Receiving:
     def _popped(self, msg: Inbound, group: str, topic: str, broker: str, addr: str, resp: Any,
                 now: Now) -> list[Action]:
         if resp is None:
-            return self._end(msg, Code.PROXY_TIMEOUT, f"pop from {broker} timed out")
+            return self._end(msg, now, Code.PROXY_TIMEOUT, f"pop from {broker} timed out")
         records: list[dict[str, Any]] = []
         if resp.code == ResponseCode.SUCCESS:
             try:
@@ -195,19 +195,21 @@ class Receiving:
             except ValueError:
                 records = []
         if not records:
+            if resp.code == ResponseCode.POLLING_FULL:
+                return self._end(msg, now, Code.TOO_MANY_REQUESTS, "polling full")
             if resp.code in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND) or resp.code >= 200:
-                return self._end(msg, Code.MESSAGE_NOT_FOUND, "no new message")
-            return self._end(msg, Code.INTERNAL_SERVER_ERROR, resp.remark or f"pop failed: {resp.code}")
+                return self._end(msg, now, Code.MESSAGE_NOT_FOUND, "no new message")
+            return self._end(msg, now, Code.INTERNAL_SERVER_ERROR, resp.remark or f"pop failed: {resp.code}")
         max_attempts = self.proxy.sessions.max_attempts(msg.frame.fields.get("client_id"))
         dead = [r for r in records if int(r.get("reconsumeTimes", 0) or 0) >= max_attempts]
         out: list[Action] = [a for r in dead for a in self._to_dlq(msg, group, topic, broker, addr, r)]
         records = [r for r in records if r not in dead]
         if not records:
-            return out + self._end(msg, Code.MESSAGE_NOT_FOUND, "no new message")
+            return out + self._end(msg, now, Code.MESSAGE_NOT_FOUND, "no new message")
         messages = [to_message(r, topic) for r in records]
         out += [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(status=v2.ok())))]
         out += [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(message=m))) for m in messages]
-        out.append(Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(), end=True)))
+        out += self._complete(msg, now)
         by_queue: dict[int, list[pb.Message]] = {}
         for m in messages:
             by_queue.setdefault(m.system_properties.queue_id, []).append(m)
@@ -245,8 +247,17 @@ class Receiving:
 
         return [Request(addr, request(RC.CONSUMER_SEND_MSG_BACK, back), ACK_TIMEOUT_MS, sent_back)]
 
-    def _end(self, msg: Inbound, code: int, text: str) -> list[Action]:
-        return [Reply(msg.channel, v2.answer(msg.frame, v2.failure("ReceiveMessage", code, text), end=True))]
+    def _end(self, msg: Inbound, now: Now, code: int, text: str) -> list[Action]:
+        return [Reply(msg.channel, v2.answer(msg.frame, v2.failure("ReceiveMessage", code, text)))] + \
+            self._complete(msg, now)
+
+    @staticmethod
+    def _complete(msg: Inbound, now: Now) -> list[Action]:
+        """``onComplete``: every receive stream ends with a ``delivery_timestamp`` element (the
+        PushConsumer computes its receive latency from it and fails without it)."""
+        last = pb.ReceiveMessageResponse()
+        v2.set_timestamp(last.delivery_timestamp, now.wall_ms)
+        return [Reply(msg.channel, v2.answer(msg.frame, last, end=True))]
 
     # ------------------------------------------------------------------ AckMessage, ChangeInvisibleDuration
 

@@ -56,7 +56,7 @@ def answer(consumer: Any, msg: Any, args: dict[str, Any]) -> bool:
             emit("ack", message_id=msg.message_id, delivery_attempt=attempt, ok=False, error=error_text(exc))
             return False
     if args.get("change_invisible_s") is not None:
-        seconds = float(args["change_invisible_s"])
+        seconds = int(args["change_invisible_s"])
         try:
             consumer.change_invisible_duration(msg, seconds)
             emit("change_invisible", message_id=msg.message_id, delivery_attempt=attempt, invisible_s=seconds,
@@ -73,7 +73,7 @@ def main() -> int:
         common.guard_metrics(args)
         from rocketmq import SimpleConsumer
         consumer = SimpleConsumer(common.configuration(args), args["group"], {args["topic"]: filter_expression(args)},
-                                  await_duration=float(args.get("await_s", 5)))
+                                  await_duration=int(args.get("await_s", 5)))  # whole seconds: a float breaks it
         consumer.startup()
     except Exception as exc:  # noqa: BLE001 - any start-up failure is the error line
         return common.fail("startup", exc)
@@ -87,7 +87,7 @@ def main() -> int:
         if count is not None and (acked if args.get("ack", True) else received) >= int(count):
             break
         try:
-            messages = consumer.receive(int(args.get("max", 16)), float(args.get("invisible_s", 15)))
+            messages = consumer.receive(int(args.get("max", 16)), int(args.get("invisible_s", 15)))
         except Exception as exc:  # noqa: BLE001 - a failed receive is a line to print, then the next poll
             errors += 1
             emit("receive_error", error=error_text(exc))
