@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from tests.realclients import pyclient
+from tests.realclients import py5client, pyclient
 from tests.realclients.alions import ali_ons_dir, node_path
 
 JS_DIR = Path(__file__).resolve().parent / "js"
@@ -93,6 +93,18 @@ def start_cpp(cfg: dict[str, Any], log_dir: Path, name: str | None = None, scrip
     home = Path(tempfile.mkdtemp(prefix=f"{name}-home-", dir=log_dir))
     proc = start_program([str(pyclient.python()), str(CPP_DIR / script)], cfg, log_dir, name,
                          {"HOME": str(home), "ROCKETMQ_CLIENT_LOG_DIR": str(home / "logs")})
+    proc.home = home
+    return proc
+
+
+def start_py5(script: str, cfg: dict[str, Any], log_dir: Path, name: str) -> NodeProcess:
+    """``py5/<script>`` under the RocketMQ 5 Python client's venv (tests/realclients/py5client.py),
+    with a ``$HOME`` of its own in ``log_dir``: the client writes its log to ``~/logs/rocketmq_python``.
+    It stops when its stdin closes (``stop_on_stdin_eof``)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix=f"{name}-home-", dir=log_dir))
+    proc = start_program(py5client.argv(script), {"stop_on_stdin_eof": True, **cfg}, log_dir, name,
+                         {"HOME": str(home), "OTEL_SDK_DISABLED": "true"})
     proc.home = home
     return proc
 
@@ -211,6 +223,11 @@ class NodeProcs:
     def consumer(self, cfg: dict[str, Any], name: str | None = None) -> NodeProcess:
         """Start consume.js and track it."""
         self.procs.append(start_consumer(cfg, self.log_dir, name))
+        return self.procs[-1]
+
+    def py5(self, script: str, cfg: dict[str, Any], name: str) -> NodeProcess:
+        """Start the RocketMQ 5 Python client's ``py5/<script>`` (:func:`start_py5`) and track it."""
+        self.procs.append(start_py5(script, cfg, self.log_dir, name))
         return self.procs[-1]
 
     def cpp(self, cfg: dict[str, Any], name: str | None = None, script: str = "orderly.py") -> NodeProcess:
