@@ -48,7 +48,7 @@ def test_it_is_frozen_all_the_way_to_its_config() -> None:
 @pytest.mark.parametrize(("data", "message"), [
     ({"role": "broker"}, "missing key(s) name"),
     ({"name": "x", "role": "broker", "scael": 0.1}, "unknown key(s) scael"),
-    ({"name": "x", "role": "router"}, "role: expected one of namesrv, broker, producer, consumer, got 'router'"),
+    ({"name": "x", "role": "router"}, "role: expected one of namesrv, broker, producer, consumer, proxy, got 'router'"),
     ({"name": "x", "role": "broker", "scale": 0}, "scale: expected a number > 0, got 0"),
     ({"name": "x", "role": "broker", "port": "9000"}, "port: expected an integer, got '9000'"),
     ({"name": "x", "role": "broker", "anchor_ms": -1}, "anchor_ms: expected a number >= 0, got -1"),
