@@ -1,6 +1,7 @@
 """Real clients as fault targets: pure rules for ``client@<pid>`` / ``client@<ip>`` names.
 
-A real RocketMQ client connected to a node's remoting port (``remoting: true``) is named after
+A real RocketMQ client connected to a node's remoting port (``remoting: true``), or a RocketMQ 5
+client calling a proxy's gRPC port (``proxies:``), is named after
 its process, ``client@<pid>`` (``client@<ip>`` from another host), as ``rmqemu status`` lists it.
 It is not a process rmqemu runs, so only ``partition`` and ``link`` take it, and every rule
 about it is enforced on the node side of its connections:
@@ -8,7 +9,7 @@ about it is enforced on the node side of its connections:
 - a rule on ``(client, node)`` is applied by the node to what the client sends it, as it
   arrives; a rule on ``(node, client)`` by the node to what it sends the client, as it leaves;
   a partition cuts both unless ``oneway`` (then only "first group -> second group");
-- a client only talks to namesrv and broker nodes: links between a client and any other node,
+- a client only talks to namesrv, broker and proxy nodes: links between a client and any other node,
   or between two clients, are left out of a fault's links (the fault must keep at least one).
 
 A name must be connected to at least one node when the fault starts (:func:`check_connected`).
@@ -29,7 +30,7 @@ from rmqemu.faults.targets import resolve_targets
 
 CLIENT_PREFIX = "client@"
 CLIENT_KINDS = ("partition", "link")  # the only faults a real client takes
-SERVER_ROLES = ("namesrv", "broker")  # the nodes with a remoting port
+SERVER_ROLES = ("namesrv", "broker", "proxy")  # the nodes real clients talk to: remoting or gRPC ports
 Link = tuple[str, str]
 
 
@@ -87,8 +88,8 @@ class ConnectedClients:
         silent = sorted(n for n, cs in self.by_node.items() if cs is None)
         note = f"; {', '.join(silent)} did not answer" if silent else ""
         if not self.names:
-            return f"{what} not connected: no real client is connected to any namesrv or broker now{note}"
-        return (f"{what} not connected to any namesrv or broker; connected real clients: "
+            return f"{what} not connected: no real client is connected to any namesrv, broker or proxy now{note}"
+        return (f"{what} not connected to any namesrv, broker or proxy; connected real clients: "
                 f"{', '.join(self.names)} (rmqemu status lists them){note}")
 
 
@@ -130,12 +131,12 @@ def pick_targets(expr: str | Sequence[str] | None, nodes: Mapping[str, NodeInfo]
 
 
 def servers(nodes: Mapping[str, NodeInfo]) -> list[str]:
-    """The nodes a real client can talk to (namesrvs and brokers), in node-table order."""
+    """The nodes a real client can talk to (namesrvs, brokers, proxies), in node-table order."""
     return [n for n, info in nodes.items() if info.role in SERVER_ROLES]
 
 
 def restrict_links(links: Iterable[Link], nodes: Mapping[str, NodeInfo]) -> list[Link]:
-    """Leave out the links of a real client with anything but a namesrv or broker (another
+    """Leave out the links of a real client with anything but a namesrv, broker or proxy (another
     client, a producer or consumer node): nothing carries them. Node-to-node links stay."""
     can = set(servers(nodes))
 
@@ -150,7 +151,7 @@ def partition_links(links: Sequence[Link], nodes: Mapping[str, NodeInfo]) -> lis
     """A partition's links without those no node carries; refuses a partition left with none."""
     kept = restrict_links(links, nodes)
     if links and not kept:
-        raise PartitionError("partition: no link left to cut: a real client only talks to namesrv and broker "
+        raise PartitionError("partition: no link left to cut: a real client only talks to namesrv, broker and proxy "
                              "nodes (not to other clients, producers or consumers)")
     return kept
 
@@ -160,6 +161,6 @@ def link_fault_links(links: Sequence[Link], nodes: Mapping[str, NodeInfo]) -> li
     real client sends is shaped by the node it reaches, on arrival (the client is not rmqemu's)."""
     carried = restrict_links(links, nodes)
     if links and not carried:
-        raise SpecError("link: no link left to shape: a real client only talks to namesrv and broker nodes "
+        raise SpecError("link: no link left to shape: a real client only talks to namesrv, broker and proxy nodes "
                         "(not to other clients, producers or consumers)")
     return carried

@@ -78,11 +78,11 @@ def manifest_namesrv_addr(manifest: Mapping[str, Any]) -> str | None:
 
 
 def remoting_clients(cluster: "Launcher") -> dict[str, list[str] | None]:
-    """Node -> the real clients connected to its remoting port (sorted names, ``client@<pid>``),
-    for every running node that has one; None for a node that did not answer in time. A paused
-    node is left out (it cannot answer)."""
+    """Node -> the real clients connected to its remoting port or, a proxy, calling its gRPC port
+    (sorted names, ``client@<pid>``), for every running node that has one; None for a node that
+    did not answer in time. A paused node is left out (it cannot answer)."""
     out: dict[str, list[str] | None] = {}
-    for name in cluster.remoting_addrs:
+    for name in [*cluster.remoting_addrs, *cluster.grpc_addrs]:
         proc = cluster.procs.get(name)
         if proc is None or not proc.alive() or name in cluster.stopped:
             continue
@@ -91,6 +91,7 @@ def remoting_clients(cluster: "Launcher") -> dict[str, list[str] | None]:
         except ControlError:
             out[name] = None
             continue
-        clients = state.get("_runtime", {}).get("transport", {}).get("remoting_clients", {})
+        transport = state.get("_runtime", {}).get("transport", {})
+        clients = {**transport.get("remoting_clients", {}), **transport.get("grpc_clients", {})}
         out[name] = sorted(set(clients.values()))
     return out

@@ -203,7 +203,7 @@ class Launcher:
 
     def real_clients(self) -> dict[str, list[str] | None] | None:
         """ClusterOps: node -> the real clients on its remoting port; None without remoting."""
-        return remoting_clients(self) if self.remoting_addrs else None
+        return remoting_clients(self) if self.remoting_addrs or self.grpc_addrs else None
 
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s

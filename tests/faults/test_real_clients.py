@@ -60,9 +60,9 @@ def test_client_names_and_terms():
      "unknown real client client@1: this cluster has no remoting port (the topology's remoting: is off), "
      "so no real client can connect"),
     (ConnectedClients({"namesrv-0": [], "broker-a-0": None}),
-     "real client client@1 not connected: no real client is connected to any namesrv or broker now; "
+     "real client client@1 not connected: no real client is connected to any namesrv, broker or proxy now; "
      "broker-a-0 did not answer"),
-    (CLIENTS, "real client client@1 not connected to any namesrv or broker; connected real clients: "
+    (CLIENTS, "real client client@1 not connected to any namesrv, broker or proxy; connected real clients: "
               "client@10.0.0.9, client@4242 (rmqemu status lists them)"),
 ])
 def test_an_unconnected_client_is_refused_naming_what_is_connected(clients, message):
@@ -133,12 +133,12 @@ def test_a_client_with_a_role_and_a_remote_client():
 
 @pytest.mark.parametrize("targets, other", [([C], ["client@10.0.0.9"]), ([C], ["pg-1-0"])])
 def test_a_partition_that_no_node_carries_is_refused(targets, other):
-    with pytest.raises(PlanError, match="a real client only talks to namesrv and broker nodes"):
+    with pytest.raises(PlanError, match="a real client only talks to namesrv, broker and proxy nodes"):
         plan_of(partition_spec(targets, from_=other))
 
 
 def test_an_unconnected_client_is_refused_by_the_plan():
-    with pytest.raises(PlanError, match="real client client@77 not connected to any namesrv or broker; connected"):
+    with pytest.raises(PlanError, match="client@77 not connected to any namesrv, broker or proxy; connected"):
         plan_of(partition_spec(["client@77"], from_=["namesrv-0"]))
 
 
@@ -223,7 +223,7 @@ def test_the_verb_server_asks_for_clients_only_when_one_is_named(ops, srv):
 
 
 @pytest.mark.parametrize("clients, message", [
-    ({"namesrv-0": [C]}, "partition: real client client@1 not connected to any namesrv or broker; "
+    ({"namesrv-0": [C]}, "partition: real client client@1 not connected to any namesrv, broker or proxy; "
                          "connected real clients: client@4242"),
     ({"namesrv-0": []}, "partition: real client client@1 not connected: no real client is connected"),
     (None, "partition: unknown real client client@1: this cluster has no remoting port"),
@@ -281,10 +281,10 @@ def test_cli_partition_of_a_client_and_the_faults_listing(cli, ops):
 
 @pytest.mark.parametrize("args, message", [
     (["partition", "client@999", "--from", "namesrv-0"],
-     "error: partition: real client client@999 not connected to any namesrv or broker; connected real clients: "
+     "error: partition: real client client@999 not connected to any namesrv, broker or proxy; connected real clients: "
      "client@4242 (rmqemu status lists them)\n"),
     (["link", "namesrv-0", "--to", "client@999", "--delay", "1s"],
-     "error: link: real client client@999 not connected to any namesrv or broker"),
+     "error: link: real client client@999 not connected to any namesrv, broker or proxy"),
     (["kill", C], f"error: kill: {C} {NOT_A_PROCESS}\n"),
     (["resume", C], f"error: resume: {C} is a real client, not a process rmqemu runs"),
     (["skew", C, "+130s"], f"error: skew: {C} is a real client"),

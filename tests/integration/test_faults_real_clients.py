@@ -177,7 +177,7 @@ def test_partition_a_real_client_with_the_cli_against_up(tmp_path: Path) -> None
         cli("heal", "i2")
 
         err = cli("partition", "client@999999999", "--from", "namesrv-0", code=2)
-        assert err == ("error: partition: real client client@999999999 not connected to any namesrv or broker; "
+        assert err == ("error: partition: real client client@999999999 not connected to any namesrv, broker or proxy; "
                        f"connected real clients: {ME} (rmqemu status lists them)\n")
         err = cli("pause", ME, code=2)
         assert err == (f"error: pause: {ME} is a real client, not a process rmqemu runs; "
