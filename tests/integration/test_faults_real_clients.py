@@ -117,8 +117,8 @@ def test_partition_and_link_on_a_real_client_through_the_python_api(tmp_path: Pa
             took = client.answer_s(10, pump)
             assert took is not None and took < DELAY_MS / 1000 / 2, took
 
-            with pytest.raises(Exception, match="real client client@999999999 not connected to any namesrv or "
-                                                f"broker; connected real clients: {ME}"):
+            with pytest.raises(Exception, match="real client client@999999999 not connected to any namesrv, "
+                                                f"broker or proxy; connected real clients: {ME}"):
                 c.partition("client@999999999", from_="namesrv-0")
             with pytest.raises(Exception, match=f"kill: {ME} is a real client, not a process rmqemu runs"):
                 c.kill(ME)
