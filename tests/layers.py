@@ -42,7 +42,14 @@ ROOMS: dict[str, frozenset[str]] = {
     "client": frozenset({"common"}),
     "real_clients": frozenset({"common", "client"}),  # a server's view of a real client: the client's route maths
     "proxy": frozenset({"common", "client"}),  # RocketMQ 5's access layer: a client of the brokers, a server of gRPC
-    "registry": frozenset({"common", "store", "dledger", "namesrv", "broker", "client", "real_clients", "proxy"}),
+    # emulated RocketMQ 5 clients: the 4.x client's workload maths; of the proxy only its wire (NARROW)
+    "client5": frozenset({"common", "client", "proxy"}),
+    "registry": frozenset({"common", "store", "dledger", "namesrv", "broker", "client", "real_clients", "proxy",
+                           "client5"}),
+}
+# (importer room, imported room) -> the only modules of the imported room it may import
+NARROW: dict[tuple[str, str], frozenset[str]] = {
+    ("client5", "proxy"): frozenset({f"{ROLES}.proxy", f"{ROLES}.proxy.v2", f"{ROLES}.proxy.messaging_v2_pb2"}),
 }
 
 
@@ -157,6 +164,9 @@ def room_problems(graph: Mapping[str, set[str]]) -> list[str]:
             target = room_of(imported)
             if source and target and target != source and target not in ROOMS[source]:
                 problems.append(f"{importer} ({source}) imports {imported} ({target})")
+            elif source and target and imported not in NARROW.get((source, target), frozenset({imported})):
+                problems.append(f"{importer} ({source}) imports {imported} ({target}): only "
+                                f"{', '.join(sorted(NARROW[(source, target)]))} of it")
     return problems
 
 

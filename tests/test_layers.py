@@ -64,6 +64,13 @@ def test_the_checker_sees_a_room_reaching_into_another() -> None:
     ]
 
 
+def test_the_rocketmq_5_clients_take_only_the_proxys_wire() -> None:
+    r = "rmqemu.emulator.roles"
+    graph = {f"{r}.client5.wire": {f"{r}.proxy.v2", f"{r}.proxy.messaging_v2_pb2", f"{r}.proxy.sending"}}
+    assert room_problems(graph) == [f"{r}.client5.wire (client5) imports {r}.proxy.sending (proxy): only "
+                                    f"{r}.proxy, {r}.proxy.messaging_v2_pb2, {r}.proxy.v2 of it"]
+
+
 def test_the_checker_sees_an_upward_import_and_a_cycle() -> None:
     e = "rmqemu.emulator"
     graph = {

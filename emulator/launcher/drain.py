@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from rmqemu.emulator.launcher import dledger as _dledger
+from rmqemu.emulator.roles.common.pop_keys import retry_topic as pop_retry_topic
 from rmqemu.errors import ControlError
 
 if TYPE_CHECKING:
@@ -116,6 +117,8 @@ def groups_to_watch(plans: Iterable["NodePlan"]) -> list[GroupWatch]:
             continue
         subs = p.workload.get("subscribe") or []
         topics.setdefault(p.group, set()).update(str(s["topic"]) for s in subs)
+        if p.workload.get("client") == "v5":  # POP: a group's retries come back in %RETRY%<group>_<topic>
+            topics[p.group].update(pop_retry_topic(str(s["topic"]), p.group) for s in subs)
         broadcasting[p.group] = p.workload.get("messageModel") == "BROADCASTING"
         instances.setdefault(p.group, []).append(p.name)
     out = []

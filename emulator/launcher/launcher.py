@@ -2,8 +2,8 @@
 shuts them down. :class:`Launcher` is what ``rmqemu launch``, ``rmqemu up`` and
 :class:`emulator.Cluster` (the user's handle) run a cluster with. It owns the control plane's
 server side; the fault injector drives it through ``faults.ops.ClusterOps``. Start order follows
-RocketMQ practice: namesrvs (brokers need their addresses), brokers, admin-created topics, then
-clients; the shutdown (:mod:`emulator.launcher.shutdown`) runs backwards, with the consumers'
+RocketMQ practice: namesrvs (brokers need their addresses), brokers, admin-created topics, the
+proxies, then clients; the shutdown (:mod:`emulator.launcher.shutdown`) runs backwards, with the consumers'
 drain between the producers and the consumers (docs/design.md §6).
 """
 
@@ -81,13 +81,14 @@ class Launcher:
         check_free_ports(self.topo.name, self.topo.remoting)
         self.started_ms = host_ms()
         _manifest.write(self)
-        order = [("namesrv",), ("broker",), ("proxy", "producer", "consumer")]
-        for roles in order:
+        order = [("namesrv",), ("broker",), ("proxy",), ("producer", "consumer")]
+        for roles in order:  # proxies ready before the clients: a RocketMQ 5 client calls one at once
             group = [n for n, p in self.plans.items() if p.role in roles]
-            if "producer" in roles:
+            if "proxy" in roles:
                 self.wait_registered()
                 _startup.create_topics(self)
-            self.spawn(group)
+            if group or "producer" in roles:
+                self.spawn(group)
         _manifest.write(self)
         self.record({"node": "launcher", "kind": "run.start"})  # the measured run begins: every node is up
         addr, grpc = namesrv_addr(self), _proxies.endpoints(self)

@@ -70,6 +70,10 @@ def stop_consumers(launcher: Launcher, live: list[NodeProcess], _: Shutdown) -> 
     launcher.stop_role(live, "consumer")
 
 
+def stop_proxies(launcher: Launcher, live: list[NodeProcess], _: Shutdown) -> None:
+    launcher.stop_role(live, "proxy")  # after the consumers, whose drain reads through them
+
+
 def stop_brokers(launcher: Launcher, live: list[NodeProcess], _: Shutdown) -> None:
     launcher.stop_role(live, "broker")
 
@@ -78,7 +82,8 @@ def stop_namesrvs(launcher: Launcher, live: list[NodeProcess], _: Shutdown) -> N
     launcher.stop_role(live, "namesrv")
 
 
-PHASES: tuple[Phase, ...] = (stop_producers, end_run, stop_consumers, stop_brokers, stop_namesrvs)
+PHASES: tuple[Phase, ...] = (stop_producers, end_run, stop_consumers, stop_proxies, stop_brokers,
+                              stop_namesrvs)
 
 
 def reap(launcher: Launcher, live: list[NodeProcess]) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from rmqemu.emulator.launcher import limits
+from rmqemu.emulator.launcher import topology_client5 as v5
 from rmqemu.emulator.launcher import topology_order as order
 from rmqemu.emulator.launcher import topology_tx as tx
 from rmqemu.emulator.launcher.fault_spec import FaultSpec, parse_duration
@@ -154,6 +155,16 @@ class ProducerEntry(BaseModel):
         "(Unicode rich in line breaks, NUL, quotes, astral characters), bytes (never valid UTF-8), mixed (each "
         "message one of the three)"))
     transaction: tx.TransactionKey = Field(None, description=tx.TRANSACTION_DESCRIPTION)
+    client: v5.ClientKind = v5.CLIENT_FIELD
+    endpoints: list[str] | None = v5.ENDPOINTS_FIELD
+    message_type: Literal["NORMAL", "FIFO", "DELAY"] | None = v5.MESSAGE_TYPE_FIELD
+    message_groups: int = Field(8, ge=1, le=100000, description="v5 FIFO producers: message groups per instance")
+    delay: float = Field(10.0, ge=0, le=86400, description="v5 DELAY producers: cluster seconds ahead")
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, v: Any) -> float:
+        return parse_duration(v)
 
     @field_validator("group")
     @classmethod
@@ -170,7 +181,10 @@ class ProducerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ProducerEntry":
-        _check_extra_keys(self, lambda d: config_from_dict(ProducerConfig, d),
+        if self.client == "v5":
+            _check_extra_keys(self, v5.check_config, *v5.producer_problems(self))
+            return self
+        _check_extra_keys(self, lambda d: config_from_dict(ProducerConfig, d), *v5.producer_problems(self),
                           order.ordered_problem(self.ordered, self.mode, self.batch),
                           tx.entry_problem(self.transaction, self.mode, self.batch, self.ordered is not None))
         return self
@@ -190,6 +204,8 @@ class ConsumerEntry(BaseModel):
     messageModel: Literal["CLUSTERING", "BROADCASTING"] = "CLUSTERING"
     fail_rate: float = Field(0.0, ge=0, le=1, description="share of messages whose consumption fails")
     orderly: bool = Field(False, description=order.ORDERLY_DESCRIPTION)
+    client: v5.ClientKind = v5.CLIENT_FIELD
+    endpoints: list[str] | None = v5.ENDPOINTS_FIELD
 
     @field_validator("group")
     @classmethod
@@ -198,7 +214,10 @@ class ConsumerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _rocketmq_keys(self) -> "ConsumerEntry":
-        _check_extra_keys(self, lambda d: config_from_dict(ConsumerConfig, d),
+        if self.client == "v5":
+            _check_extra_keys(self, v5.check_config, *v5.consumer_problems(self))
+            return self
+        _check_extra_keys(self, lambda d: config_from_dict(ConsumerConfig, d), *v5.consumer_problems(self),
                           order.orderly_problem(self.orderly, self.messageModel))
         return self
 
@@ -310,7 +329,7 @@ class Topology(Strict):
             for j, b in enumerate(topic.brokers):
                 if b not in names:
                     problems.append(f"topics[{i}].brokers[{j}]: unknown broker {b!r} (known: {', '.join(names)})")
-        problems += topology_problems(self)
+        problems += topology_problems(self) + v5.topology_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self

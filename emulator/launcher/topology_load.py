@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from yaml.nodes import Node
 
 from rmqemu.emulator.launcher import topology as _models
+from rmqemu.emulator.launcher import topology_client5 as _client5
 from rmqemu.emulator.launcher import topology_dledger as _dledger_models
 from rmqemu.emulator.launcher import topology_order as _order_models
 from rmqemu.emulator.launcher import topology_remoting as _remoting_models
@@ -238,19 +239,23 @@ def plan_nodes(topo: Topology) -> list[NodePlan]:
         workload = {"topics": p.topics, "rate": p.rate, "size": p.size, "mode": p.mode,
                     "batch": p.batch, "keys": p.keys, "delay_level": p.delay_level, "body": p.body,
                     **ordered_workload(p.ordered), **_tx_models.transaction_workload(p.transaction)}
+        workload.update(_client5.workload(p, topo) if p.client == "v5" else {})
         for _ in range(p.instances):
             i = counters.get(p.group, 0)
             counters[p.group] = i + 1
-            nodes.append(NodePlan(f"{p.group}-{i}", "producer", dict(p.model_extra or {}), group=p.group,
+            nodes.append(NodePlan(f"{p.group}-{i}", "producer", {} if p.client == "v5" else dict(p.model_extra or {}),
+                                  group=p.group,
                                   workload=workload))
     for c in topo.consumers:
         workload = {"subscribe": [_subscription(s) for s in c.subscribe], "allocate": c.allocate,
                     "allocate_params": c.allocate_params, "messageModel": c.messageModel,
-                    "fail_rate": c.fail_rate, **({"orderly": True} if c.orderly else {})}
+                    "fail_rate": c.fail_rate, **({"orderly": True} if c.orderly else {}),
+                    **(_client5.workload(c, topo) if c.client == "v5" else {})}
         for _ in range(c.instances):
             i = counters.get(c.group, 0)
             counters[c.group] = i + 1
-            nodes.append(NodePlan(f"{c.group}-{i}", "consumer", dict(c.model_extra or {}), group=c.group,
+            nodes.append(NodePlan(f"{c.group}-{i}", "consumer", {} if c.client == "v5" else dict(c.model_extra or {}),
+                                  group=c.group,
                                   workload=workload))
     names = [n.name for n in nodes]
     clashes = sorted({n for n in names if names.count(n) > 1})

@@ -4,9 +4,11 @@ It serves ``apache.rocketmq.v2.MessagingService`` to RocketMQ 5 clients on its g
 call a channel, docs/design.md §2 "The gRPC port") and is a 4.x client of the namesrvs and
 brokers behind it: routes from its own cache (:mod:`.route_view`), sends as SEND_MESSAGE_V2
 (:mod:`.sending`), receives as POP (:mod:`.receiving`), settings and routes for the clients
-(:mod:`.sessions`). It writes its clients' lines as a broker writes a real client's: ``send``,
-``consume``, ``client.route`` under the client's name (``client@<pid>``), and its own route view
-as ``client.route`` under its own.
+(:mod:`.sessions`). It writes its real gRPC clients' lines as a broker writes a real client's:
+``send``, ``consume``, ``client.route`` under the client's name (``client@<pid>``), and its own
+route view as ``client.route`` under its own. An emulated RocketMQ 5 client (``emulator/roles/
+client5/``) calls with the same frames over rmqemu's own wire and writes its own lines; its
+streamed answers come as one frame (:func:`.v2.stream`).
 """
 
 from __future__ import annotations
@@ -112,24 +114,28 @@ class Proxy(Role):
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
         if msg.frame.code == RequestCode.CHECK_TRANSACTION_STATE and msg.channel.startswith("out:"):
             return self.transactions.check(msg, now)
-        if not is_grpc(msg.channel) or msg.frame.code != EmulatorCode.GRPC:
-            return []
+        if msg.frame.code != EmulatorCode.GRPC or msg.channel.startswith("out:"):
+            return []  # a GRPC frame on any inbound channel: a real client's call, or an emulated client's
         self.calls += 1
         method = str(msg.frame.fields.get("method", ""))
-        streaming = method in v2.STREAMING
         req = v2.decode(method, msg.frame.body)
         handler = self.handlers.get(method)
         if req is None:
             self.bad_requests += 1
             if method not in v2.RESPONSES:
                 return []  # the transport answers UNIMPLEMENTED for what is not in the service
-            return [Reply(msg.channel, v2.answer(msg.frame, v2.failure(method, Code.BAD_REQUEST,
-                                                                       "the request is not a " + method),
-                                                 end=streaming))]
+            return self._refuse(msg, method, Code.BAD_REQUEST, "the request is not a " + method)
         if handler is None:
-            return [Reply(msg.channel, v2.answer(msg.frame, v2.failure(
-                method, Code.NOT_IMPLEMENTED, f"{method} is not implemented by this proxy"), end=streaming))]
+            return self._refuse(msg, method, Code.NOT_IMPLEMENTED, f"{method} is not implemented by this proxy")
         return handler(msg, req, now)
+
+    @staticmethod
+    def _refuse(msg: Inbound, method: str, code: int, text: str) -> list[Action]:
+        """A call answered with only a failed status (a stream: that element, then its end)."""
+        failed = v2.failure(method, code, text)
+        if method in v2.STREAMING:
+            return [Reply(msg.channel, f) for f in v2.stream(is_grpc(msg.channel), msg.frame, [failed])]
+        return [Reply(msg.channel, v2.answer(msg.frame, failed))]
 
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
         if event.kind == "closed" and event.channel is not None and is_grpc(event.channel):

@@ -12,18 +12,16 @@ with ``INVALID_RECEIPT_HANDLE``, as 5.x's proxy refuses it, and never reaches th
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rmqemu.emulator.protocol import RequestCode as RC
-from rmqemu.emulator.protocol import ResponseCode, request
+from rmqemu.emulator.protocol import ResponseCode, is_grpc, request
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply, Request
-from rmqemu.emulator.roles.common.message import body_bytes
-from rmqemu.emulator.roles.common.message_type import message_type_of
 from rmqemu.emulator.roles.common.pop_keys import real_topic
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
+from rmqemu.emulator.roles.proxy.messages import Handle, to_message
 from rmqemu.emulator.roles.proxy.route_view import QueueView
 
 if TYPE_CHECKING:
@@ -32,87 +30,6 @@ if TYPE_CHECKING:
 Code = v2.Code
 ACK_TIMEOUT_MS = 3000
 MAX_BATCH = 32  # the client asks for 32 whatever the settings say
-#: properties a 5.x client sees as system properties, never as user properties (MessageConst's set)
-SYSTEM_KEYS = frozenset((
-    "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET",
-    "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG",
-    "RECONSUME_TIME", "MSG_REGION", "TRACE_ON", "UNIQ_KEY", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK",
-    "POP_CK_OFFSET", "1ST_POP_TIME", "__SHARDINGKEY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS",
-    "TIMER_OUT_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_DEL_UNIQKEY",
-    "BORN_HOST", "BORN_TIMESTAMP", "CHECK_IMMUNITY_TIME_IN_SECONDS", "TRANSACTION_CHECK_TIMES",
-    "__transactionId__", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "INNER_MULTI_DISPATCH",
-    "INNER_MULTI_QUEUE_OFFSET",
-))
-
-
-@dataclass(frozen=True)
-class Handle:
-    """5.x's ``ReceiptHandle``: ``POP_CK``'s eight fields and the commit-log offset, space-separated."""
-
-    start_offset: int
-    retrieve_ms: int
-    invisible_ms: int
-    revive_qid: int
-    topic_type: str
-    broker: str
-    queue_id: int
-    offset: int
-    commit_log_offset: int
-    text: str
-
-    @classmethod
-    def decode(cls, text: str) -> "Handle | None":
-        parts = text.split(" ")
-        if len(parts) < 8:
-            return None
-        try:
-            return cls(int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4], parts[5],
-                       int(parts[6]), int(parts[7]), int(parts[8]) if len(parts) > 8 else -1, text)
-        except ValueError:
-            return None
-
-    def expired(self, wall_ms: float) -> bool:
-        return self.retrieve_ms + self.invisible_ms <= wall_ms
-
-
-TYPES = {"NORMAL": pb.NORMAL, "FIFO": pb.FIFO, "DELAY": pb.DELAY, "TRANSACTION": pb.TRANSACTION}
-
-
-def to_message(record: dict[str, Any], topic: str) -> pb.Message:
-    """A popped record as a v2 ``Message`` (``GrpcConverter.buildMessage``)."""
-    props = {str(k): str(v) for k, v in (record.get("properties") or {}).items()}
-    body = body_bytes(record)
-    m = pb.Message(body=body)
-    m.topic.name = topic
-    for k, v in props.items():
-        if k not in SYSTEM_KEYS:
-            m.user_properties[k] = v
-    sp = m.system_properties
-    if "TAGS" in props:
-        sp.tag = props["TAGS"]
-    if props.get("KEYS"):
-        sp.keys.extend(k for k in props["KEYS"].split(" ") if k)
-    sp.message_id = props.get("UNIQ_KEY") or str(record.get("msgId", ""))
-    sp.body_digest.type = pb.MD5
-    sp.body_digest.checksum = hashlib.md5(body).hexdigest().upper()  # noqa: S324 - the wire's digest, not security
-    sp.body_encoding = pb.GZIP if int(record.get("sysFlag", 0) or 0) & 1 else pb.IDENTITY
-    sp.message_type = TYPES[message_type_of(props)]
-    v2.set_timestamp(sp.born_timestamp, int(record.get("bornTimestamp", 0) or 0))
-    sp.born_host = str(record.get("bornHost") or props.get("BORN_HOST", ""))
-    v2.set_timestamp(sp.store_timestamp, int(record.get("storeTimestamp", 0) or 0))
-    sp.store_host = str(record.get("storeHost", ""))
-    if props.get("TIMER_DELIVER_MS", "").isdigit():
-        v2.set_timestamp(sp.delivery_timestamp, int(props["TIMER_DELIVER_MS"]))
-    sp.queue_id = int(record.get("queueId", 0) or 0)
-    sp.queue_offset = int(record.get("queueOffset", 0) or 0)
-    sp.delivery_attempt = int(record.get("reconsumeTimes", 0) or 0) + 1
-    if props.get("POP_CK"):
-        sp.receipt_handle = f"{props['POP_CK']} {int(record.get('commitLogOffset', -1))}"
-    if props.get("__SHARDINGKEY"):
-        sp.message_group = props["__SHARDINGKEY"]
-    return m
-
-
 @dataclass
 class _AckBatch:
     """One AckMessage call: its entries' results as they come."""
@@ -207,9 +124,10 @@ class Receiving:
         if not records:
             return out + self._end(msg, now, Code.MESSAGE_NOT_FOUND, "no new message")
         messages = [to_message(r, topic) for r in records]
-        out += [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(status=v2.ok())))]
-        out += [Reply(msg.channel, v2.answer(msg.frame, pb.ReceiveMessageResponse(message=m))) for m in messages]
-        out += self._complete(msg, now)
+        out += self._stream(msg, now, [pb.ReceiveMessageResponse(status=v2.ok())]
+                            + [pb.ReceiveMessageResponse(message=m) for m in messages])
+        if not is_grpc(msg.channel):
+            return out  # an emulated client writes its own consume line
         by_queue: dict[int, list[pb.Message]] = {}
         for m in messages:
             by_queue.setdefault(m.system_properties.queue_id, []).append(m)
@@ -248,16 +166,16 @@ class Receiving:
         return [Request(addr, request(RC.CONSUMER_SEND_MSG_BACK, back), ACK_TIMEOUT_MS, sent_back)]
 
     def _end(self, msg: Inbound, now: Now, code: int, text: str) -> list[Action]:
-        return [Reply(msg.channel, v2.answer(msg.frame, v2.failure("ReceiveMessage", code, text)))] + \
-            self._complete(msg, now)
+        return self._stream(msg, now, [v2.failure("ReceiveMessage", code, text)])
 
     @staticmethod
-    def _complete(msg: Inbound, now: Now) -> list[Action]:
-        """``onComplete``: every receive stream ends with a ``delivery_timestamp`` element (the
-        PushConsumer computes its receive latency from it and fails without it)."""
+    def _stream(msg: Inbound, now: Now, responses: list[Any]) -> list[Action]:
+        """The stream's elements, then ``onComplete``'s ``delivery_timestamp`` element (the
+        PushConsumer computes its receive latency from it and fails without it); one reply frame
+        of them all to an emulated client (:func:`v2.stream`)."""
         last = pb.ReceiveMessageResponse()
         v2.set_timestamp(last.delivery_timestamp, now.wall_ms)
-        return [Reply(msg.channel, v2.answer(msg.frame, last, end=True))]
+        return [Reply(msg.channel, f) for f in v2.stream(is_grpc(msg.channel), msg.frame, [*responses, last])]
 
     # ------------------------------------------------------------------ AckMessage, ChangeInvisibleDuration
 

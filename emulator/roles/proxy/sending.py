@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from rmqemu.emulator.protocol import AUTO_CREATE_TOPIC_KEY, RequestCode, ResponseCode, oneway, request
+from rmqemu.emulator.protocol import AUTO_CREATE_TOPIC_KEY, RequestCode, ResponseCode, is_grpc, oneway, request
 from rmqemu.emulator.roles.client.route_cache import MessageQueue
 from rmqemu.emulator.roles.client.subscription import java_string_hash
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Oneway, Reply, Request
@@ -171,7 +171,8 @@ class Sending:
             fields["transaction"] = "half"
         if sp.HasField("delivery_timestamp"):
             fields["deliver_ms"] = v2.timestamp_ms(sp.delivery_timestamp)
-        return [Emit("send", fields, node=msg.peer), Reply(msg.channel, v2.answer(msg.frame, reply))]
+        line: list[Action] = [Emit("send", fields, node=msg.peer)] if is_grpc(msg.channel) else []
+        return line + [Reply(msg.channel, v2.answer(msg.frame, reply))]  # an emulated client writes its own
 
     def _keep_half(self, m: pb.Message, mq: MessageQueue, resp: Any) -> None:
         """``fillTransactionData``: what the half's END_TRANSACTION must name."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmqemu.emulator.protocol import Perm
+from rmqemu.emulator.protocol import Perm, is_grpc
 from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
@@ -142,6 +142,8 @@ class Sessions:
         """The client's view is the route it was answered: the broker queues behind the proxy's."""
         publish = [{"broker": q.broker.name, "queue_id": q.id} for q in queues if q.permission in WRITABLE]
         subscribe = [{"broker": q.broker.name, "queue_id": q.id} for q in queues if q.permission in READABLE]
+        if not is_grpc(msg.channel):
+            return []  # an emulated client writes its own view
         old = self.views.get((msg.peer, topic))
         self.views[(msg.peer, topic)] = publish
         return [Emit("client.route", {"topic": topic, "source": self.proxy.name, "publish_queues": publish,

@@ -18,7 +18,7 @@ from rmqemu.emulator.roles.common.base import Action, Emit, Every, Inbound, Now,
 from rmqemu.emulator.roles.common.server_dispatch import HeaderError, h_int, parse_properties
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
-from rmqemu.emulator.roles.proxy.receiving import to_message
+from rmqemu.emulator.roles.proxy.messages import to_message
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.proxy.proxy import Proxy

@@ -80,3 +80,37 @@ def duration_ms(d: Any) -> int:
 def set_duration(d: Any, ms: float) -> None:
     d.seconds, rest = divmod(int(ms), 1000)
     d.nanos = rest * 1_000_000
+
+
+def pack(messages: list[Message]) -> bytes:
+    """A stream's messages as one body: each a 4-byte big-endian length, then its bytes (how a
+    streamed answer reaches an emulated client in one reply frame, docs/design.md §2)."""
+    out = bytearray()
+    for m in messages:
+        raw = m.SerializeToString()
+        out += len(raw).to_bytes(4, "big") + raw
+    return bytes(out)
+
+
+def unpack(body: bytes) -> list[bytes] | None:
+    """The pieces :func:`pack` joined; None when ``body`` is not such a concatenation."""
+    out, i = [], 0
+    while i < len(body):
+        if i + 4 > len(body):
+            return None
+        n = int.from_bytes(body[i:i + 4], "big")
+        if i + 4 + n > len(body):
+            return None
+        out.append(body[i + 4:i + 4 + n])
+        i += 4 + n
+    return out
+
+
+def stream(channel_is_grpc: bool, call: Frame, messages: list[Message]) -> list[Frame]:
+    """The frames that answer a streamed call with ``messages``, then end it: on a gRPC call one
+    reply per message, the last ending the call; to an emulated client, whose request takes one
+    answer, one reply whose body is :func:`pack` of them all."""
+    if not channel_is_grpc:
+        return [Frame(code=EmulatorCode.GRPC, opaque=call.opaque, flag=Flag.RESPONSE, fields={"end": True},
+                      body=pack(messages))]
+    return [answer(call, m, end=i == len(messages) - 1) for i, m in enumerate(messages)]
