@@ -100,6 +100,25 @@ def test_a_send_through_the_proxy_is_stored_with_its_unicode_body_and_keys() -> 
     assert msg.msg_id in got
 
 
+def test_a_send_line_names_the_queue_the_proxy_chose_not_the_clients_candidate() -> None:
+    """The 5.x proxy ignores the client's queue: misroutes are judged on where a message went."""
+    rig = rig_ab()
+    d = producer(rig)
+    serve(rig, d)
+    for _ in range(6):
+        msg = d.role.factory.next_message()
+        d.run(lambda now, msg=msg: d.role.send(msg, now))
+        serve(rig, d)
+    lines = d.events("send")
+    assert len(lines) == 6 and all(line["outcome"] == "ok" for line in lines)
+    stored = {}
+    for addr, b in rig.cluster.brokers.items():
+        for (topic, qid), records in b.role.store.queues.items():
+            if topic == "T":
+                stored.update({r["msgId"]: (b.role.cfg.brokerName, qid) for r in records})
+    assert {line["msg_id"]: (line["broker"], line["queue_id"]) for line in lines}.items() <= stored.items()
+
+
 def test_the_proxy_answers_an_emulated_receive_in_one_packed_frame() -> None:
     rig = rig_ab()
     c = consumer(rig)

@@ -120,12 +120,13 @@ class Client5(Role):
 
     # ------------------------------------------------------------------ calls
 
-    def call(self, method: str, request: Any, now: Now, then: wire.Answer, extra_ms: float = 0) -> list[Action]:
+    def call(self, method: str, request: Any, now: Now, then: wire.Answer, extra_ms: float = 0,
+             where: dict[str, Any] | None = None) -> list[Action]:
         """``request`` to the endpoint in use; ``then(None, None, now)`` at once when none is known."""
         addr = self.selector.choose()
         if addr is None:
             return then(None, None, now)
-        return [wire.call(addr, method, request, self.client_id, self.cfg.requestTimeout + extra_ms, then)]
+        return [wire.call(addr, method, request, self.client_id, self.cfg.requestTimeout + extra_ms, then, where)]
 
     def proxy_name(self, addr: str | None) -> str:
         return self.proxy_of.get(addr or "", addr or "")

@@ -12,7 +12,8 @@ Attempt ``k`` goes to candidate ``(k - 1) mod len``. A failed attempt (no answer
 Python client stops there instead), until ``maxAttempts``.
 
 Each attempt is a ``send`` line (``mode`` ``grpc``, ``proxy`` the proxy it went to, ``broker`` and
-``queue_id`` the candidate's, which is the client's belief: the 5.x proxy picks the queue itself),
+``queue_id`` where the proxy sent it: the 5.x proxy picks the queue itself, and its answer on
+rmqemu's wire names it; the candidate's, the client's belief, when no answer came),
 a message given up a ``send.fail``; both as the 4.x producer writes them, so the report's sends,
 misroute and loss metrics read them alike.
 """
@@ -156,20 +157,22 @@ class Producer5(Client5):
         job.attempt += 1
         attempt, mq = job.attempt, job.candidates[(job.attempt - 1) % len(job.candidates)]
         sent = now.host_mono_ms
+        where: dict[str, Any] = {}  # the queue the proxy chose, from its answer
 
         def answered(resp: Any, addr: str | None, rnow: Now) -> list[Action]:
             latency = None if resp is None else round(rnow.host_mono_ms - sent, 3)
+            actual = mq if not where else _queue(str(where["broker"]), int(where.get("queue_id", -1)))
             entry = resp.entries[0] if resp is not None and len(resp.entries) == 1 else None
             status = entry.status if entry is not None and resp.status.code == Code.OK else (
                 resp.status if resp is not None else None)
             if status is not None and status.code == Code.OK:
-                line = self._line(job, mq, attempt, "ok", Code.OK, latency, addr)
+                line = self._line(job, actual, attempt, "ok", Code.OK, latency, addr)
                 return [line] + self._finish(job, True)
             code = status.code if status is not None else None
             outcome = "timeout" if code is None or code in TIMEOUT_CODES else "error"
             text = status.message if status is not None else (
                 "no endpoint" if addr is None else f"no answer from {self.proxy_name(addr)} within the request timeout")
-            line = self._line(job, mq, attempt, outcome, code, latency, addr, text)
+            line = self._line(job, actual, attempt, outcome, code, latency, addr, text)
             if attempt >= self.cfg.maxAttempts:
                 return [line] + self._give_up(job, code, f"failed after {attempt} attempts: {text}", attempt)
             if code == Code.TOO_MANY_REQUESTS:  # throttled: back off before the next attempt
@@ -177,7 +180,7 @@ class Producer5(Client5):
                 return [line, After("retry", delay)]
             return [line] + self._attempt(job, rnow)
 
-        return self.call("SendMessage", self._request(job, now), now, answered)
+        return self.call("SendMessage", self._request(job, now), now, answered, where=where)
 
     def _line(self, job: Send5, mq: pb.MessageQueue | None, attempt: int, outcome: str, code: int | None,
               latency: float | None, addr: str | None, error: str | None = None) -> Emit:
@@ -212,3 +215,9 @@ class Producer5(Client5):
 
     def state(self) -> dict[str, Any]:
         return {**self.base_state(), **self.sends, "in_flight": self.in_flight is not None}
+
+
+def _queue(broker: str, queue_id: int) -> pb.MessageQueue:
+    mq = pb.MessageQueue(id=queue_id)
+    mq.broker.name = broker
+    return mq

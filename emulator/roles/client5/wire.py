@@ -65,14 +65,18 @@ class PickFirst:
             self.down.discard(addr)
 
 
-def call(addr: str, method: str, request: Message, client_id: str, timeout_ms: float, then: Answer) -> Request:
+def call(addr: str, method: str, request: Message, client_id: str, timeout_ms: float, then: Answer,
+         where: dict[str, Any] | None = None) -> Request:
     """One RPC to the proxy at ``addr``: ``then(response, addr, now)`` with the method's response
     message (a list of them for a streamed method), or None without an answer (a timeout, a
-    connection refused) or with bytes that are not one."""
+    connection refused) or with bytes that are not one. ``where``, when given, receives the
+    answer's rmqemu-only header (a send's real broker and queue, docs/design.md §2)."""
     frame = Frame(code=EmulatorCode.GRPC, flag=Flag.REQUEST, body=request.SerializeToString(),
                   fields={"method": method, "client_id": client_id, "language": "JAVA", "version": CLIENT_VERSION})
 
     def on_reply(resp: Frame | None, now: Now) -> list[Action]:
+        if where is not None and resp is not None:
+            where.update({k: resp.fields[k] for k in ("broker", "queue_id") if k in resp.fields})
         return then(None if resp is None else decode(method, resp.body), addr, now)
 
     return Request(addr, frame, timeout_ms, on_reply, held=method == "ReceiveMessage")

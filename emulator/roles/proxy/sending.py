@@ -171,8 +171,10 @@ class Sending:
             fields["transaction"] = "half"
         if sp.HasField("delivery_timestamp"):
             fields["deliver_ms"] = v2.timestamp_ms(sp.delivery_timestamp)
+        # an emulated client writes its own line, from the queue this answer names on rmqemu's wire
         line: list[Action] = [Emit("send", fields, node=msg.peer)] if is_grpc(msg.channel) else []
-        return line + [Reply(msg.channel, v2.answer(msg.frame, reply))]  # an emulated client writes its own
+        where = {"broker": mq.broker_name, "queue_id": mq.queue_id}
+        return line + [Reply(msg.channel, v2.answer(msg.frame, reply, where=where))]
 
     def _keep_half(self, m: pb.Message, mq: MessageQueue, resp: Any) -> None:
         """``fillTransactionData``: what the half's END_TRANSACTION must name."""

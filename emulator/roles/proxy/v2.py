@@ -45,9 +45,11 @@ def ok() -> pb.Status:
     return status(Code.OK, "OK")
 
 
-def answer(call: Frame, message: Message, end: bool = False) -> Frame:
-    """The reply frame carrying ``message`` on the call ``call`` arrived on."""
-    fields: dict[str, Any] = {"end": True} if end else {}
+def answer(call: Frame, message: Message, end: bool = False, where: dict[str, Any] | None = None) -> Frame:
+    """The reply frame carrying ``message`` on the call ``call`` arrived on. ``where``: header fields
+    only rmqemu's own wire carries (a send's real broker and queue, docs/design.md §2); the gRPC
+    port sends the body alone."""
+    fields: dict[str, Any] = {**(where or {}), **({"end": True} if end else {})}
     return Frame(code=EmulatorCode.GRPC, opaque=call.opaque, flag=Flag.RESPONSE, fields=fields,
                  body=message.SerializeToString())
 
