@@ -17,7 +17,7 @@ import pytest
 from rmqemu import emulator
 from rmqemu.reports.local import analyse_dirs
 from rmqemu.reports.metrics import document
-from tests.realclients.drivers import NodeProcess, NodeProcs, wait_for, wait_for_line
+from tests.realclients.drivers import NodeProcess, NodeProcs, wait_for
 
 pytestmark = pytest.mark.integration
 
