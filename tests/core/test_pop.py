@@ -170,3 +170,9 @@ def test_fifo_violations_follow_the_rule_on_any_sequence(case: tuple[int, list[t
                "result": "ok"} for m, t in acks.items()]
     got = pop.fifo_violations(pop.pop_lines(events(sorted(lines, key=lambda x: x["ts"]))))
     assert {(int(r.msg_id[1:]), r.violation) for r in got.itertuples()} == _reference(n, leases, acks)
+
+
+def test_the_route_lanes_say_who_holds_a_view() -> None:
+    lanes = plain()["p.lanes"]
+    held = lanes.loc[lanes["kind"] == "client", ["lane", "label"]].drop_duplicates()
+    assert tuples(held.reset_index(drop=True)) == [("client@1", "gRPC via proxy-0"), ("proxy-0", "proxy")]
