@@ -15,6 +15,7 @@ from rmqemu.reports import html
 from rmqemu.reports.core import pop, staleness
 from rmqemu.reports.local import analyse_dirs
 from rmqemu.reports.metrics import document
+from rmqemu.reports.summary import headline_rows, one_line
 from rmqemu.verdicts import judge, parse_expect
 from tests.core.pop_runs import pop_run
 from tests.reports.runlog import write_run
@@ -85,11 +86,15 @@ def test_expectations_over_the_layer(doc: dict[str, Any]) -> None:
     assert "a group" in (metric_paths.problem("pop.acks") or "")
 
 
-def test_the_pages_tables(doc: dict[str, Any], tmp_path: Path) -> None:
+def test_the_pages_tables_and_the_summary(doc: dict[str, Any], tmp_path: Path) -> None:
     page = html.render(doc, [], tmp_path, [], [])
     for text in ("POP consumption", "FIFO groups&#39; order", "POP consumption per fault", "Timed messages per topic",
                  "client@1 (gRPC, via proxy-0)", "proxy-0 (proxy)"):
         assert text in page, text
+    line = one_line(doc)
+    assert "1 FIFO message(s) out of send order" in line and "1 timed message(s) delivered early" in line
+    rows = {label: value for section, label, value in headline_rows(doc) if section == "POP consumption"}
+    assert rows["Acks a proxy refused as expired or invalid (INVALID_RECEIPT_HANDLE)"] == "2"
 
 
 @pytest.mark.spark
