@@ -130,22 +130,24 @@ def fifo_violations(lines: pd.DataFrame) -> pd.DataFrame:
     for (group, topic, mg), d in dl.groupby(["group", "topic", "message_group"], sort=False):
         d = d.sort_values("pos_", kind="stable")
         first = d.drop_duplicates("msg_id").sort_values("rank", kind="stable")
-        pos, ids = first["pos_"].to_numpy(), first["msg_id"].to_numpy(object)
-        if len(pos) > 1:  # running max of the earlier-sent messages' first positions
-            prev_max = np.maximum.accumulate(pos)[:-1]
-            arg = np.array([int(np.argmax(pos[: i + 1])) for i in range(len(pos) - 1)])
-            for i in np.flatnonzero(prev_max > pos[1:]) + 1:
-                rows.append((group, mg, ids[i], "out_of_order", float(first["ts"].iloc[i]), ids[arg[i - 1]]))
+        pos, ids, at = first["pos_"].to_numpy(), first["msg_id"].to_numpy(object), first["ts"].to_numpy(float)
+        latest = 0  # of the messages sent so far, the one first delivered last
+        for i in range(1, len(pos)):
+            if pos[latest] > pos[i]:
+                rows.append((group, mg, ids[i], "out_of_order", float(at[i]), ids[latest]))
+            elif pos[i] > pos[latest]:
+                latest = i
         by_rank = ranks[(topic, mg)]
+        in_pop: dict[tuple[object, object, object], int] = {}
+        for r in d.itertuples(index=False):
+            in_pop.setdefault((r.node, r.pop_time, r.msg_id), r.pos_)
         seen: set[object] = set()
         for r in d.itertuples(index=False):
             prev = by_rank.get(r.rank - 1)
             if prev is None or r.msg_id in seen:
                 continue
-            acked_at = first_ack.get((group, prev), np.inf)
-            same_pop = d.loc[(d["pos_"] < r.pos_) & (d["node"] == r.node) & (d["pop_time"] == r.pop_time)
-                             & (d["msg_id"] == prev)]
-            if not acked_at < r.ts and same_pop.empty:
+            handed = in_pop.get((r.node, r.pop_time, prev))
+            if not first_ack.get((group, prev), np.inf) < r.ts and not (handed is not None and handed < r.pos_):
                 rows.append((group, mg, r.msg_id, "unacked_previous", float(r.ts), prev))
                 seen.add(r.msg_id)
     out = pd.DataFrame(rows, columns=list(VIOLATION_COLUMNS))
