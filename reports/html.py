@@ -27,6 +27,7 @@ from markupsafe import Markup
 from rmqemu.errors import ExpectationError
 from rmqemu.reports.html_delays import delay_tables
 from rmqemu.reports.html_failover import failover_tables
+from rmqemu.reports.html_pop import holder_label, pop_tables, timed_table
 from rmqemu.reports.html_transactions import transaction_tables
 from rmqemu.reports.plot_axes import fault_colour
 from rmqemu.reports.plots import Figure
@@ -145,7 +146,7 @@ def _faults(m: Metrics) -> Table:
 def _staleness(rows: list[dict[str, Any]], who: str, scale: float, title: str, caption: str = "") -> Table:
     rows = sorted(rows, key=lambda r: (-r["stale_ms"], r[who], r["topic"]))
     return table([who, "topic", "stale", "over", "under", "intervals", "longest", "measured"],
-                 ([r[who], r["topic"], fmt_ms(r["stale_ms"], scale), fmt_ms(r["stale_over_ms"], scale),
+                 ([holder_label(r, who), r["topic"], fmt_ms(r["stale_ms"], scale), fmt_ms(r["stale_over_ms"], scale),
                    fmt_ms(r["stale_under_ms"], scale), fmt_num(r["intervals"]), fmt_ms(r["max_ms"], scale),
                    fmt_ms(r["measured_ms"], scale)] for r in rows),
                  [False, False, True, True, True, True, True, True], title=title, caption=caption)
@@ -175,10 +176,10 @@ def _details(m: Metrics) -> list[Table]:
                                                        "delayed", "duplicate_messages", "consumed_unacked")]]
                for r in m["consumption"]["by_topic"]),
               [False] + [True] * 9, empty="No acked or consumed messages.", title="Consumption per topic"),
-        *[table(**t) for t in delay_tables(m)],
+        *[table(**t) for t in delay_tables(m) + timed_table(m)],
         *_order(m),
         *[table(**t) for t in failover_tables(m)],
-        *[table(**t) for t in transaction_tables(m)],
+        *[table(**t) for t in transaction_tables(m) + pop_tables(m)],
         table(["consumer", "group", "topic", "SUBSCRIPTION_NOT_EXIST pulls"],
               ([r["node"], r["group"], r["topic"], fmt_num(r["pulls"])] for r in sne),
               empty="No SUBSCRIPTION_NOT_EXIST pulls.", title="Subscriptions"),

@@ -20,6 +20,8 @@ from rmqemu.reports.metrics_delays import DELAY_QUERIES, RETRY_QUERIES, delay_se
 from rmqemu.reports.metrics_delays import ORDER as DELAY_ORDER
 from rmqemu.reports.metrics_failover import FAILOVER_QUERIES, failover_section
 from rmqemu.reports.metrics_failover import ORDER as FAILOVER_ORDER
+from rmqemu.reports.metrics_pop import ORDER as POP_ORDER
+from rmqemu.reports.metrics_pop import POP_QUERIES, TIMER_QUERIES, by_holder, pop_section, timed
 from rmqemu.reports.metrics_transactions import ORDER as TRANSACTION_ORDER
 from rmqemu.reports.metrics_transactions import TRANSACTION_QUERIES, transactions_section
 from rmqemu.reports.results import RunMeta, RunResult, rows
@@ -51,7 +53,7 @@ ORDER: dict[str, list[str] | None] = {
     "m.autocreate": ["topic"], "m.timing": ["node"], "m.nsq": ["group", "topic"], "m.sne": ["node", "topic"],
     "m.drain": ["ts"], "m.order_groups": ["group", "by"], "m.order_remaps": ["ts", "producer", "topic"],
     "m.order_failed": ["reason", "outcome", "stale"], "m.order_availability": ["topic"], "m.order_moved": None,
-    **DELAY_ORDER, **FAILOVER_ORDER, **TRANSACTION_ORDER,
+    **DELAY_ORDER, **FAILOVER_ORDER, **TRANSACTION_ORDER, **POP_ORDER,
 }
 _STALENESS_COLUMNS = ["topic", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms", "measured_ms"]
 
@@ -63,7 +65,7 @@ def metric_rows(result: RunResult, queries: Iterable[str] | None = None) -> dict
     for name in (ORDER if queries is None else queries):
         df = t[name]
         if name in ("m.clients", "m.namesrvs"):
-            df = df[[name[2:-1], *_STALENESS_COLUMNS]]
+            df = df[[name[2:-1], *_STALENESS_COLUMNS, *(("holder", "via") if name == "m.clients" else ())]]
         out[name] = rows(df, ORDER[name])
     return out
 
@@ -77,7 +79,7 @@ def _staleness(r: dict[str, Any]) -> dict[str, Any]:
         "stale_views": sum(1 for r in cl if r["stale_ms"] > 0), "views": len(cl),
         "max_converged_ms": max([f["converged_ms"] for f in conv], default=0.0),
     }
-    return {"clients": cl, "namesrvs": ns, "faults": conv, "clients_total": total}
+    return {"clients": cl, "namesrvs": ns, "faults": conv, "clients_total": total, "by_holder": by_holder(cl)}
 
 
 def _misrouted(got: list[dict[str, Any]]) -> dict[str, Any]:
@@ -166,13 +168,14 @@ SECTIONS: dict[str, tuple[tuple[str, ...], Callable[[RunMeta, dict[str, Any]], A
     "autocreate": (("m.autocreate",), lambda run, r: r["m.autocreate"]),
     "subscriptions": (("m.sne", "m.nsq"), lambda run, r: _subscriptions(r)),
     "consumption": (("m.consumption", "m.group_loss"), lambda run, r: _consumption(r)),
-    "delays": (DELAY_QUERIES, delay_section),
+    "delays": ((*DELAY_QUERIES, *TIMER_QUERIES), lambda run, r: {**delay_section(run, r), "timed": timed(r)}),
     "retries": (RETRY_QUERIES, retry_section),
     "availability": (("m.availability",), lambda run, r: _availability(r["m.availability"])),
     "order": (("m.order_groups", "m.order_remaps", "m.order_failed", "m.order_availability", "m.order_moved"),
               _order),
     "failover": (FAILOVER_QUERIES, failover_section),
     "transactions": (TRANSACTION_QUERIES, transactions_section),
+    "pop": (POP_QUERIES, pop_section),
     "timing": (("m.timing",), lambda run, r: health.verdict(
         r["m.timing"], run.manifest.scale, [n.get("config") or {} for n in run.manifest.nodes.values()],
         health.measured_ms(run.run_start, run.run_end, run.info.up_ms))),

@@ -73,7 +73,10 @@ def plot_routes(data: PlotData, topic: str, path: Path) -> None:
         for state, part in grp.groupby("state"):
             ax.broken_barh(list(zip(part.start_s, part.end_s - part.start_s, strict=True)), (y - 0.3, 0.6),
                            facecolors=STATE_COLOURS[state], zorder=2)
-    ax.set_yticks(list(ypos.values()), [f"{lane}" for lane in ypos])
+    held = dict(zip(df[df.kind == "client"].lane, df[df.kind == "client"].label, strict=True))
+    ax.set_yticks(list(ypos.values()), [f"{lane}\n{held[lane]}" if held.get(lane) else f"{lane}" for lane in ypos])
+    if any(held.values()):  # a proxy's or gRPC client's lane: its name over what it is
+        ax.tick_params(axis="y", labelsize=8)
     ax.set_ylim(-0.7, len(order) - 0.3)
     ax.set_title(f"Route view vs truth: {topic}", fontsize=11, loc="left")
     handles = [Patch(color=c, label=STATE_LABELS[s]) for s, c in STATE_COLOURS.items()]

@@ -67,7 +67,7 @@ def _max_rto(m: Metrics) -> float:
 
 
 _S, _M, _L, _A, _O = "Route staleness", "Sends", "Loss and consumption", "Availability", "Order"
-_D, _F, _T = "Delays and retries", "DLedger failovers", "Transactions"
+_D, _F, _T, _P = "Delays and retries", "DLedger failovers", "Transactions", "POP consumption"
 HEADLINES: list[Headline] = [
     Headline("Run", "Run duration (first to last event)", _path("duration_ms"), MS),
     Headline("Run", "Events read", _path("events")),
@@ -111,6 +111,9 @@ HEADLINES: list[Headline] = [
     Headline(_D, "... still pending at the end", _path("delays", "pending")),
     Headline(_D, "... of them overdue (due before the run stopped)", _path("delays", "overdue")),
     Headline(_D, "Latest first delivery", _path("delays", "lateness_max_ms"), MS),
+    Headline(_D, "Timed messages parked (RocketMQ 5 delivery instants)", _path("delays", "timed", "parked")),
+    Headline(_D, "... delivered early", _path("delays", "timed", "early")),
+    Headline(_D, "... still parked at the end", _path("delays", "timed", "pending")),
     Headline(_D, "Messages taken back from consumers (retries)", _path("retries", "taken_back")),
     Headline(_D, "... parked in a DLQ (distinct messages)", _path("retries", "dead_lettered")),
     Headline(_O, "Ordered messages checked by key (per orderly group)", _path("order", "messages")),
@@ -144,6 +147,14 @@ HEADLINES: list[Headline] = [
         m, *(("transactions", fate, "delivered") for fate in ("rolled_back", "discarded", "open")))),
     Headline(_T, "Half to visible, p99", _path("transactions", "visible", "p99_ms"), MS),
     Headline(_T, "Checks sent to no producer channel", _path("transactions", "checks", "no_channel")),
+    Headline(_P, "Leases granted", _path("pop", "leases", "granted")),
+    Headline(_P, "... expired and put back for another delivery", _path("pop", "leases", "expired")),
+    Headline(_P, "Acks a proxy refused as expired or invalid (INVALID_RECEIPT_HANDLE)", lambda m: _sum(
+        m, ("pop", "acks", "proxy", "expired"), ("pop", "acks", "proxy", "invalid"))),
+    Headline(_P, "Highest delivery attempt", _path("pop", "attempts", "max")),
+    Headline(_P, "Sent to a DLQ by a proxy", _path("pop", "dlq", "sent")),
+    Headline(_P, "FIFO messages out of order or leased before the previous was acked", lambda m: _sum(
+        m, ("pop", "fifo", "out_of_order"), ("pop", "fifo", "unacked_previous"))),
 ]
 
 
@@ -260,6 +271,9 @@ PHENOMENA: list[tuple[str, Callable[[Metrics], Any]]] = [
     ("transactional message(s) stored twice", _path("transactions", "duplicates", "stored_twice")),
     ("rolled-back message(s) delivered", _path("transactions", "rolled_back", "delivered")),
     ("committed transactional message(s) lost by a group", _path("transactions", "committed", "lost_per_group")),
+    ("FIFO message(s) out of send order", _path("pop", "fifo", "out_of_order")),
+    ("FIFO message(s) leased before the previous one was acked", _path("pop", "fifo", "unacked_previous")),
+    ("timed message(s) delivered early", _path("delays", "timed", "early")),
 ]
 
 

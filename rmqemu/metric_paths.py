@@ -15,7 +15,8 @@ added by the report to every such key; the registry lists the ``_ms`` path and d
 This module imports nothing from the project but its own parts (:mod:`rmqemu.metric_units`, the
 order section in :mod:`rmqemu.metric_order`, the delays and retries sections in
 :mod:`rmqemu.metric_paths_delay`, the DLedger failover section in :mod:`rmqemu.metric_failover`, the
-transactions section in :mod:`rmqemu.metric_transactions`):
+transactions section in :mod:`rmqemu.metric_transactions`, the POP section and timed messages in
+:mod:`rmqemu.metric_pop`):
 the launcher (topology checks) and the report both read it.
 ``python -m rmqemu.metric_doc`` prints docs/metrics.md from it.
 """
@@ -28,6 +29,7 @@ import re
 from rmqemu.metric_failover import failover_metrics
 from rmqemu.metric_order import order_metrics
 from rmqemu.metric_paths_delay import delay_metrics
+from rmqemu.metric_pop import holder_metrics, pop_metrics
 from rmqemu.metric_transactions import transaction_metrics
 from rmqemu.metric_units import (  # noqa: F401 (the registry's vocabulary, used from here)
     BOOL,
@@ -81,6 +83,7 @@ def _registry() -> list[Metric]:
         add(s, f"staleness.{table}[].{who}", TEXT, f"the {who} node")
         for col, unit, text in _STALE_COLUMNS:
             add(s, f"staleness.{table}[].{col}", unit, text)
+    holder_metrics(lambda path, unit, what: add(s, path, unit, what))
     add(s, "staleness.faults[]", TABLE, "one row per fault, in start order")
     for col, unit, text in (
             ("fault_id", TEXT, "the fault's id (f1, f2, ...)"), ("fault", TEXT, "its kind (kill, pause, ...)"),
@@ -227,6 +230,7 @@ def _registry() -> list[Metric]:
     out += order_metrics()
     out += failover_metrics()
     out += transaction_metrics()
+    out += pop_metrics()
 
     s = "Timing health"
     add(s, "timing", GROUP, "whether the host kept the nodes' timers (docs/design.md §9)")

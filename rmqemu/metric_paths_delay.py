@@ -4,6 +4,7 @@ after the consumption section."""
 
 from __future__ import annotations
 
+from rmqemu.metric_pop import timed_metrics
 from rmqemu.metric_units import COUNT, GROUP, MS, NUMBER, TABLE, TEXT, Metric
 
 SECTION = "Delays and retries"
@@ -59,6 +60,7 @@ def delay_metrics() -> list[Metric]:
         add(f"delays.by_topic[].{col}", COUNT, text)
     for col, text in _LATENESS:
         add(f"delays.by_topic[].{col}", MS, text)
+    timed_metrics(add)
 
     add("retries", GROUP, "messages consumers failed, taken back by the broker (docs/rocketmq-model.md §4.7)")
     for col, text in _RETRIES:

@@ -39,9 +39,11 @@ from rmqemu.reports.core import (
     health,
     order_routes,
     plots,
+    pop,
     retries,
     settle,
     staleness,
+    timers,
     transactions,
 )
 from rmqemu.reports.core import sends as sends_mod
@@ -50,6 +52,7 @@ from rmqemu.reports.core.failover_run import FailoverRun
 from rmqemu.reports.core.frame import RunInfo, events, node_table
 from rmqemu.reports.core.order_locks import LOCK_KINDS, lock_lines
 from rmqemu.reports.core.order_run import OrderRun
+from rmqemu.reports.core.rmq5_run import rmq5_lines, rmq5_queries
 from rmqemu.reports.core.transactions_run import TransactionRun
 
 Tables = dict[str, pd.DataFrame]
@@ -60,7 +63,7 @@ TRUTH_KINDS: tuple[str, ...] = ("node.start", "node.exit", "fault.start", "fault
 #: The kinds step 2 reads (with ``node.exit``, which ends a view).
 NODE_KINDS: tuple[str, ...] = ("node.exit", "client.route", "ns.route", "send", "node.lag",
                                "pull", "consume", "rebalance", *LOCK_KINDS, *delays.DELAY_KINDS,
-                               *retries.RETRY_KINDS, *transactions.TX_KINDS)
+                               *retries.RETRY_KINDS, *transactions.TX_KINDS, *pop.POP_KINDS, *timers.TIMER_KINDS)
 #: The columns step 1 reads: the engine hands it no other (a narrow shuffle of a large run).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "ts", "node", "kind", "seq", "role", "broker", "broker_id", "group", "topic", "perm", "write_queues", "how",
@@ -71,8 +74,8 @@ NODE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((
     "ts", "node", "kind", "seq", "topic", "publish_queues", "queue_datas", "masters", "msg_id", "broker",
     "broker_id", "queue_id", "attempt", "outcome", "code", "latency_ms", "error", "group", "window_ms", "p50_ms",
     "p99_ms", "max_ms", "msg_ids", "cid", "cids", "allocated", "sharding_key", "route_queues", "offsets", "orderly",
-    "peer", "change", "late_ms", "source", "broker_addr", *delays.DELAY_COLUMNS, *retries.RETRY_COLUMNS,
-    *transactions.TX_COLUMNS)))
+    "peer", "change", "late_ms", "source", "broker_addr", "proxy", "view", *delays.DELAY_COLUMNS,
+    *retries.RETRY_COLUMNS, *transactions.TX_COLUMNS, *pop.POP_COLUMNS, *timers.TIMER_COLUMNS)))
 #: The consumer lines step 3 reads, as step 2 passes them on (pulls: one per node, group and topic).
 CONSUMER_KINDS: tuple[str, ...] = ("consume", "rebalance", "pull", "client.route")
 #: The kinds of :data:`TRUTH_KINDS` step 1 reads only the topic of (truth is drawn for every topic
@@ -132,7 +135,7 @@ def run_truth(ev: pd.DataFrame, info: RunInfo, manifest_nodes: Mapping[str, Mapp
 
 #: The metrics queries that read route views, and those that read the classified sends.
 VIEW_QUERIES = frozenset({"m.clients", "m.namesrvs", "m.faults", "m.order_remaps", "m.order_failed",
-                          "m.tx_faults"})
+                          "m.tx_faults", "m.pop_faults"})
 CLASSIFY_QUERIES = frozenset({"m.misrouted", "m.faults", "m.order_failed"})
 
 
@@ -155,8 +158,9 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
             views = views_of(ev, end, until)
             pieces = staleness.stale_pieces(views, truth["truth"], who)
             intervals = staleness.stale_intervals(pieces, who)
+            labels = staleness.holders(ev, truth["nodes"]) if who == "client" else None
             out.update({f"{who}_views": views, f"{who}_pieces": pieces, f"{who}_intervals": intervals,
-                        f"{who}_staleness": staleness.staleness_summary(pieces, intervals, who)})
+                        f"{who}_staleness": staleness.staleness_summary(pieces, intervals, who, labels)})
     if "send" in kinds:
         sent = sends_mod.sends(ev)
         out["classified"] = sends_mod.classify_sends(
@@ -180,6 +184,7 @@ def node_part(ev: pd.DataFrame, truth: Mapping[str, pd.DataFrame], info: RunInfo
         out["retry_lines"] = retries.retry_lines(ev)
     if kinds & {"send", *transactions.TX_KINDS}:
         out["tx_lines"] = transactions.tx_lines(ev)
+    out.update(rmq5_lines(ev, kinds))
     if kinds & set(CONSUMER_KINDS):
         mine = ev[ev["kind"].isin(CONSUMER_KINDS)]
         pulls = mine[mine["kind"] == "pull"].drop_duplicates(["node", "group", "topic"])
@@ -223,9 +228,11 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     # the consumption duplicates leave out the deliveries the order checker counts unheld
     messages = functools.cache(lambda: consumers.Messages(lines, acks(), stop, orders().unheld_lines))
     entries = functools.cache(lambda: delays.entries(t["delay_lines"], info.scale))
+    timed = functools.cache(lambda: timers.entries(t["timer_lines"], info.scale))
 
-    def fates_of(sends: pd.DataFrame) -> settle.Fates:
-        return settle.Fates(lines, sends, t["retry_lines"], t["lives"], stop, delays.undelivered(entries(), stop))
+    def fates_of(sends: pd.DataFrame) -> settle.Fates:  # still parked at run.stop: delayed
+        parked = pd.concat([delays.undelivered(entries(), stop), timers.undelivered(timed(), stop)], ignore_index=True)
+        return settle.Fates(lines, sends, t["retry_lines"], t["lives"], stop, parked)
     fates = functools.cache(lambda: fates_of(acks()))
     delayed = functools.cache(lambda: delays.by_topic(entries(), t["delay_lines"], info.scale, end))
     back = functools.cache(lambda: retries.backs(t["retry_lines"]))
@@ -271,6 +278,7 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
         "m.failover_lost": lambda: failovers().lost,
         "m.tx_totals": lambda: txs().totals(), "m.tx_checks": lambda: txs().by_checks(),
         "m.tx_groups": lambda: txs().groups(), "m.tx_faults": lambda: txs().faults(),
+        **rmq5_queries(t, info, timed),
     }
     wanted = set(made) if queries is None else set(queries)
     if queries is None or VIEW_QUERIES & wanted:

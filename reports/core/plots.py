@@ -105,6 +105,12 @@ def _lanes(t0: float, top: pd.Series, max_lanes: int, client_staleness: pd.DataF
 
     ranked = _lane_rank(client_staleness, top)
     kept = ranked.loc[ranked["rank"] <= max_lanes, ["topic", "lane"]].dropna()
+    if "holder" in client_staleness:  # a proxy's or a gRPC client's view: its lane says so
+        held = client_staleness.drop_duplicates("client")
+        names = {"proxy": "proxy", "grpc": "gRPC via "}
+        kept = kept.merge(pd.DataFrame({"lane": held["client"], "_label": [
+            names.get(h, "") + (v if h == "grpc" and isinstance(v, str) else "")
+            for h, v in zip(held["holder"], held["via"], strict=True)]}), on="lane", how="left")
     tr = truth.loc[truth["topic"].isin(top)]
     parts = [
         pd.DataFrame({"topic": tr["topic"], "lane": "truth", "kind": "truth", "state": "truth",
@@ -113,6 +119,8 @@ def _lanes(t0: float, top: pd.Series, max_lanes: int, client_staleness: pd.DataF
         states(namesrv_pieces, "namesrv"),
         states(client_pieces, "client").merge(kept, on=["topic", "lane"]),
     ]
+    if "_label" in parts[2]:
+        parts[2] = parts[2].assign(label=parts[2].pop("_label").fillna(""))
     parts = [p.sort_values(["topic", "lane", "start_s"]) for p in parts]
     return pd.concat([p[LANE_COLUMNS] for p in parts], ignore_index=True).astype({"start_s": float, "end_s": float})
 

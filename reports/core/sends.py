@@ -26,7 +26,7 @@ REASONS: tuple[str, ...] = ("dead", "paused", "partitioned", "stale_master", "no
 #: The columns of :func:`sends`, in order.
 SEND_COLUMNS: tuple[str, ...] = ("producer", "ts", "seq", "msg_id", "topic", "broker", "broker_id", "queue_id",
                                  "attempt", "outcome", "code", "latency_ms", "error", "group", "sharding_key",
-                                 "route_queues", "broker_addr", "transaction")
+                                 "route_queues", "broker_addr", "transaction", "proxy")
 
 #: The columns of :func:`send_outcomes`, in order.
 OUTCOME_COLUMNS: tuple[str, ...] = ("attempts", "ok", "failed", "no_route", "timeout", "error", "other",
@@ -38,7 +38,8 @@ def sends(ev: pd.DataFrame) -> pd.DataFrame:
     attempt, outcome, code, latency_ms, error, group, sharding_key, route_queues, broker_addr,
     transaction`` (``sharding_key`` and ``route_queues``: ordered sends only; ``broker_addr``: the
     address the attempt went to, which names the node of a DLedger group's moving master;
-    ``transaction``: ``half`` for a transactional producer's half)."""
+    ``transaction``: ``half`` for a transactional producer's half; ``proxy``: the proxy that
+    relayed a gRPC client's send, to the broker it chose)."""
     out = ev.loc[ev["kind"] == "send"].rename(columns={"node": "producer"})
     return out[list(SEND_COLUMNS)].reset_index(drop=True)
 
@@ -147,7 +148,9 @@ def classify_sends(sends: pd.DataFrame, nodes: pd.DataFrame, lives: pd.DataFrame
     ts = df["ts"].to_numpy(dtype=float)
     at = ts if run_end is None else np.fmin(ts, float(run_end) - END_EPSILON_MS)
     topic = df["topic"].to_numpy(dtype=object)
-    a, b = _least_greatest(df["producer"].to_numpy(dtype=object), target)
+    # a gRPC client's attempt crossed the link from its proxy to the broker, not its own
+    sender = df["proxy"].where(df["proxy"].notna(), df["producer"]) if "proxy" in df else df["producer"]
+    a, b = _least_greatest(sender.to_numpy(dtype=object), target)
     alive, _ = point_lookup(at, [target], lives, ["node"])
     paused, _ = point_lookup(at, [target], pauses, ["node"])
     cut, _ = point_lookup(at, [a, b], partitions, ["a", "b"])

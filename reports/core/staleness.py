@@ -103,9 +103,32 @@ def stale_intervals(pieces: pd.DataFrame, who: str) -> pd.DataFrame:
     return runs.assign(duration_ms=runs[END] - runs[START])
 
 
-def staleness_summary(pieces: pd.DataFrame, intervals: pd.DataFrame, who: str) -> pd.DataFrame:
+#: Who holds a ``client.route`` view: an emulated or real 4.x client, a RocketMQ 5 client answered by
+#: a proxy (``grpc``), or a proxy's own cached route (``proxy``, docs/rocketmq-model.md §10.1).
+HOLDERS: tuple[str, ...] = ("client", "grpc", "proxy")
+
+
+def holders(ev: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
+    """``client, holder, via`` per node with ``client.route`` lines: ``proxy`` when the node is a
+    proxy (its role, or a line with ``view`` proxy), ``grpc`` when its latest line's ``source`` is a
+    proxy node (``via``: that proxy), else ``client``."""
+    lines = _route_lines(ev, "client.route").sort_values(["ts", "seq"], kind="stable")
+    proxies = set(nodes.loc[(nodes["role"] == "proxy").to_numpy(bool), "node"])
+    if "view" in lines:
+        proxies |= set(lines.loc[(lines["view"] == "proxy").fillna(False).to_numpy(bool), "node"])
+    last = lines.drop_duplicates("node", keep="last")
+    node, source = last["node"].to_numpy(object), last["source"].to_numpy(object)
+    is_proxy = np.array([n in proxies for n in node], dtype=bool)
+    via_proxy = np.array([x in proxies for x in source], dtype=bool) & ~is_proxy
+    holder = np.where(is_proxy, "proxy", np.where(via_proxy, "grpc", "client")).astype(object)
+    return pd.DataFrame({"client": node, "holder": holder, "via": np.where(via_proxy, source, None).astype(object)})
+
+
+def staleness_summary(pieces: pd.DataFrame, intervals: pd.DataFrame, who: str,
+                      labels: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (who, topic): ``measured_ms, stale_ms, stale_over_ms, stale_under_ms, intervals,
-    max_ms`` (zeros for a view that was never stale)."""
+    max_ms`` (zeros for a view that was never stale), then the columns of ``labels`` per ``who``
+    (:func:`holders`), if given."""
     keys = [who, "topic"]
     dur = pieces[END].to_numpy(float) - pieces[START].to_numpy(float)
     d = pieces[keys].assign(measured_ms=dur, stale_ms=np.where(pieces["stale"].to_numpy(bool), dur, 0.0),
@@ -118,7 +141,8 @@ def staleness_summary(pieces: pd.DataFrame, intervals: pd.DataFrame, who: str) -
     out = totals.merge(runs, on=keys, how="left")
     out["intervals"] = out["intervals"].fillna(0).astype(np.int64)
     out["max_ms"] = out["max_ms"].fillna(0.0).astype(float)
-    return out[[*keys, "measured_ms", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms"]]
+    out = out[[*keys, "measured_ms", "stale_ms", "stale_over_ms", "stale_under_ms", "intervals", "max_ms"]]
+    return out if labels is None else out.merge(labels, on=who, how="left")
 
 
 def fault_convergence(fault_table: pd.DataFrame, client_intervals: pd.DataFrame) -> pd.DataFrame:

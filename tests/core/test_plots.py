@@ -28,7 +28,7 @@ def send(producer: str, ts: float, topic: str, outcome: str, latency: float | No
     return {"producer": producer, "ts": ts, "seq": int(ts), "msg_id": f"m{ts}", "topic": topic, "broker": "broker-a",
             "broker_id": None, "queue_id": 0, "attempt": 1, "outcome": outcome, "code": 0, "latency_ms": latency,
             "error": None, "group": "pg", "sharding_key": None, "route_queues": None, "broker_addr": None,
-            "transaction": None,
+            "transaction": None, "proxy": None,
             "target_id": 0, "target": "broker-a-0", "reason": reason}
 
 

@@ -3,7 +3,7 @@ up to float rounding: in this process (no JVM) and in Spark, both runs in one jo
 written before queues were objects: every line keeps the event registry once converted as the
 report converts it (docs/design.md §6, "Older runs"), and the queues are all that differs. What
 was added to metrics.json since they were recorded (:func:`added`: :data:`NEWER`, the order,
-delays, retries, failover and transactions sections) is checked apart: the runs have nothing for it."""
+delays, retries, failover, transactions and POP sections) is checked apart: the runs have nothing for it."""
 from __future__ import annotations
 
 import json
@@ -57,6 +57,7 @@ NEWER = {
     "staleness.faults[].late_max_cluster_s": 0.0,
     "timing.window_ms": 1000.0, "timing.window_cluster_s": 100.0,  # both runs at 0.01
     "misrouted.by_reason.stale_master": 0,  # neither run had a DLedger group
+    "staleness.clients[].holder": "client", "staleness.clients[].via": None,  # neither run had a proxy
 }
 
 
@@ -69,6 +70,12 @@ def same(got: dict, want: dict) -> bool:
     tx = extra.pop("transactions")  # neither run sent a half: nothing but zeros and a row per fault
     assert (tx["halves"]["sent"], tx["committed"]["total"], tx["checks"]["sent"], tx["visible"]["n"]) == (0, 0, 0, 0)
     assert tx["by_checks"] == tx["groups"] == [] and not any(f["messages"] or f["checks"] for f in tx["faults"])
+    pop, holders = extra.pop("pop"), extra.pop("staleness.by_holder")  # no proxy, no POP, no timed message
+    assert pop["leases"]["granted"] == pop["acks"]["proxy"]["total"] == pop["fifo"]["messages"] == 0
+    assert pop["fifo"]["groups"] == [] and not any(f["leases"] for f in pop["faults"])
+    assert holders["client"]["views"] == got["staleness"]["clients_total"]["views"] and holders["proxy"]["views"] == 0
+    timed = delays.pop("timed")
+    assert (timed["parked"], timed["sent"], timed["by_topic"]) == (0, 0, [])
     measured = extra.pop("timing.measured_ms")  # run.start to the last event: each run's own
     assert 0 < measured <= got["duration_ms"] and extra.pop("timing.measured_cluster_s") == pytest.approx(measured / 10)
     assert order["messages"] == order["violations"] == order["failed_sends"]["total"] == 0
