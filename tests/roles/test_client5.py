@@ -112,7 +112,7 @@ def test_a_send_line_names_the_queue_the_proxy_chose_not_the_clients_candidate()
     lines = d.events("send")
     assert len(lines) == 6 and all(line["outcome"] == "ok" for line in lines)
     stored = {}
-    for addr, b in rig.cluster.brokers.items():
+    for b in rig.cluster.brokers.values():
         for (topic, qid), records in b.role.store.queues.items():
             if topic == "T":
                 stored.update({r["msgId"]: (b.role.cfg.brokerName, qid) for r in records})
