@@ -9,7 +9,9 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from rmqemu.emulator.protocol import EmulatorCode, Flag, Frame
+from rmqemu import wire_json
+from rmqemu.emulator.protocol import EmulatorCode, Flag, Frame, encode
+from rmqemu.emulator.roles.common.base import Emit, Oneway, Reply, Request
 from rmqemu.emulator.roles.proxy import v2
 from rmqemu.emulator.roles.proxy.proxy import Proxy, ProxyConfig
 
@@ -55,7 +57,17 @@ class ProxyRig:
         self.proxy.deliver(Frame(code=EmulatorCode.GRPC, opaque=1, flag=Flag.REQUEST, fields=fields, body=body),
                            channel=channel, peer=peer, addr="127.0.0.1:55555")
         self.pump()
+        self.check_encodable(mark)
         return self.responses(method, channel, mark)
+
+    def check_encodable(self, since: int = 0) -> None:
+        """Every frame the proxy sent and every line it wrote since ``since`` encodes, as the real
+        runtime encodes them (a number past 64 bits does not, and killed the node there)."""
+        for a in self.proxy.actions[since:]:
+            if isinstance(a, (Request, Oneway, Reply)):
+                encode(a.frame)
+            elif isinstance(a, Emit):
+                wire_json.dumps_line(a.fields)
 
     def responses(self, method: str, channel: str, since: int = 0) -> list[Any]:
         out = []

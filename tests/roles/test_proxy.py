@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmqemu.emulator.roles.common.base import Emit
+from rmqemu.emulator.roles.common.base import Emit, Request
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy.sending import consistent_hash
@@ -110,6 +110,25 @@ def test_malformed_protobuf_is_bad_request_and_the_proxy_serves_on() -> None:
     [resp] = rig.call("SendMessage", b"\xff\xff\xff\xff")
     assert resp.status.code == Code.BAD_REQUEST
     assert route(rig).status.code == Code.OK
+
+
+def test_a_timestamp_past_a_java_long_is_refused_before_any_broker() -> None:
+    """5.x's Timestamps.toMillis throws on these (a 500); here they once reached the broker
+    request's header and the proxy died encoding it."""
+    rig = rig_with_topic()
+    route(rig)
+    for name, seconds in (("born_timestamp", 2**62), ("delivery_timestamp", -(2**62)),
+                          ("orphaned_transaction_recovery_duration", 2**63 - 1)):
+        m = message(msg_id="01AC")
+        getattr(m.system_properties, name).seconds = seconds
+        mark = rig.proxy.mark()
+        [resp] = rig.call("SendMessage", pb.SendMessageRequest(messages=[m]))
+        assert resp.status.code == Code.INTERNAL_SERVER_ERROR and "overflow" in resp.status.message
+        assert not [a for a in rig.proxy.actions[mark:] if isinstance(a, Request)]
+    m = message(msg_id="01AD")
+    m.system_properties.born_timestamp.seconds = 253402300799  # 9999-12-31: ms still fit
+    [resp] = rig.call("SendMessage", pb.SendMessageRequest(messages=[m]))
+    assert resp.status.code == Code.OK
 
 
 def test_telemetry_needs_a_client_id_and_answers_merged_settings() -> None:

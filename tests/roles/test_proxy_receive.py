@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from rmqemu.emulator.roles.common.base import Emit
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
+from rmqemu.emulator.roles.proxy.messages import Handle
 from rmqemu.emulator.roles.proxy.proxy import ProxyConfig
 
 from .broker_helpers import send
@@ -125,6 +126,41 @@ def test_forged_handles_never_hurt_the_proxy(text: str) -> None:
     m.system_properties.receipt_handle = text
     assert ack(rig, m).status.code in (Code.INVALID_RECEIPT_HANDLE, Code.INTERNAL_SERVER_ERROR, Code.OK)
     assert route(rig).status.code == Code.OK
+
+
+NUMBER = st.one_of(st.integers(-(2**70), 2**70), st.sampled_from([2**63, 2**63 - 1, -(2**63) - 1, 2**31, 2**64 + 5]))
+FIELD = st.one_of(NUMBER.map(str), st.sampled_from(["broker-a", "broker-b", "0", "+1", "1_0", " ", "", "1.5", "٣"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(FIELD, min_size=8, max_size=10), st.integers(0, 2**40))
+def test_forged_handles_of_numbers_never_reach_a_broker_unencodable(fields: list[str], invisible_ms: int) -> None:
+    """A handle shaped like a real one, any numbers in it: each is what Java's parseLong/parseInt
+    reads or the handle is invalid; an ack and a lease change of it are answered, and every frame
+    the proxy sends encodes (a field of 2**64 once killed the proxy when its ACK was encoded)."""
+    rig = rig_with([])
+    m = message(msg_id="M")
+    m.system_properties.receipt_handle = " ".join(fields)
+    handle = Handle.decode(m.system_properties.receipt_handle)
+    if handle is not None:
+        assert all(-(2**63) <= getattr(handle, f) < 2**63 for f in ("start_offset", "retrieve_ms", "offset"))
+        assert all(-(2**31) <= getattr(handle, f) < 2**31 for f in ("revive_qid", "queue_id"))
+    assert ack(rig, m).status.code in (Code.INVALID_RECEIPT_HANDLE, Code.INTERNAL_SERVER_ERROR, Code.OK)
+    req = pb.ChangeInvisibleDurationRequest(receipt_handle=m.system_properties.receipt_handle, message_id="M")
+    req.group.name, req.topic.name = "G", "T"
+    v2.set_duration(req.invisible_duration, invisible_ms)
+    [resp] = rig.call("ChangeInvisibleDuration", req)
+    assert resp.status.code != Code.OK or handle is not None
+
+
+def test_a_handle_is_parsed_as_java_parses_it() -> None:
+    good = Handle.decode("0 1700000000000 60000 1 0 broker-a 3 7 42")
+    assert good is not None
+    assert (good.broker, good.queue_id, good.offset, good.commit_log_offset) == ("broker-a", 3, 7, 42)
+    assert Handle.decode("0 1 2 3 0 broker-a 3 7").commit_log_offset == -1  # type: ignore[union-attr]
+    for bad in ("0 1 2 3 0 b 3 18446744073709551621", "0 1 2 2147483648 0 b 3 7", "0 1 2 3 0 b 1_0 7",
+                "0 1 2 3 0 b 3", "0 1.5 2 3 0 b 3 7", "0 1 2 3 0 b 3 7 9223372036854775808"):
+        assert Handle.decode(bad) is None, bad
 
 
 def test_past_max_attempts_goes_to_the_dlq_and_is_not_delivered() -> None:

@@ -11,6 +11,7 @@ lease's end, which is how the proxy refuses an expired one without asking the br
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +33,25 @@ SYSTEM_KEYS = frozenset((
 ))
 
 
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+LONG, INT = (-(2**63), 2**63 - 1), (-(2**31), 2**31 - 1)
+
+
+def parse_java(text: str, bounds: tuple[int, int] = LONG) -> int | None:
+    """``text`` as Java's ``Long.parseLong`` (``bounds`` INT: ``Integer.parseInt``) reads it; None
+    where Java throws (no digits, spaces, ``_``, a fraction, out of range). A client may send any
+    text back as a handle: a forged 2**64 once reached a broker request's header, and the proxy
+    died encoding it."""
+    if not _DIGITS.fullmatch(text):
+        return None
+    value = int(text)
+    return value if bounds[0] <= value <= bounds[1] else None
+
+
 @dataclass(frozen=True)
 class Handle:
-    """5.x's ``ReceiptHandle``: ``POP_CK``'s eight fields and the commit-log offset, space-separated."""
+    """5.x's ``ReceiptHandle``: ``POP_CK``'s eight fields and the commit-log offset, space-separated,
+    each number parsed as Java parses it (else no handle: ``INVALID_RECEIPT_HANDLE``)."""
 
     start_offset: int
     retrieve_ms: int
@@ -52,11 +69,16 @@ class Handle:
         parts = text.split(" ")
         if len(parts) < 8:
             return None
-        try:
-            return cls(int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4], parts[5],
-                       int(parts[6]), int(parts[7]), int(parts[8]) if len(parts) > 8 else -1, text)
-        except ValueError:
-            return None
+        kinds = (LONG, LONG, LONG, INT, None, None, INT, LONG) + ((LONG,) if len(parts) > 8 else ())
+        values: list[int | str] = []
+        for part, bounds in zip(parts, kinds, strict=False):  # Java reads the first nine, ignores the rest
+            value = part if bounds is None else parse_java(part, bounds)
+            if value is None:
+                return None
+            values.append(value)
+        if len(parts) == 8:
+            values.append(-1)
+        return cls(*values, text)  # type: ignore[arg-type]
 
     def expired(self, wall_ms: float) -> bool:
         return self.retrieve_ms + self.invisible_ms <= wall_ms

@@ -77,6 +77,9 @@ class Sending:
     def _validate(self, m: pb.Message, now: Now) -> tuple[int, str] | None:
         cfg = self.proxy.cfg
         sp = m.system_properties
+        for name in ("born_timestamp", "delivery_timestamp", "orphaned_transaction_recovery_duration"):
+            if sp.HasField(name) and v2.overflows(getattr(sp, name)):  # 5.x: toMillis throws, a 500
+                return Code.INTERNAL_SERVER_ERROR, f"{name}: long overflow"
         if not m.topic.name:
             return Code.ILLEGAL_TOPIC, "topic name cannot be empty"
         if not sp.message_id.strip():

@@ -21,6 +21,7 @@ SERVICE = pb.DESCRIPTOR.services_by_name["MessagingService"]
 REQUESTS: dict[str, type[Message]] = {m.name: getattr(pb, m.input_type.name) for m in SERVICE.methods}
 RESPONSES: dict[str, type[Message]] = {m.name: getattr(pb, m.output_type.name) for m in SERVICE.methods}
 STREAMING = frozenset(m.name for m in SERVICE.methods if m.server_streaming)
+JAVA_LONG = (-(2**63), 2**63 - 1)
 
 
 def decode(method: str, body: bytes) -> Message | None:
@@ -73,6 +74,16 @@ def timestamp_ms(ts: Any) -> int:
 def set_timestamp(ts: Any, epoch_ms: float) -> None:
     ts.seconds, ms = divmod(int(epoch_ms), 1000)
     ts.nanos = ms * 1_000_000
+
+
+def overflows(t: Any) -> bool:
+    """Java's ``Timestamps.toMillis`` / ``Durations.toMillis`` of this Timestamp or Duration would
+    throw (``ArithmeticException: long overflow``): its ms fit no Java long. Such a value from a
+    client must stop at the proxy, which answers as 5.x's catch-all does: it would otherwise reach
+    a broker request's header or an event line, which hold only 64-bit numbers."""
+    ms = int(t.seconds) * 1000
+    low, high = JAVA_LONG
+    return not (low <= ms <= high and low <= ms + int(t.nanos) // 1_000_000 <= high)
 
 
 def duration_ms(d: Any) -> int:
