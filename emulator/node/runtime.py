@@ -264,9 +264,21 @@ class Runtime:
             a = queue.popleft()
             if self.observe is not None:
                 self.observe(a)
-            more = handlers[type(a)](a)  # one dict lookup, not a chain of isinstance tests per action
+            try:
+                more = handlers[type(a)](a)  # one dict lookup, not a chain of isinstance tests per action
+            except (ValueError, TypeError, OverflowError) as exc:  # an action that cannot be encoded
+                self._failed_action(a, exc)
+                continue
             if more:
                 queue.extend(more)
+
+    def _failed_action(self, action: Action, exc: Exception) -> None:
+        """A role's action that could not be performed (a frame or line that does not encode: a
+        number past 64 bits from a hostile input, say) is that role's bug, reported like an
+        exception in role code, not the node's death."""
+        self.errors += 1
+        print(traceback.format_exc(), flush=True)
+        self.events.write("node.error", {"error": f"{type(action).__name__}: {type(exc).__name__}: {exc}"})
 
     def _action_handlers(self) -> dict[type, Callable[[Any], list[Action] | None]]:
         """What performs each kind of action (looked up by type: one dict lookup per action

@@ -199,6 +199,26 @@ def test_a_role_exception_is_an_event_not_a_dead_node(rig) -> None:
     assert events("node.error")[0]["error"] == "KeyError: 'boom'"
 
 
+def test_an_action_that_does_not_encode_is_an_event_not_a_dead_node(rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply the wire cannot encode (a header number past 64 bits, from a forged receipt handle)
+    is the role's bug: a node.error, and the node serves on."""
+    rt, _role, t, _clock, events = rig
+    rt.start()
+
+    def refuse(channel: str, frame: Frame) -> bool:
+        raise TypeError("Integer exceeds 64-bit range")
+
+    monkeypatch.setattr(t, "send_to_channel", refuse)
+    t.deliver(Frame(code=34, opaque=1))
+    rt.step(0)
+    assert rt.exit_code is None
+    assert events("node.error")[0]["error"] == "Reply: TypeError: Integer exceeds 64-bit range"
+    monkeypatch.undo()
+    t.deliver(Frame(code=34, opaque=2))
+    rt.step(0)
+    assert any(s.frame.opaque == 2 for s in t.sent)
+
+
 def test_bad_frames_are_logged_and_dropped(rig) -> None:
     rt, _role, t, _clock, events = rig
     rt.start()

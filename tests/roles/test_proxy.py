@@ -3,12 +3,14 @@ settings and the refusals a 5.x client relies on (docs/rocketmq-model.md §10.1)
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rmqemu.emulator.roles.common.base import Emit, Request
 from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
+from rmqemu.emulator.roles.proxy import sessions
 from rmqemu.emulator.roles.proxy.sending import consistent_hash
 
 from .broker_helpers import send
@@ -161,3 +163,22 @@ def test_consistent_hash_moves_keys_only_to_a_new_bucket(key: int, buckets: int)
     before, after = consistent_hash(key, buckets), consistent_hash(key, buckets + 1)
     assert 0 <= before < buckets
     assert after == before or after == buckets
+
+
+def test_a_send_before_any_route_loads_the_topics_type_on_demand() -> None:
+    rig = rig_with_topic()  # no QueryRoute first
+    [resp] = rig.call("SendMessage", pb.SendMessageRequest(messages=[message(msg_id="01AC")]))
+    assert resp.status.code == Code.OK, resp.status
+
+
+def test_topics_and_clients_a_hostile_caller_invents_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sessions, "MAX_SESSIONS", 5)
+    rig = rig_with_topic()
+    rig.proxy.role.routes.max_entries = 5
+    rig.proxy.role.cfg.topicRouteServiceCacheMaxNum = 5
+    for i in range(12):
+        route(rig, f"Nope{i}")
+        rig.call("Heartbeat", pb.HeartbeatRequest(), client_id=f"forged-{i}")
+    assert len(rig.proxy.role.routes.entries) <= 5 and len(rig.proxy.role.topic_types.known) <= 5
+    assert len(rig.proxy.role.sessions.by_client) <= 5
+    assert route(rig).status.code == Code.OK

@@ -40,6 +40,7 @@ class ProxyConfig:
 
     topicRouteServiceCacheRefreshSeconds: int = 20
     topicRouteServiceCacheExpiredSeconds: int = 300
+    topicRouteServiceCacheMaxNum: int = 20_000
     maxMessageSize: int = 4 * 1024 * 1024
     maxDelayTimeMills: int = 24 * 3600 * 1000
     defaultInvisibleTimeMills: int = 60_000
@@ -68,7 +69,8 @@ class Proxy(Role):
         self.rng = random.Random(seed)
         self.routes = RouteCache(name, namesrv_addrs, namesrv_names or list(namesrv_addrs), self.rng,
                                  refresh_ms=cfg.topicRouteServiceCacheRefreshSeconds * 1000,
-                                 expire_ms=cfg.topicRouteServiceCacheExpiredSeconds * 1000)
+                                 expire_ms=cfg.topicRouteServiceCacheExpiredSeconds * 1000,
+                                 max_entries=cfg.topicRouteServiceCacheMaxNum)
         self.topic_types = TopicTypes(self, refresh_ms=cfg.topicRouteServiceCacheRefreshSeconds * 1000)
         self.sessions = Sessions(self)
         self.sending = Sending(self)

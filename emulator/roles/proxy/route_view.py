@@ -4,7 +4,8 @@
 ``topicRouteServiceCacheRefreshSeconds`` (20 s) is reloaded in the background when it is next read,
 the old view served meanwhile; a failed reload keeps the old view, but a TOPIC_NOT_EXIST answer
 replaces it with an empty one; an entry not read for ``topicRouteServiceCacheExpiredSeconds``
-(300 s) is dropped. So the proxy's view is only as fresh as its clients' traffic makes it, and it
+(300 s) is dropped, and beyond ``topicRouteServiceCacheMaxNum`` (20,000) entries the least recently read
+one is. So the proxy's view is only as fresh as its clients' traffic makes it, and it
 goes stale like a client's: that is what the report measures (a ``client.route`` line per change,
 written under the proxy's name).
 
@@ -96,13 +97,14 @@ class RouteCache:
     """``TopicRouteService``'s cache over the namesrvs; ``node`` names the proxy in its events."""
 
     def __init__(self, node: str, namesrv_addrs: list[str], namesrv_names: list[str], rng: random.Random,
-                 refresh_ms: float = 20_000, expire_ms: float = 300_000) -> None:
+                 refresh_ms: float = 20_000, expire_ms: float = 300_000, max_entries: int = 20_000) -> None:
         self.node = node
         self.selector = NamesrvSelector(namesrv_addrs, rng)
         self.names = dict(zip(namesrv_addrs, namesrv_names, strict=False))
         self.rng = rng
         self.refresh_ms = refresh_ms
         self.expire_ms = expire_ms
+        self.max_entries = max_entries  # topicRouteServiceCacheMaxNum: topics asked by hostile clients stay bounded
         self.entries: dict[str, _Entry] = {}
         self.waiters: dict[str, list[Waiter]] = {}
         self.loads = self.failures = 0
@@ -162,6 +164,8 @@ class RouteCache:
         else:
             old = entry.view if entry is not None else None
             self.entries[topic] = _Entry(view, now.mono_ms, entry.read_ms if entry else now.mono_ms)
+            if len(self.entries) > self.max_entries:  # maximumSize: the least recently read goes
+                del self.entries[min(self.entries, key=lambda t: self.entries[t].read_ms)]
             old_queues = [mq.queue() for mq in old.write] if old is not None else None
             queues = [mq.queue() for mq in view.write]
             if old is None or old_queues != queues or old.read != view.read:

@@ -72,7 +72,8 @@ class Sending:
         if problem is not None:
             return self._fail(msg, *problem)
         topic = m.topic.name
-        return self.proxy.routes.get(topic, now, lambda view, n: self._with_view(msg, m, view, n))
+        # the topic's type loaded on demand, as 5.x's metadata cache loads it: a client need not route first
+        return self.proxy.topic_types.with_view(topic, now, lambda view, _type, n: self._with_view(msg, m, view, n))
 
     def _validate(self, m: pb.Message, now: Now) -> tuple[int, str] | None:
         cfg = self.proxy.cfg

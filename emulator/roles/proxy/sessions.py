@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 Code = v2.Code
 #: a consumer group's retry schedule: 4.x's delay levels from level 3 on (the group retry policy's default)
 RETRY_DELAYS_S = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+MAX_SESSIONS = 20_000  # client sessions kept: the oldest without an open Telemetry stream goes first
 WRITABLE, READABLE = (pb.WRITE, pb.READ_WRITE), (pb.READ, pb.READ_WRITE)
 TYPE_ACCEPTS = {"NORMAL": (pb.NORMAL,), "FIFO": (pb.FIFO,), "DELAY": (pb.DELAY,),
                 "TRANSACTION": (pb.TRANSACTION,), "MIXED": (pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION)}
@@ -51,6 +52,9 @@ class Sessions:
         s = self.by_client.get(client_id)
         if s is None:
             s = self.by_client[client_id] = Session(str(client_id), msg.peer)
+            if len(self.by_client) > MAX_SESSIONS:  # a client id per call from a hostile caller stays bounded
+                oldest = next((c for c, x in self.by_client.items() if x.channel is None), next(iter(self.by_client)))
+                del self.by_client[oldest]
         return s
 
     def fifo(self, client_id: Any, group: str) -> bool:

@@ -89,7 +89,10 @@ class TopicTypes:
         return [Request(addr, request(RequestCode.GET_TOPIC_CONFIG, {"topic": topic}), TIMEOUT_MS, on_reply)]
 
     def _loaded(self, topic: str, type_name: str, now: Now) -> list[Action]:
+        self.known.pop(topic, None)
         self.known[topic] = _Known(type_name, now.mono_ms)
+        if len(self.known) > self.proxy.cfg.topicRouteServiceCacheMaxNum:  # insertion order: the oldest goes
+            del self.known[next(iter(self.known))]
         actions: list[Action] = []
         for view, then in self.waiters.pop(topic, []):
             actions += then(view, type_name, now)
