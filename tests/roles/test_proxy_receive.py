@@ -176,3 +176,27 @@ def test_past_max_attempts_goes_to_the_dlq_and_is_not_delivered() -> None:
     assert [(d["msg_id"], d["attempt"], d["result"]) for d in dead if d["msg_id"] == "M0"] == [("M0", 3, "ok")]
     store = rig.cluster.brokers[A0].role.store
     assert [r["properties"]["UNIQ_KEY"] for r in store.queues.get(("%DLQ%G", 0), [])].count("M0") == 1
+
+
+def test_forward_to_dlq_stores_the_copy_and_ends_the_lease() -> None:
+    """A FIFO PushConsumer's ForwardMessageToDeadLetterQueue: sent back with maxReconsumeTimes 0,
+    then acked, so it never comes back (5.x's forwardMessageToDeadLetterQueue)."""
+    rig = rig_with([b"x"])
+    _, got = receive(rig, invisible_ms=10_000)
+    target = next(m for m in got if m.system_properties.message_id == "M0")
+    for m in got:
+        if m is not target:
+            ack(rig, m)
+    req = pb.ForwardMessageToDeadLetterQueueRequest(receipt_handle=target.system_properties.receipt_handle,
+                                                    message_id="M0", delivery_attempt=1, max_delivery_attempts=1)
+    req.group.name, req.topic.name = "G", "T"
+    [resp] = rig.call("ForwardMessageToDeadLetterQueue", req)
+    assert resp.status.code == Code.OK
+    store = rig.cluster.brokers[A0].role.store
+    assert [r["properties"]["UNIQ_KEY"] for r in store.queues.get(("%DLQ%G", 0), [])] == ["M0"]
+    rig.proxy.advance(12_000)
+    rig.cluster.brokers[A0].advance(12_000)
+    assert receive(rig)[0].code == Code.MESSAGE_NOT_FOUND  # acked after the send-back: not revived
+    req.receipt_handle = "not a handle"
+    [bad] = rig.call("ForwardMessageToDeadLetterQueue", req)
+    assert bad.status.code == Code.INVALID_RECEIPT_HANDLE

@@ -22,6 +22,7 @@ from rmqemu.emulator.roles.common.base import Action, Inbound, Now, Reply, Role
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
+from rmqemu.emulator.roles.proxy.dead_letter import forward_to_dlq
 from rmqemu.emulator.roles.proxy.receiving import Receiving
 from rmqemu.emulator.roles.proxy.route_view import RouteCache
 from rmqemu.emulator.roles.proxy.sending import Sending
@@ -86,6 +87,7 @@ class Proxy(Role):
             "EndTransaction": self.sending.end_transaction, "ReceiveMessage": self.receiving.receive_message,
             "AckMessage": self.receiving.ack_message,
             "ChangeInvisibleDuration": self.receiving.change_invisible_duration,
+            "ForwardMessageToDeadLetterQueue": lambda msg, req, now: forward_to_dlq(self, msg, req, now),
         }
 
     @classmethod

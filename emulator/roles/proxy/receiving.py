@@ -21,6 +21,7 @@ from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply,
 from rmqemu.emulator.roles.common.pop_keys import real_topic
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
+from rmqemu.emulator.roles.proxy.dead_letter import send_to_dlq
 from rmqemu.emulator.roles.proxy.messages import Handle, to_message
 from rmqemu.emulator.roles.proxy.route_view import QueueView
 
@@ -142,28 +143,15 @@ class Receiving:
 
     def _to_dlq(self, msg: Inbound, group: str, topic: str, broker: str, addr: str,
                 record: dict[str, Any]) -> list[Action]:
-        """``PopMessageResultFilterImpl``'s TO_DLQ: a message past the client's max attempts is sent
-        back with maxReconsumeTimes 0 (into ``%DLQ%<group>``), then acked, and never delivered."""
+        """``PopMessageResultFilterImpl``'s TO_DLQ: past the client's max attempts, never delivered
+        (:mod:`.dead_letter`)."""
         props = record.get("properties") or {}
         handle = Handle.decode(f"{props.get('POP_CK', '')} {int(record.get('commitLogOffset', -1))}")
+        if handle is None:
+            return []  # a record without a lease: nothing to send back or ack
         msg_id = str(props.get("UNIQ_KEY") or record.get("msgId", ""))
-        back = {"offset": int(record.get("commitLogOffset", -1)), "group": group, "delayLevel": -1,
-                "originMsgId": msg_id, "originTopic": real_topic(topic, group, handle.topic_type) if handle else topic,
-                "maxReconsumeTimes": 0}
-
-        def sent_back(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
-            ok = resp is not None and resp.code == ResponseCode.SUCCESS
-            line = Emit("proxy.dlq", {"group": group, "topic": topic, "msg_id": msg_id, "broker": broker,
-                                      "attempt": int(record.get("reconsumeTimes", 0) or 0) + 1,
-                                      "result": "ok" if ok else ("timeout" if resp is None else f"code_{resp.code}"),
-                                      "proxy": self.proxy.name}, node=msg.peer)
-            if not ok or handle is None:
-                return [line]  # not acked: the lease runs out and the message comes back, as in 5.x
-            ack = {"consumerGroup": group, "topic": back["originTopic"], "queueId": handle.queue_id,
-                   "extraInfo": handle.text, "offset": handle.offset}
-            return [line, Request(addr, request(RC.ACK_MESSAGE, ack), ACK_TIMEOUT_MS, lambda r, n: [])]
-
-        return [Request(addr, request(RC.CONSUMER_SEND_MSG_BACK, back), ACK_TIMEOUT_MS, sent_back)]
+        attempt = int(record.get("reconsumeTimes", 0) or 0) + 1
+        return send_to_dlq(self.proxy, msg.peer, addr, group, topic, handle, msg_id, attempt)
 
     def _end(self, msg: Inbound, now: Now, code: int, text: str) -> list[Action]:
         return self._stream(msg, now, [v2.failure("ReceiveMessage", code, text)])
