@@ -5,6 +5,7 @@ names real clients only (docs/design.md §5, docs/rocketmq-model.md §10.6)."""
 from __future__ import annotations
 
 from rmqemu.emulator.launcher.topology_load import parse_topology
+from rmqemu.emulator.launcher.topology_proxy import proxy_warnings
 from tests.emulator.test_topology import problems
 
 TOPICS = [{"name": "T", "brokers": ["broker-a"]}]
@@ -31,3 +32,12 @@ def test_a_v5_entry_is_checked_against_the_v5_keys_and_a_v4_entry_against_the_v4
     assert any(p.startswith("producers[1].requestTimeout") for p in found), found
     assert not any(p.startswith("producers[0].requestTimeout") for p in found), found
 
+
+def test_the_scale_warning_says_it_is_about_real_clients_only() -> None:
+    topo = parse_topology({**BASE5, "timing": {"scale": 0.5}, "producers": [V5_PRODUCER]}, "t.yaml")
+    [warning] = [w for w in proxy_warnings(topo) if "timing.scale" in w]
+    assert warning == ("proxies: at timing.scale 0.5 the cluster's intervals are scaled but a real RocketMQ 5 "
+                       "client's are not (route refresh 30 s, heartbeat 10 s): timing.scale 1.0 is faithful for "
+                       "real clients only; emulated ones (client: v5) are scaled like every node")
+    faithful = parse_topology({**BASE5, "timing": {"scale": 1.0}, "producers": [V5_PRODUCER]}, "t.yaml")
+    assert not [w for w in proxy_warnings(faithful) if "timing.scale" in w]
