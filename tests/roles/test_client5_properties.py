@@ -337,3 +337,14 @@ def test_a_fixed_schedule_with_every_step_holds():
     check(w)
     assert w.deliveries() and {e["outcome"] for e in w.producer.events("send")} >= {"ok", "timeout"}
 
+
+def test_a_new_proxy_takes_a_send_before_any_client_asked_it_for_a_route():
+    """Found by the property test: the proxy's send checked the topic's message type against its
+    cache only, which QueryRoute alone filled, so a proxy started after its clients had their routes
+    refused every send (UNSPECIFIED) until a route refresh. 5.x's ``getTopicMessageType`` loads the
+    topic's config when it has none (§10.5)."""
+    w = World()
+    w.step("proxy", None)
+    w.step("send", [(0, "after the proxy restart")])
+    lines = w.producer.events("send")
+    assert [e["outcome"] for e in lines] == ["ok"], lines

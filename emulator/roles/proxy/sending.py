@@ -72,7 +72,8 @@ class Sending:
         if problem is not None:
             return self._fail(msg, *problem)
         topic = m.topic.name
-        return self.proxy.routes.get(topic, now, lambda view, n: self._with_view(msg, m, view, n))
+        # the topic's type from its cache, loaded when missing (5.x's getTopicMessageType), as QueryRoute reads it
+        return self.proxy.topic_types.with_view(topic, now, lambda view, _type, n: self._with_view(msg, m, view, n))
 
     def _validate(self, m: pb.Message, now: Now) -> tuple[int, str] | None:
         cfg = self.proxy.cfg
