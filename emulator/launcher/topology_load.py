@@ -104,7 +104,9 @@ def _independent_problems(data: dict[str, Any]) -> list[str]:
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             if isinstance(entry, dict):
                 extra = {k: v for k, v in entry.items() if k not in model.model_fields}
-                problems += [f"{section}[{i}].{p}" for p in extra_key_problems(extra, check)]
+                v5 = section in ("producers", "consumers") and entry.get("client") == "v5"
+                problems += [f"{section}[{i}].{p}"  # a v5 entry's keys are the RocketMQ 5 client's settings
+                             for p in extra_key_problems(extra, _client5.check_config if v5 else check)]
     brokers, topics = data.get("brokers"), data.get("topics")
     if isinstance(brokers, list) and isinstance(topics, list):
         names = [b.get("name") for b in brokers if isinstance(b, dict)]

@@ -118,14 +118,16 @@ def manifest_endpoints(manifest: Mapping[str, Any]) -> str | None:
 
 
 def proxy_warnings(topo: "Topology") -> list[str]:
-    """RocketMQ 5 clients live in wall time, as real 4.x clients do (docs/real-clients.md "Time")."""
+    """Real RocketMQ 5 clients live in wall time, as real 4.x clients do (docs/real-clients.md "Time"); an
+    emulated one (``client: v5``) is a node of the run, its intervals scaled like every node's, but a
+    topology with proxies may always have real clients connect, so the warning stays, saying so."""
     if topo.proxies is None:
         return []
     out = []
     if topo.timing.scale != 1.0:
-        out.append(f"proxies: at timing.scale {topo.timing.scale:g} the cluster's intervals are scaled but a "
+        out.append(f"proxies: at timing.scale {topo.timing.scale:g} the cluster's intervals are scaled but a real "
                    "RocketMQ 5 client's are not (route refresh 30 s, heartbeat 10 s): timing.scale 1.0 is faithful "
-                   "for them")
+                   "for real clients only; emulated ones (client: v5) are scaled like every node")
     if not ipaddress.ip_address(topo.proxies.host).is_loopback:
         out.append(f"proxies.host {topo.proxies.host} is not a loopback address: the gRPC ports accept connections "
                    "from other hosts, with no authentication")
