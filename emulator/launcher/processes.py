@@ -10,7 +10,6 @@ time plus pid/create_time checks), so a reused pid can never be hit.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -22,17 +21,8 @@ import psutil
 
 from rmqemu.emulator.launcher.signals import SpawnedProcess
 from rmqemu.emulator.node.clock import host_ms
+from rmqemu.emulator.node.parent import LAUNCHER_PID_ENV
 from rmqemu.errors import FaultError
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except OSError:
-        pass
 
 
 @dataclass
@@ -92,7 +82,12 @@ class NodeProcess:
 def spawn_node(run_dir: Path, name: str, control_key: bytes | None = None) -> NodeProcess:
     """Start ``python -m rmqemu.emulator.node <run_dir> <name>`` (the argv names the node). Its control
     key, when given, is written as one hex line to the child's stdin pipe: readable by that
-    process only, and in no file (emulator.transport._auth)."""
+    process only, and in no file (emulator.transport._auth).
+
+    Nothing runs in the child between fork and exec, so CPython takes vfork: a library's fork
+    handlers never run there. gRPC's do run after a plain fork and can abort the child before its
+    exec (grpc/grpc#43055), which a test or application using a RocketMQ 5 client in-process
+    would otherwise hit. The node asks to die with its launcher itself, at start."""
     log_path = run_dir / "logs" / f"{name}.log"
     log = open(log_path, "ab")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -102,9 +97,8 @@ def spawn_node(run_dir: Path, name: str, control_key: bytes | None = None) -> No
             stdin=subprocess.PIPE if control_key is not None else subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-            env=env,
+            start_new_session=True,  # no preexec_fn: CPython spawns with vfork, which runs no fork handler
+            env={**env, LAUNCHER_PID_ENV: str(os.getpid())},  # the node dies with us (emulator/node/main.py)
         )
     finally:
         log.close()

@@ -21,8 +21,9 @@ from typing import Any, BinaryIO
 
 from rmqemu.emulator.node.clock import ClusterTime, SkewableClock
 from rmqemu.emulator.node.io import EventLog, StoreDir
+from rmqemu.emulator.node.parent import die_with_launcher
 from rmqemu.emulator.node.profiling import run_profiled
-from rmqemu.emulator.node.runtime import Runtime
+from rmqemu.emulator.node.runtime import EXIT_LAUNCHER_LOST, Runtime
 from rmqemu.emulator.roles.common.node_spec import NodeSpec, remoting_host_port
 from rmqemu.emulator.roles.registry import build_role
 from rmqemu.emulator.transport.zmq_node import ZmqTransport
@@ -95,6 +96,9 @@ def main(argv: list[str]) -> int:
         print("usage: python -m rmqemu.emulator.node RUN_DIR NODE", file=sys.stderr)
         return 2
     run_dir, name = Path(argv[0]), argv[1]
+    if not die_with_launcher():
+        print(f"{name}: its launcher is gone", file=sys.stderr)
+        return EXIT_LAUNCHER_LOST
     try:
         spec = NodeSpec.read(run_dir / "specs" / f"{name}.json")
         key = read_control_key(sys.stdin.buffer) if spec.control else b""
