@@ -84,3 +84,21 @@ def test_a_stale_compare_index_cuts_a_follower_only_while_the_leader_holds_the_e
     net = Net(peers=3, seed=2752, preferred="n1")
     check(net, STALE_COMPARE)
     assert net.leader_held_cuts > 0  # the cut happened: acked entries were on the leader alone a while
+
+
+# found by the property test above: n0, preferred, steps down in term 3 (no quorum) and holds a
+# ballot in that same term; n2, paused as n0's follower, wakes and accepts it again (its vote of
+# term 3 is n0's), and n0 is paused just before the answer comes. n1 and n2 then elect n2 in
+# term 4 and ack appends; n0 wakes 13.7 s later, counts the ballot, and leads term 3 without them
+# (dledger 0.2.6 too: docs/rocketmq-model.md §8.2), until its heartbeat meets term 4
+LATE_LEADER: list[Step] = [(0.0, "kill", 0, 200.0, 0.0), (0.0, "kill", 0, 200.0, 0.0),
+                           (200.0, "kill", 0, 15180.0, 0.0), (14530.0, "kill", 1, 12614.0, 0.0),
+                           (22507.0, "pause", 2, 6003.0, 0.0), (28514.0, "pause", 0, 13730.0, 0.0)]
+
+
+def test_a_ballot_won_before_a_pause_makes_a_leader_of_an_older_term_that_acks_nothing() -> None:
+    net = Net(peers=3, seed=0, preferred="n0")
+    check(net, LATE_LEADER)
+    assert net.late_leaders > 0  # n0 led term 3 after term 4 had acked entries
+    late = [(t, term) for t, n, term, r in net.role_log if n == "g-n0" and r is DRole.LEADER]
+    assert late[-1][1] == 3 and max(e.term for e in net.acked.values()) == 4
