@@ -9,6 +9,10 @@ processes, and all they start, cache bytecode as Python does by default.
 The suite starts a Spark JVM in about twenty processes: they share a class-data archive
 (``RMQEMU_SPARK_CDS``, reports/jvm_archive.py) in the cache the real-client installs use, so
 every JVM start but the first few maps it instead of loading Spark's classes afresh.
+
+Hypothesis runs every property test derandomized (profile ``deterministic``): each run, here
+and in CI, draws the same examples, so the suite passes or fails on the code alone. Exploring
+for new counterexamples is a run of its own, ``--hypothesis-profile=explore`` (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -18,12 +22,20 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.realclients.cache import cache_root
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 os.environ.setdefault("RMQEMU_SPARK_CDS", str(cache_root("RMQEMU_SPARK_CDS", "spark-cds")))
+
+# loaded before any test module is imported, so every @settings inherits the profile's
+# derandomize; --hypothesis-profile (hypothesis' pytest plugin) replaces it later still
+_PROFILE = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deterministic", derandomize=True, database=None, **_PROFILE)
+settings.register_profile("explore", derandomize=False, **_PROFILE)
+settings.load_profile("deterministic")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups into the ids

@@ -12,7 +12,8 @@ As it runs, the net checks the invariants and records every breach in :attr:`Net
 - at most one leader per term;
 - an append acknowledged to its writer (SEND_OK) stays on a majority of the peers (a follower
   may cut one it holds, as the leader does, but never the last majority's), and every leader
-  elected after the acknowledgement holds it;
+  elected after the acknowledgement in its term or a later one holds it (a leader of an older
+  term, whose ballot was decided before a pause, need not: it cannot have an append acked);
 - one index is never acknowledged with two different entries.
 
 :meth:`Net.settled` says whether one leader leads every live peer in one term, but those
@@ -114,6 +115,7 @@ class Net:
         self.commits: dict[str, list[Entry]] = {}
         self.violations: list[str] = []
         self.leader_held_cuts = 0  # acked entries a follower cut while only the leader kept them
+        self.late_leaders = 0  # leaders of a term older than an acked entry's (a ballot won before a pause)
         self.appends = 0
         self.spawns = 0
 
@@ -268,9 +270,14 @@ class Net:
         leaders.add(name)
         if len(leaders) > 1:
             self.violations.append(f"two leaders in term {term}: {sorted(leaders)}")
-        missing = [e for e in self.acked.values() if server.log.get(e.index) != e]
+        # only entries of its term or an older one: a ballot a quorum accepted before the
+        # candidate was paused makes it leader of that term once it runs again, after a later
+        # term may have acked entries of its own (docs/rocketmq-model.md §8.2, "A late leader")
+        missing = [e for e in self.acked.values() if e.term <= term and server.log.get(e.index) != e]
         if missing:
             self.violations.append(f"{name} leads term {term} without acked entries {missing[:3]}")
+        if any(e.term > term for e in self.acked.values()):
+            self.late_leaders += 1
 
     def on_truncate(self, name: str, removed: list[Entry]) -> None:
         """A follower may cut entries it holds just as the leader does: its compare raced with

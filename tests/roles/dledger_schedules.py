@@ -25,6 +25,11 @@ Step = tuple[float, str, int, float, float]
 WRITE_EVERY_MS = 250.0
 SETTLE_BOUND_MS = 30000.0  # after the last heal: 3 heartbeat leaks, a has-leader backoff and ballots
 CATCH_UP_BOUND_MS = 60000.0  # after settling, for every peer to hold every acknowledged entry
+# ... plus this much an entry of the leader's log: a follower whose answers were lost (the leader's
+# requests timed out, e.g. while it was paused) is re-acked one entry a second, the leader
+# re-pushing the one after its watermark and the follower answering one at or below its end only
+# in checkAbnormalFuture, once a second (dledger 0.2.6, docs/rocketmq-model.md §8.2)
+REACK_MS = 1000.0
 
 
 def steps(peers: int = 3, horizon_ms: float = 40000.0, max_steps: int = 6) -> st.SearchStrategy[list[Step]]:
@@ -74,7 +79,9 @@ def play(net: Net, schedule: list[Step], horizon_ms: float = 40000.0) -> Outcome
             break
     missing: list[str] = []
     if settled_after is not None:  # then every peer catches up, a lost push re-sent once a second
-        caught_up = net.time.mono_ms + CATCH_UP_BOUND_MS
+        leader = net.leader()
+        entries = net.server(leader).log.end_index + 1 if leader is not None else 0
+        caught_up = net.time.mono_ms + CATCH_UP_BOUND_MS + REACK_MS * entries
         while (missing := net.logs_hold_acked()) and net.time.mono_ms < caught_up:
             write_until(net, net.time.mono_ms + 500, write=False)
     return Outcome(list(net.violations), settled_after, len(net.acked), missing)

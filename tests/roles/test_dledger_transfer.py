@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rmqemu.emulator.roles.dledger.member import Role as DRole
 from rmqemu.emulator.roles.dledger.wire import Code
 from tests.roles.dledger_net import Net
-from tests.roles.dledger_schedules import Step, steps
+from tests.roles.dledger_schedules import CATCH_UP_BOUND_MS, Step, steps
 from tests.roles.test_dledger_properties import check
 from tests.roles.test_dledger_replication import append
 
@@ -84,3 +84,36 @@ def test_a_stale_compare_index_cuts_a_follower_only_while_the_leader_holds_the_e
     net = Net(peers=3, seed=2752, preferred="n1")
     check(net, STALE_COMPARE)
     assert net.leader_held_cuts > 0  # the cut happened: acked entries were on the leader alone a while
+
+
+# found by the property test above: n0, preferred, steps down in term 3 (no quorum) and holds a
+# ballot in that same term; n2, paused as n0's follower, wakes and accepts it again (its vote of
+# term 3 is n0's), and n0 is paused just before the answer comes. n1 and n2 then elect n2 in
+# term 4 and ack appends; n0 wakes 13.7 s later, counts the ballot, and leads term 3 without them
+# (dledger 0.2.6 too: docs/rocketmq-model.md §8.2), until its heartbeat meets term 4
+LATE_LEADER: list[Step] = [(0.0, "kill", 0, 200.0, 0.0), (0.0, "kill", 0, 200.0, 0.0),
+                           (200.0, "kill", 0, 15180.0, 0.0), (14530.0, "kill", 1, 12614.0, 0.0),
+                           (22507.0, "pause", 2, 6003.0, 0.0), (28514.0, "pause", 0, 13730.0, 0.0)]
+
+
+def test_a_ballot_won_before_a_pause_makes_a_leader_of_an_older_term_that_acks_nothing() -> None:
+    net = Net(peers=3, seed=0, preferred="n0")
+    check(net, LATE_LEADER)
+    assert net.late_leaders > 0  # n0 led term 3 after term 4 had acked entries
+    late = [(t, term) for t, n, term, r in net.role_log if n == "g-n0" and r is DRole.LEADER]
+    assert late[-1][1] == 3 and max(e.term for e in net.acked.values()) == 4
+
+
+# found by the property test above: n0, paused for 20 s, answers the appends queued meanwhile
+# after the leader's requests timed out; its watermark stays behind what it holds, and dledger
+# 0.2.6 re-acks such a follower one entry a second (docs/rocketmq-model.md §8.2): 114 entries
+# take about 112 s, past a fixed catch-up bound of 60 s
+LOST_ACKS: list[Step] = [(0.0, "kill", 0, 200.0, 0.0), (0.0, "kill", 0, 200.0, 0.0),
+                         (4585.819017490654, "pause", 0, 19846.875857106217, 0.0),
+                         (19404.37552966229, "oneway", 1, 200.0, 0.0), (36015.0, "isolate", 0, 200.0, 0.0)]
+
+
+def test_a_follower_whose_acks_were_lost_catches_up_an_entry_a_second() -> None:
+    net = Net(peers=3, seed=0, preferred="n1")
+    check(net, LOST_ACKS)
+    assert net.time.mono_ms > 41000 + CATCH_UP_BOUND_MS  # healed at 40 s: the catch-up outlasted 60 s
