@@ -75,19 +75,6 @@ def test_the_simple_consumer_reports_failed_receives_until_its_time_is_up(dead_e
     assert not run.events("received") and run.lines[-1]["event"] == "done", run.lines
 
 
-def test_the_push_consumer_fails_to_start_with_the_cause_named(dead_endpoint: str) -> None:
-    """Its start waits 10 s for a Settings reply that cannot come; the client then raises from its
-    own clean-up (``'NoneType' ... shutdown``), so the line names the real cause beside it."""
-    run = py5client.run_script("push_consumer.py", {"endpoints": dead_endpoint, "topic": "T", "group": "G",
-                                                    "duration_s": 1.0}, timeout_s=60)
-    assert_gone(run)
-    assert run.returncode == 2, run
-    [error] = run.events("error")
-    assert error["stage"] == "startup" and error["pid"] == run.pid, error
-    assert any("failed to receive initial settings" in cause for cause in error["causes"]), error
-    assert not run.events("started"), run.lines
-
-
 def test_a_script_killed_at_its_timeout_leaves_no_process(dead_endpoint: str) -> None:
     run = py5client.run_script("simple_consumer.py", {"endpoints": dead_endpoint, "topic": "T", "group": "G",
                                                       "duration_s": 120}, timeout_s=3)
