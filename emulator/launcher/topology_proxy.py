@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from rmqemu.emulator.launcher.topology_remoting import ip_literal
 from rmqemu.emulator.roles.common.node_spec import remoting_host_port
 from rmqemu.emulator.roles.proxy.proxy import ProxyConfig
 
@@ -40,11 +41,7 @@ class Proxies(BaseModel):
     @field_validator("host")
     @classmethod
     def _ip_literal(cls, v: str) -> str:
-        try:
-            return str(ipaddress.ip_address(v))
-        except ValueError:
-            raise ValueError(f"{v[:80]!r} is not an IP address literal such as 127.0.0.1 (a host name is not "
-                             "resolved)") from None
+        return ip_literal(v)
 
     @model_validator(mode="after")
     def _known_keys(self) -> "Proxies":

@@ -38,11 +38,16 @@ class Remoting(BaseModel):
     @field_validator("host")
     @classmethod
     def _ip_literal(cls, v: str) -> str:
-        try:
-            return str(ipaddress.ip_address(v))
-        except ValueError:
-            raise ValueError(f"{v[:80]!r} is not an IP address literal such as 127.0.0.1, ::1 or 0.0.0.0 "
-                             "(a host name is not resolved)") from None
+        return ip_literal(v)
+
+
+def ip_literal(v: str) -> str:
+    """A listening host must be an IP literal (``remoting.host``, ``proxies.host``): no name is resolved."""
+    try:
+        return str(ipaddress.ip_address(v))
+    except ValueError:
+        raise ValueError(f"{v[:80]!r} is not an IP address literal such as 127.0.0.1, ::1 or 0.0.0.0 "
+                         "(a host name is not resolved)") from None
 
 
 def switch(model: type[BaseModel], shape: str) -> Callable[[Any], Any]:
