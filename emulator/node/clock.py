@@ -72,8 +72,12 @@ class SkewableClock:
     host: Callable[[], float] = host_ms
 
     def now_ms(self) -> float:
-        h = self.host()
-        return h + self.setting.offset_at(h)
+        return self.at(self.host())
+
+    def at(self, host_now_ms: float) -> float:
+        """The node's clock when the host's reads ``host_now_ms``: one host reading gives both, so a
+        line's ``ts`` and ``local_ms`` (and a clock fault's offset) never differ by a descheduling."""
+        return host_now_ms + self.setting.offset_at(host_now_ms)
 
     def set(self, setting: ClockSetting) -> None:
         self.setting = setting

@@ -21,10 +21,11 @@ class EventLog:
     a killed node loses at most the line it was writing."""
 
     def __init__(self, path: Path | None, node: str, local_ms: Callable[[], float],
-                 host: Callable[[], float] = host_ms) -> None:
+                 host: Callable[[], float] = host_ms, local_at: Callable[[float], float] | None = None) -> None:
         self.node = node
         self.local_ms = local_ms
         self.host = host
+        self.local_at = local_at  # the node's clock at a host reading: ts and local_ms from one reading
         self.file: BinaryIO | None = None
         if path is not None:
             # a restarted node: its last run's torn line stays one bad line (docs/design.md §6),
@@ -49,7 +50,9 @@ class EventLog:
                 return {"kind": kind, **fields}  # held back, not written
             fields = {**fields, "suppressed": suppressed}
         check_event(kind, fields)
-        event = {"ts": self.host(), "node": node or self.node, "kind": kind, "local_ms": self.local_ms(), **fields}
+        ts = self.host()
+        local = self.local_at(ts) if self.local_at is not None else self.local_ms()
+        event = {"ts": ts, "node": node or self.node, "kind": kind, "local_ms": local, **fields}
         if self.file is not None:
             self.file.write(wire_json.dumps_line(event))
             self.file.flush()

@@ -78,7 +78,7 @@ def build(spec: NodeSpec, control_key: bytes = b"") -> Runtime:
     clock = SkewableClock()
     store = StoreDir(Path(spec.store_dir) if spec.store_dir else None)
     role = build_role(spec, transport.address, store.read)
-    events = EventLog(Path(spec.events) if spec.events else None, spec.name, clock.now_ms)
+    events = EventLog(Path(spec.events) if spec.events else None, spec.name, clock.now_ms, local_at=clock.at)
     fields: dict[str, Any] = {"pid": os.getpid(), "addr": transport.address}
     if transport.remoting_address is not None:
         fields["remoting_addr"] = transport.remoting_address

@@ -203,9 +203,9 @@ class Runtime:
             return {"rules": len(self.transport.link_rules())}
         if cmd.name == "set_clock":
             self.clock.set(ClockSetting.from_dict(cmd.args.get("setting", {})))
-            local = self.clock.now_ms()
-            self.events.write("node.clock", {"setting": self.clock.setting.to_dict(),
-                                             "offset_ms": local - self.events.host()})
+            host = self.clock.host()
+            local = self.clock.at(host)  # the offset from one reading: no descheduling inside it
+            self.events.write("node.clock", {"setting": self.clock.setting.to_dict(), "offset_ms": local - host})
             if self.stopping_since is None:
                 self._perform(self._call(self.role.on_clock))
             return {"local_ms": local}

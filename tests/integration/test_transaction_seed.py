@@ -92,7 +92,10 @@ def test_the_fault_free_control_takes_every_path_exactly(tmp_path: Path, rmqemu_
             assert msg_id not in checks, (msg_id, checks[msg_id])  # ended first-hand: never checked
             decided, by_check = DECIDED[state], False
         assert [(e["action"], e["from_check"]) for e in ends[msg_id]] == [(decided, by_check)], ends[msg_id]
-        assert consumed[msg_id] == (decided == "commit"), (msg_id, state, decided)
+        # delivered iff committed; a second delivery is 4.x's at-least-once when the second consumer's
+        # rebalance takes a queue before the first persisted its offset, not the transaction's doing:
+        # the expect's transactions.duplicates.* rules hold the transaction's own duplicates at 0
+        assert bool(consumed[msg_id]) == (decided == "commit"), (msg_id, state, decided)
     committed = {i for i, es in ends.items() if any(e["action"] == "commit" for e in es)}
     assert set(consumed) <= committed  # nothing but committed messages reached a consumer
     assert m["transactions"]["checks"]["sent"] >= sum(1 for s in judged.values() if s == "UNKNOW") > 0
