@@ -40,7 +40,7 @@ def test_rocketmq5_example_survives_a_master_kill(tmp_path: Path) -> None:
         home = tmp_path / "home"
         home.mkdir()
         env = {**os.environ, "HOME": str(home), "ENDPOINTS": endpoints, "COUNT": str(COUNT), "INTERVAL_MS": "20",
-               "DEADLINE_S": "30"}
+               "DEADLINE_S": "30", "INVISIBLE_S": "10"}  # the proxy's least: an ack lost in the kill returns sooner
         proc = subprocess.Popen([str(py5client.python()), str(app)], env=env, cwd=tmp_path, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:

@@ -8,7 +8,8 @@ was acknowledged was also received (nothing acked was lost), 1 otherwise.
     ENDPOINTS='HOST:PORT;HOST:PORT' python app.py
 
 Environment: ENDPOINTS (required), TOPIC (RocketMQ5Topic), GROUP (RocketMQ5Group), COUNT (200),
-INTERVAL_MS (20), DEADLINE_S (60: how long the consumer waits for the last messages).
+INTERVAL_MS (20), DEADLINE_S (60: how long the consumer waits for the last messages), INVISIBLE_S
+(15: how long a received message stays invisible; one whose ack was lost comes back after it).
 """
 
 import json
@@ -25,10 +26,15 @@ GROUP = os.environ.get("GROUP", "RocketMQ5Group")
 COUNT = int(os.environ.get("COUNT", "200"))
 INTERVAL_S = int(os.environ.get("INTERVAL_MS", "20")) / 1000
 DEADLINE_S = float(os.environ.get("DEADLINE_S", "60"))
+INVISIBLE_S = int(os.environ.get("INVISIBLE_S", "15"))  # whole seconds: the client writes a Duration's seconds
+
+
+_print_lock = threading.Lock()  # the producer and the consumer thread both print: one whole line at a time
 
 
 def say(**line):
-    print(json.dumps(line), flush=True)
+    with _print_lock:
+        print(json.dumps(line), flush=True)
 
 
 def main():
@@ -48,7 +54,7 @@ def main():
             if sending_done.is_set() and acked <= received:
                 return
             try:
-                for msg in consumer.receive(16, 15):  # up to 16 messages, invisible for 15 s
+                for msg in consumer.receive(16, INVISIBLE_S):  # up to 16 messages at a time
                     consumer.ack(msg)
                     received.add(msg.message_id)
                     say(event="received", id=msg.message_id, attempt=msg.delivery_attempt)
