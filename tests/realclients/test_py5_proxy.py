@@ -29,7 +29,9 @@ TOPOLOGY: dict[str, Any] = {
                {"name": "F", "brokers": ["broker-a"], "message_type": "FIFO"},
                {"name": "D", "brokers": ["broker-a", "broker-b"], "message_type": "DELAY"},
                {"name": "X", "brokers": ["broker-b"], "message_type": "TRANSACTION"}],
-    "proxies": {"count": 2, "fifoGroups": ["GF"]}, "duration": "600s",
+    # the proxies heartbeat the topics' producer groups every 2 s (5.x: 20 s), so the brokers' checks
+    # reach the client seconds after its halves instead of 20 s
+    "proxies": {"count": 2, "fifoGroups": ["GF"], "transactionHeartbeatPeriodSecond": 2}, "duration": "600s",
 }
 BODIES = ["00ff10", "68c3a9e29c93f09f9a80", "00", "e4baa4e69893e280a8c285"]  # bytes, NUL, Unicode (LS, NEL, emoji)
 N = 8
@@ -64,7 +66,7 @@ def test_py5_client_sends_and_receives_through_two_proxies(tmp_path: Path, node_
             "fifo": run("producer.py", "fifo", endpoints=p1, topic="F", count=5, type="fifo",
                         message_group="order-1"),
             "delay": run("producer.py", "delay", endpoints=f"{p1};{p0}", topic="D", count=3, type="delay",
-                         delay_s=2),
+                         delay_s=1),
             "tx": run("producer.py", "tx", endpoints=p0, topic="X", count=2, type="transaction", end="commit"),
             "checked": run("producer.py", "checked", endpoints=p1, topic="X", count=2, type="transaction",
                            end="none", check_answer="commit", linger_s=40, checks=2),

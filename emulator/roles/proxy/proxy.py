@@ -50,6 +50,7 @@ class ProxyConfig:
     grpcClientConsumerMinLongPollingTimeoutMillis: int = 5_000
     grpcClientConsumerMaxLongPollingTimeoutMillis: int = 20_000
     enableTopicMessageTypeCheck: bool = True
+    transactionHeartbeatPeriodSecond: int = 20  # the producer-group heartbeat that lets brokers' checks reach it
     consumerMaxAttempts: int = 17  # a group's retryMaxTimes (16) + 1
     fifoGroups: list[str] = field(default_factory=list)  # groups with consumeMessageOrderly (a FIFO group)
 

@@ -1,7 +1,8 @@
 """Transactional messages through the proxy: the brokers' check-backs relayed to the clients'
 Telemetry streams (docs/rocketmq-model.md §10.1).
 
-As 5.x's ``ClusterTransactionService``: every ``transactionHeartbeatPeriodSecond`` (20 s) the proxy
+As 5.x's ``ClusterTransactionService``: every ``transactionHeartbeatPeriodSecond`` (20 s, the first a
+period after start, so a half checked sooner finds no channel yet) the proxy
 heartbeats, to the master of every broker of each topic its producers publish to, a producer group
 named after the topic, so a broker's check service has a channel for the half's group (``PGROUP``
 = the topic). A CHECK_TRANSACTION_STATE arriving on that channel becomes a
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from rmqemu.emulator.roles.proxy.proxy import Proxy
 
 TIMER = "tx_heartbeat"
-PERIOD_MS = 20_000
 HEARTBEAT_TIMEOUT_MS = 3000
 CLIENT_ID = "rmq-proxy-producer-client"  # TRANS_HEARTBEAT_CLIENT_ID
 
@@ -36,7 +36,8 @@ class TransactionRelay:
         self._turn = 0
 
     def start(self) -> list[Action]:
-        return [Every(TIMER, PERIOD_MS, PERIOD_MS)]
+        period = self.proxy.cfg.transactionHeartbeatPeriodSecond * 1000  # the first one a period after start
+        return [Every(TIMER, period, period)]
 
     def topics(self) -> list[str]:
         """The topics the connected producers publish to (their Settings)."""
