@@ -7,6 +7,10 @@ consumed up to each master's max offset of every queue of every topic it subscri
 Jepsen's final reads do, and only then stops the consumers. The outcome is one ``run.drain``
 line in ``faults.jsonl``.
 
+A POP group (RocketMQ 5 clients) moves its offset when it leases, so it also waits for the
+messages its master's revive log holds leased, neither acked nor revived: a lease that runs out
+puts its message into ``%RETRY%<group>_<topic>`` only then.
+
 What "consumed up to" is read from: the masters' own tables over the control plane (``state``:
 ``queues`` holds each queue's max offset, ``offsets`` the committed consumer offsets), which is
 what RocketMQ's ``consumerProgress`` compares (brokerOffset against consumerOffset). Why not
@@ -62,12 +66,15 @@ class Lag:
     queue_id: int
     lag: int
     consumer: str | None = None  # BROADCASTING: the instance behind
+    leased: bool = False  # POP: messages leased, neither acked nor revived (``lag`` of them)
 
     def to_dict(self) -> dict[str, Any]:
         row: dict[str, Any] = {"group": self.group, "topic": self.topic, "broker": self.broker,
                                "queue_id": self.queue_id, "lag": self.lag}
         if self.consumer is not None:
             row["consumer"] = self.consumer
+        if self.leased:
+            row["leased"] = True
         return row
 
 
@@ -146,6 +153,10 @@ def backlog_of(groups: Iterable[GroupWatch], masters: Mapping[str, Mapping[str, 
     backlog = Backlog(unreadable=sorted(b for b, s in masters.items() if s is None))
     readable = {b: _max_offsets(s) for b, s in masters.items() if s is not None}
     for g in groups:
+        for broker, st in sorted(masters.items()):
+            for topic, group, qid, n in ((st or {}).get("pop") or {}).get("in_flight", []):
+                if group == g.group and int(n) > 0:
+                    backlog.lags.append(Lag(g.group, str(topic), broker, int(qid), int(n), leased=True))
         for broker, maxes in sorted(readable.items()):
             for (topic, qid), max_offset in sorted(maxes.items()):
                 if topic not in g.topics or max_offset <= 0:

@@ -54,6 +54,18 @@ def test_a_broadcasting_group_is_behind_for_each_live_instance_and_wholly_when_n
     assert backlog_of([bc], masters, {"bc-0": None, "bc-1": None}).lags == [Lag("bc", "T", "broker-a", 0, 5)]
 
 
+def test_a_pop_group_waits_for_its_leases_on_every_master() -> None:
+    pg = GroupWatch("pg", ("%RETRY%pg", "%RETRY%pg_T", "T"), False, ("pg-0",))
+    caught_up = {"T@pg": {"0": 5}}
+    leased = {**_master({"T:0": 5}, caught_up), "pop": {"in_flight": [["T", "pg", 0, 2], ["T", "other", 0, 7],
+                                                                       ["%RETRY%pg_T", "pg", 0, 1]]}}
+    got = backlog_of([pg], {"broker-a": leased, "broker-b": _master({"T:0": 0})}, {})
+    assert got.lags == [Lag("pg", "T", "broker-a", 0, 2, leased=True),
+                        Lag("pg", "%RETRY%pg_T", "broker-a", 0, 1, leased=True)]
+    assert got.lags[0].to_dict()["leased"] is True and "leased" not in Lag("pg", "T", "b", 0, 1).to_dict()
+    assert backlog_of([pg], {"broker-a": {**leased, "pop": {"in_flight": []}}}, {}).empty
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.ms = 1000.0

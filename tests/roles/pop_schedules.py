@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from rmqemu.emulator.launcher.drain import GroupWatch, backlog_of
 from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.roles.common import pop_keys as keys
 from tests.roles.broker_helpers import broker
@@ -64,6 +65,7 @@ class World:
     fifo_batches: list[tuple[int, int, list[Lease], int, int]] = field(default_factory=list)
     acked_fifo: dict[tuple[int, int], int] = field(default_factory=dict)  # (queue, offset) -> epoch acked in
     epoch: int = 0
+    drain_looks: list[tuple[str, set[str]]] = field(default_factory=list)  # (group, un-acked) when drained
 
     @property
     def d(self) -> Driver:
@@ -80,6 +82,21 @@ class World:
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         return [e for d in self.drivers for e in d.events(kind)]
+
+    def acked(self, group: str) -> set[str]:
+        """Messages the group acked in time (or late, before the lease was revived), so far."""
+        revived = {(e["group"], e["retry"], e["queue_id"], e["queue_offset"], e["pop_time"],
+                    e["pop_time"] + e["invisible_ms"]) for e in self.events("pop.revive") if not e["fifo"]}
+        return {x.uniq for x in self.leases if x.group == group and (x.acked or x.late_acked and x.key not in revived)}
+
+    def look(self) -> None:
+        """The end-of-run drain's look at this moment (emulator/launcher/drain.py): for each group
+        it would call done, what was sent and not yet acked by it."""
+        state = self.d.role.state()
+        for group in (NORMAL, FIFO):
+            watch = GroupWatch(group, (TOPIC, keys.retry_topic(TOPIC, group)), False, ())
+            if backlog_of([watch], {"broker-a": state}, {}).empty:
+                self.drain_looks.append((group, set(self.sent) - self.acked(group)))
 
     def pop(self, group: str, queue_id: int, max_nums: int, invisible: int) -> list[Lease]:
         d, fifo = self.d, group == FIFO
@@ -195,5 +212,6 @@ def play(schedule: list[Step]) -> World:
     w.boot()
     for s in schedule:
         w.step(s)
+        w.look()
     w.drain()
     return w

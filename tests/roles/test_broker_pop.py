@@ -11,6 +11,7 @@ from rmqemu.emulator.protocol import RequestCode as RC
 from rmqemu.emulator.protocol import ResponseCode as R
 from rmqemu.emulator.roles.common import pop_keys as keys
 from tests.roles.broker_helpers import broker
+from tests.roles.fakes import FakeStore, FakeTime
 from tests.roles.pop_helpers import (
     CH,
     GROUP,
@@ -135,6 +136,36 @@ def test_a_renewed_lease_that_runs_out_is_revived_once():
     assert revive["msg_id"] == "u1" and revive["attempt"] == 2
     d.advance(30000)
     assert len(d.events("pop.revive")) == 1
+
+
+def test_in_flight_counts_leases_until_acked_or_revived_and_survives_a_restart():
+    """What the drain waits for (docs/design.md §6): a lease counts from its pop until its ack (at
+    once, not when the ack is due) or its revive; a renewal keeps it; the revived copy counts again
+    once popped from the retry topic."""
+    store, time = FakeStore(), FakeTime()
+    d = broker(store=store, time=time)
+    create_topic(d)
+    for u in ("u1", "u2", "u3"):
+        put(d, u)
+    _, msgs = pop(d, invisible=10000)
+    first = {uniq(m): m for m in msgs}
+    assert d.role.pop.revive.in_flight() == {(TOPIC, GROUP, 0): 3}
+    ack(d, first["u1"])
+    assert d.role.pop.revive.in_flight() == {(TOPIC, GROUP, 0): 2}
+    renewed_u2 = renewed(first["u2"], change_invisible(d, first["u2"], 40000))
+    assert d.role.pop.revive.in_flight() == {(TOPIC, GROUP, 0): 2}
+    d.stop()  # read back from the revive log by the next life
+    d = broker(store=store, time=time)
+    in_flight = d.role.pop.revive.in_flight
+    assert d.role.state()["pop"]["in_flight"] == [[TOPIC, GROUP, 0, 2]]
+    d.advance(10000 + REVIVE_LAG)  # u3's lease ran out: revived, no longer leased, in the retry topic
+    assert [e["msg_id"] for e in d.events("pop.revive")] == ["u3"]
+    assert in_flight() == {(TOPIC, GROUP, 0): 1}
+    _, (again,) = pop(d, invisible=10000)
+    assert uniq(again) == "u3" and in_flight() == {(TOPIC, GROUP, 0): 1, (RETRY, GROUP, 0): 1}
+    ack(d, again)
+    ack(d, renewed_u2)
+    assert in_flight() == {}
 
 
 def test_the_proxys_dead_letter_path_sends_back_with_max_zero_then_acks():

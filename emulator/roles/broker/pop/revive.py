@@ -68,14 +68,19 @@ class ReviveService:
             actions += self._revive_queue(q, now)
         return actions
 
-    def _revive_queue(self, q: int, now: Now) -> list[Action]:
+    def _checkpoints(self, q: int, due_by: float | None,
+                     ) -> tuple[int, list[dict[str, Any]], dict[str, list[CheckPoint]]]:
+        """Revive queue ``q`` after its offset: its committed offset, its records, and the
+        checkpoints not yet done with the bits of the acks read, both only those due by
+        ``due_by`` (None: every record, whenever due)."""
         b, topic = self.broker, self.pop.revive_log.topic
         committed = b.offsets.query_offset(keys.REVIVE_GROUP, topic, q)
         records = b.store.queues.get((topic, q), [])[committed + 1:]
         done = self.done.setdefault(q, set())
         cks: dict[str, list[CheckPoint]] = {}
         for r in sorted((r for r in records if LOST not in r and int(r["queueOffset"]) not in done
-                         and deliver_ms(r) <= now.wall_ms), key=lambda r: (deliver_ms(r), int(r["queueOffset"]))):
+                         and (due_by is None or deliver_ms(r) <= due_by)),
+                        key=lambda r: (deliver_ms(r), int(r["queueOffset"]))):
             tag = (r.get("properties") or {}).get("TAGS")
             if tag == keys.CK_TAG:
                 ck = CheckPoint.from_json(record_text(r))
@@ -91,6 +96,28 @@ class ReviveService:
                 # own millisecond); the ack belongs to the one whose lease ends when the ack is due
                 if ack is not None:
                     self._apply(ack, [c for c in same if c.revive_time == deliver_ms(r)] or same[-1:])
+        return committed, records, cks
+
+    def in_flight(self) -> dict[tuple[str, str, int], int]:
+        """``{(topic, group, queue): messages}`` leased and neither acked nor revived yet, read
+        from the revive log itself (so exact after a restart or a change of master), every ack
+        counted at once rather than when due. The drain waits for these (docs/design.md §6): a
+        lease that runs out puts its message into the retry topic only then. 5.x keeps a
+        counter of the same in memory (``PopInflightMessageCounter``)."""
+        out: dict[tuple[str, str, int], int] = {}
+        for q in range(self.pop.revive_log.queue_nums):
+            for same in self._checkpoints(q, None)[2].values():
+                for ck in same:
+                    left = sum(1 for i in range(len(ck.diffs)) if not ck.bits >> i & 1)
+                    if left:
+                        key = (ck.topic, ck.group, ck.queue_id)
+                        out[key] = out.get(key, 0) + left
+        return out
+
+    def _revive_queue(self, q: int, now: Now) -> list[Action]:
+        b, topic = self.broker, self.pop.revive_log.topic
+        committed, records, cks = self._checkpoints(q, now.wall_ms)
+        done = self.done[q]
         actions: list[Action] = []
         for ck in sorted((c for same in cks.values() for c in same), key=lambda c: c.revive_offset):
             if now.wall_ms - ck.revive_time <= keys.ACK_TIME_INTERVAL + keys.SECOND:

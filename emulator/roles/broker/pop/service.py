@@ -73,5 +73,7 @@ class PopService:
         return self.popper.drop_channel(channel)
 
     def snapshot(self) -> dict[str, Any]:
+        """``in_flight``: ``[topic, group, queue, messages]`` rows leased and not yet acked or revived."""
         return {"held_pops": len(self.popper.held),
-                "fifo_out": {f"{t}@{g}@{q}": i.offsets for (t, g, q), i in self.order_info.table.items()}}
+                "fifo_out": {f"{t}@{g}@{q}": i.offsets for (t, g, q), i in self.order_info.table.items()},
+                "in_flight": [[t, g, q, n] for (t, g, q), n in sorted(self.revive.in_flight().items())]}
