@@ -6,7 +6,7 @@ A gRPC client's send is a ``send`` line with ``mode`` = ``grpc`` and the relayin
 message it received is in a ``consume`` line with its delivery ``attempts``; the route it was
 answered is its ``client.route`` (``source`` = the proxy), and the proxy's own cached view is a
 ``client.route`` line under the proxy's name (``view`` = ``proxy``). Acks and lease changes are
-``proxy.ack`` and ``proxy.change_invisible`` (docs/rocketmq-model.md §10.1).
+``proxy.ack``, ``proxy.change_invisible`` and ``proxy.nack`` (docs/rocketmq-model.md §10.1).
 """
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ PROXY = Section("RocketMQ 5 clients through a proxy", (
     Kind("proxy.change_invisible", "proxy, for a gRPC client", "a ChangeInvisibleDuration the broker granted: the "
          "message's lease now ends `invisible_ms` from now, under a new receipt handle", _CALL + (
              Field("invisible_ms", LONG, "the new invisible time", required=True),
+         )),
+    Kind("proxy.nack", "proxy, for a gRPC client", "a message popped for a ReceiveMessage call its client had "
+         "left (cancelled, or past its deadline) was given back: its lease changed to 1 s, so it comes back "
+         "soon, one attempt later", _CALL + (
+             Field("result", STR, "`ok`, `timeout` or `code_<n>` (the broker's refusal: the lease runs its course)",
+                   required=True),
          )),
     Kind("proxy.dlq", "proxy, for a gRPC client", "a popped message past the consumer's max attempts was sent to "
          "the group's DLQ (CONSUMER_SEND_MSG_BACK, maxReconsumeTimes 0) and acked, never delivered", _CALL + (

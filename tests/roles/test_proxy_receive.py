@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqemu.emulator.protocol import EmulatorCode, Flag, Frame
 from rmqemu.emulator.roles.common.base import Emit
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
@@ -200,3 +201,52 @@ def test_forward_to_dlq_stores_the_copy_and_ends_the_lease() -> None:
     req.receipt_handle = "not a handle"
     [bad] = rig.call("ForwardMessageToDeadLetterQueue", req)
     assert bad.status.code == Code.INVALID_RECEIPT_HANDLE
+
+
+def _receive_unpumped(rig: ProxyRig, channel: str, fields: dict[str, object] | None = None) -> None:
+    """A ReceiveMessage whose POP the proxy sends but the broker has not answered yet."""
+    req = pb.ReceiveMessageRequest(batch_size=32, auto_renew=False)
+    req.group.name, req.message_queue.topic.name, req.message_queue.id = "G", "T", -1
+    req.filter_expression.expression = "*"
+    v2.set_duration(req.invisible_duration, 30_000)
+    v2.set_duration(req.long_polling_timeout, 5_000)
+    rig.proxy.deliver(Frame(code=EmulatorCode.GRPC, opaque=1, flag=Flag.REQUEST, body=req.SerializeToString(),
+                            fields={"method": "ReceiveMessage", "client_id": "cid-1", **(fields or {})}),
+                      channel=channel, peer="client@42", addr="127.0.0.1:55555")
+
+
+def _nacks(rig: ProxyRig) -> list[dict]:
+    return [a.fields for a in rig.proxy.actions if isinstance(a, Emit) and a.kind == "proxy.nack"]
+
+
+def test_messages_popped_for_a_call_its_client_left_are_handed_back_within_a_second() -> None:
+    """5.x's ReceiveMessageResponseStreamWriter: a stream it cannot write (the client cancelled, or
+    its deadline passed) changes each message's lease to 1 s, so it comes back soon (abandoned.py)."""
+    for how in ("grpc closed", "emulated deadline"):
+        rig = rig_with([b"x"])
+        channel = "grpc:left" if how == "grpc closed" else "zmq-client"
+        _receive_unpumped(rig, channel, None if how == "grpc closed" else {"timeout_ms": 2_000})
+        if how == "grpc closed":
+            rig.proxy.channel("closed", channel)  # the client cancelled while the POP was out
+        else:
+            rig.proxy.advance(2_001)  # the answer comes after the client's deadline
+        rig.pump()
+        assert not any(r.frame.body for r in rig.proxy.replies(channel)), how  # nothing written to it
+        assert sorted((n["msg_id"], n["result"]) for n in _nacks(rig)) == [("M0", "ok"), ("U-T-0", "ok")], how
+        changes = [e for e in rig.cluster.brokers[A0].events("pop.change_invisible")]
+        assert [e["invisible_ms"] for e in changes] == [1000, 1000], how
+        rig.proxy.advance(3_000)  # not the 30 s lease: the 1 s one, its revive, and the next receive
+        rig.cluster.brokers[A0].advance(3_000)
+        _, again = receive(rig)
+        assert sorted((m.system_properties.message_id, m.system_properties.delivery_attempt) for m in again) == [
+            ("M0", 2), ("U-T-0", 2)], how
+
+
+def test_a_call_answered_before_its_deadline_is_delivered_not_handed_back() -> None:
+    rig = rig_with([b"x"])
+    _receive_unpumped(rig, "zmq-client", {"timeout_ms": 8_000})
+    rig.proxy.advance(7_000)
+    rig.pump()
+    assert _nacks(rig) == [] and rig.proxy.replies("zmq-client")
+    rig.proxy.channel("closed", "grpc:other")  # another call's end changes nothing here
+    assert rig.proxy.role.receiving.abandoned.waiting == {}

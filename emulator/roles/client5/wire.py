@@ -72,7 +72,8 @@ def call(addr: str, method: str, request: Message, client_id: str, timeout_ms: f
     connection refused) or with bytes that are not one. ``where``, when given, receives the
     answer's rmqemu-only header (a send's real broker and queue, docs/design.md §2)."""
     frame = Frame(code=EmulatorCode.GRPC, flag=Flag.REQUEST, body=request.SerializeToString(),
-                  fields={"method": method, "client_id": client_id, "language": "JAVA", "version": CLIENT_VERSION})
+                  fields={"method": method, "client_id": client_id, "language": "JAVA", "version": CLIENT_VERSION,
+                          "timeout_ms": int(timeout_ms)})  # what gRPC sends as the call's deadline
 
     def on_reply(resp: Frame | None, now: Now) -> list[Action]:
         if where is not None and resp is not None:

@@ -145,6 +145,7 @@ class Proxy(Role):
     def on_channel(self, event: ChannelEvent, now: Now) -> list[Action]:
         if event.kind == "closed" and event.channel is not None and is_grpc(event.channel):
             self.sessions.closed(event.channel)
+            self.receiving.abandoned.closed(event.channel)
         return []
 
     def state(self) -> dict[str, Any]:

@@ -4,7 +4,8 @@ proxy (docs/rocketmq-model.md §10.1, §10.2).
 As 5.x's ``ReceiveMessageActivity``: the long-polling time is clamped to 5-20 s; an explicit
 invisible time must lie in 10 s-12 h (``ILLEGAL_INVISIBLE_TIME``), an auto-renewed receive
 (a PushConsumer) leases for 60 s; POP_MESSAGE goes to the master of the broker the client named
-(else one in turn) and the stream answers a status, then the messages, then ends. A message's
+(else one in turn) and the stream answers a status, then the messages, then ends; messages
+popped for a call the client has left go back at once (:mod:`.abandoned`). A message's
 receipt handle is its ``POP_CK`` plus its commit-log offset (5.x's ``ReceiptHandle``): it names the
 broker, queue, offset and the lease's end, so an ack after the lease has run out is refused here
 with ``INVALID_RECEIPT_HANDLE``, as 5.x's proxy refuses it, and never reaches the broker.
@@ -21,6 +22,7 @@ from rmqemu.emulator.roles.common.base import Action, Emit, Inbound, Now, Reply,
 from rmqemu.emulator.roles.common.pop_keys import real_topic
 from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
+from rmqemu.emulator.roles.proxy.abandoned import Abandoned, deadline_of
 from rmqemu.emulator.roles.proxy.dead_letter import send_to_dlq
 from rmqemu.emulator.roles.proxy.messages import Handle, to_message
 from rmqemu.emulator.roles.proxy.route_view import QueueView
@@ -54,6 +56,7 @@ class _AckBatch:
 class Receiving:
     def __init__(self, proxy: "Proxy") -> None:
         self.proxy = proxy
+        self.abandoned = Abandoned(proxy)
 
     # ------------------------------------------------------------------ ReceiveMessage
 
@@ -79,6 +82,7 @@ class Receiving:
             return self._end(msg, now, Code.ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported here")
         fifo = self.proxy.sessions.fifo(msg.frame.fields.get("client_id"), group)
         broker = req.message_queue.broker.name
+        deadline = deadline_of(msg, now)
 
         def with_view(view: QueueView | None, vnow: Now) -> list[Action]:
             if view is None or view.empty or not view.read:
@@ -98,14 +102,16 @@ class Receiving:
             def on_reply(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
                 return self._popped(msg, group, topic, name, addr, resp, rnow)
 
+            self.abandoned.expect(msg, deadline)
             return [Request(addr, request(RC.POP_MESSAGE, fields), poll + ACK_TIMEOUT_MS, on_reply, held=True)]
 
         return self.proxy.routes.get(topic, now, with_view)
 
     def _popped(self, msg: Inbound, group: str, topic: str, broker: str, addr: str, resp: Any,
                 now: Now) -> list[Action]:
+        gone = self.abandoned.settle(msg, now)
         if resp is None:
-            return self._end(msg, now, Code.PROXY_TIMEOUT, f"pop from {broker} timed out")
+            return [] if gone else self._end(msg, now, Code.PROXY_TIMEOUT, f"pop from {broker} timed out")
         records: list[dict[str, Any]] = []
         if resp.code == ResponseCode.SUCCESS:
             try:
@@ -122,6 +128,8 @@ class Receiving:
         dead = [r for r in records if int(r.get("reconsumeTimes", 0) or 0) >= max_attempts]
         out: list[Action] = [a for r in dead for a in self._to_dlq(msg, group, topic, broker, addr, r)]
         records = [r for r in records if r not in dead]
+        if gone:  # nobody to hand them to: back to the broker within a second (abandoned.py)
+            return out + self.abandoned.nack(msg, group, topic, addr, records)
         if not records:
             return out + self._end(msg, now, Code.MESSAGE_NOT_FOUND, "no new message")
         messages = [to_message(r, topic) for r in records]
