@@ -38,15 +38,36 @@ settings.register_profile("explore", derandomize=False, **_PROFILE)
 settings.load_profile("deterministic")
 
 
+SPARK_GROUP = "spark-session"
+
+
+def _rank(item: pytest.Item, group: str) -> int:
+    """Which groups the workers take first: the longest first, so none is left running alone at
+    the end. The Spark session's files (the longest group by far), then the real clients (each
+    waits out a client's 30 s route poll), then whatever starts processes or a JVM, then the
+    rest, quick tests that fill the gaps."""
+    if group == SPARK_GROUP:
+        return 0
+    if "realclients" in item.path.parts:
+        return 1
+    marks = {m.name for m in item.iter_markers()}  # tests/integration's own mark comes later: its path
+    return 2 if "integration" in item.path.parts or marks & {"integration", "spark"} else 3
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups into the ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup`` (pyproject.toml): a file's tests run on one worker, as with
     ``loadfile``, and every file that uses the per-worker Spark session (``rmqemu_spark``) on the
-    same worker, so the suite starts that session's JVM once rather than once per worker."""
+    same worker, so the suite starts that session's JVM once rather than once per worker. The
+    groups go out in :func:`_rank`'s order (``--no-loadscope-reorder`` keeps it: xdist's own
+    order, most tests first, left the one-test real-client files, the longest, for the end)."""
     spark_files = {item.path for item in items if "rmqemu_spark" in getattr(item, "fixturenames", ())}
+    ranks = {}
     for item in items:
-        group = "spark-session" if item.path in spark_files else str(item.path)
+        group = SPARK_GROUP if item.path in spark_files else str(item.path)
         item.add_marker(pytest.mark.xdist_group(group))
+        ranks[item.nodeid] = _rank(item, group)
+    items.sort(key=lambda item: ranks[item.nodeid])  # stable: a file's tests stay together, in order
 
 
 
