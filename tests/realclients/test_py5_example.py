@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,10 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "docs" / "examples" / "rocketmq5" / "app.py"
 COUNT = 150
+
+
+def _proxy_sends(run: Path) -> int:
+    return sum(f.read_text().count('"kind":"send"') for f in (run / "events").glob("proxy-*.jsonl"))
 
 
 def test_rocketmq5_example_survives_a_master_kill(tmp_path: Path) -> None:
@@ -44,7 +47,8 @@ def test_rocketmq5_example_survives_a_master_kill(tmp_path: Path) -> None:
         proc = subprocess.Popen([str(py5client.python()), str(app)], env=env, cwd=tmp_path, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
-            time.sleep(0.5)  # a few sends in: the fault lands while the application runs
+            wait_until(lambda: _proxy_sends(run) >= 10, 60, "the app's first sends through the proxies")
+            # a few sends in: the fault lands while the application runs
             kill = run_cli("kill", "broker-a-0", "--restart-after", "2s", "--run", str(run), cwd=tmp_path)
             assert kill.returncode == 0, kill.stderr
             out, err = proc.communicate(timeout=90)
