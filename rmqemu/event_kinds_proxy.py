@@ -6,7 +6,7 @@ A gRPC client's send is a ``send`` line with ``mode`` = ``grpc`` and the relayin
 message it received is in a ``consume`` line with its delivery ``attempts``; the route it was
 answered is its ``client.route`` (``source`` = the proxy), and the proxy's own cached view is a
 ``client.route`` line under the proxy's name (``view`` = ``proxy``). Acks and lease changes are
-``proxy.ack``, ``proxy.change_invisible`` and ``proxy.nack`` (docs/rocketmq-model.md §10.1).
+``proxy.ack``, ``proxy.change_invisible``, ``proxy.nack`` and ``proxy.renew`` (docs/rocketmq-model.md §10.1).
 """
 
 from __future__ import annotations
@@ -50,6 +50,14 @@ PROXY = Section("RocketMQ 5 clients through a proxy", (
          "soon, one attempt later", _CALL + (
              Field("result", STR, "`ok`, `timeout` or `code_<n>` (the broker's refusal: the lease runs its course)",
                    required=True),
+         )),
+    Kind("proxy.renew", "proxy, for a gRPC client", "the proxy changed the lease of a message an auto-renewed "
+         "receive (a PushConsumer's) delivered and the client has not acked yet", _CALL + (
+             Field("reason", STR, "`renew` (it was to run out within 10 s: kept for `invisible_ms` more), "
+                   "`stop` (renewed for 3 h: back after the group's retry delay), `clear` (the client terminated "
+                   "or stopped calling: back in 1 s)", required=True),
+             Field("invisible_ms", LONG, "the lease asked for", required=True),
+             Field("result", STR, "`ok`, `timeout`, `no_broker` or `code_<n>` (the broker's refusal)", required=True),
          )),
     Kind("proxy.dlq", "proxy, for a gRPC client", "a popped message past the consumer's max attempts was sent to "
          "the group's DLQ (CONSUMER_SEND_MSG_BACK, maxReconsumeTimes 0) and acked, never delivered", _CALL + (

@@ -59,7 +59,8 @@ def forward_to_dlq(proxy: "Proxy", msg: Inbound, req: pb.ForwardMessageToDeadLet
         answer = pb.ForwardMessageToDeadLetterQueueResponse(status=v2.status(code, text))
         return [Reply(msg.channel, v2.answer(msg.frame, answer))]
 
-    handle = Handle.decode(req.receipt_handle)
+    handle = Handle.decode(proxy.renewal.take(msg.frame.fields.get("client_id"), req.group.name, req.message_id,
+                                              req.receipt_handle))
     if handle is None or handle.commit_log_offset < 0:
         return reply(v2.Code.INVALID_RECEIPT_HANDLE, "receipt handle is invalid")
     view = proxy.routes.cached(req.topic.name)

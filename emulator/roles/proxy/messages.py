@@ -83,6 +83,14 @@ class Handle:
     def expired(self, wall_ms: float) -> bool:
         return self.retrieve_ms + self.invisible_ms <= wall_ms
 
+    def renewed(self, fields: dict[str, Any], invisible_ms: int) -> str:
+        """The handle of the lease a CHANGE_INVISIBLE_TIME answered (its ``popTime``,
+        ``invisibleTime``, ``reviveQid``): the new checkpoint starts at the message itself."""
+        return " ".join(str(x) for x in (
+            self.offset, int(fields.get("popTime", 0)), int(fields.get("invisibleTime", invisible_ms)),
+            int(fields.get("reviveQid", self.revive_qid)), self.topic_type, self.broker, self.queue_id,
+            self.offset, self.commit_log_offset))
+
 
 TYPES = {"NORMAL": pb.NORMAL, "FIFO": pb.FIFO, "DELAY": pb.DELAY, "TRANSACTION": pb.TRANSACTION}
 

@@ -24,6 +24,8 @@ from rmqemu.emulator.roles.proxy import messaging_v2_pb2 as pb
 from rmqemu.emulator.roles.proxy import v2
 from rmqemu.emulator.roles.proxy.dead_letter import forward_to_dlq
 from rmqemu.emulator.roles.proxy.receiving import Receiving
+from rmqemu.emulator.roles.proxy.renewal import TIMER as RENEW_TIMER
+from rmqemu.emulator.roles.proxy.renewal import Renewal
 from rmqemu.emulator.roles.proxy.route_view import RouteCache
 from rmqemu.emulator.roles.proxy.sending import Sending
 from rmqemu.emulator.roles.proxy.sessions import Sessions
@@ -53,6 +55,12 @@ class ProxyConfig:
     transactionHeartbeatPeriodSecond: int = 20  # the producer-group heartbeat that lets brokers' checks reach it
     consumerMaxAttempts: int = 17  # a group's retryMaxTimes (16) + 1
     fifoGroups: list[str] = field(default_factory=list)  # groups with consumeMessageOrderly (a FIFO group)
+    enableProxyAutoRenew: bool = True  # a PushConsumer's leases renewed by the proxy (renewal.py)
+    renewSchedulePeriodMillis: int = 5_000
+    renewAheadTimeMillis: int = 10_000
+    renewMaxTimeMillis: int = 3 * 3600 * 1000
+    maxRenewRetryTimes: int = 3
+    invisibleTimeMillisWhenClear: int = 1_000
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "ProxyConfig":
@@ -77,6 +85,7 @@ class Proxy(Role):
         self.sessions = Sessions(self)
         self.sending = Sending(self)
         self.receiving = Receiving(self)
+        self.renewal = Renewal(self)
         self.transactions = TransactionRelay(self)
         self._index = self.rng.randrange(2**31)
         self.calls = 0
@@ -111,9 +120,11 @@ class Proxy(Role):
         return out
 
     def start(self, now: Now) -> list[Action]:
-        return self.transactions.start()
+        return self.transactions.start() + self.renewal.start()
 
     def on_timer(self, name: str, now: Now) -> list[Action]:
+        if name == RENEW_TIMER:
+            return self.renewal.scan(now)
         return self.transactions.heartbeat(now) if name == TX_HEARTBEAT else []
 
     def on_message(self, msg: Inbound, now: Now) -> list[Action]:
@@ -122,6 +133,7 @@ class Proxy(Role):
         if msg.frame.code != EmulatorCode.GRPC or msg.channel.startswith("out:"):
             return []  # a GRPC frame on any inbound channel: a real client's call, or an emulated client's
         self.calls += 1
+        self.renewal.saw(msg.frame.fields.get("client_id"), now)
         method = str(msg.frame.fields.get("method", ""))
         req = v2.decode(method, msg.frame.body)
         handler = self.handlers.get(method)

@@ -100,7 +100,7 @@ class Receiving:
                 fields["attemptId"] = req.attempt_id
 
             def on_reply(resp, rnow: Now) -> list[Action]:  # type: ignore[no-untyped-def]
-                return self._popped(msg, group, topic, name, addr, resp, rnow)
+                return self._popped(msg, group, topic, name, addr, resp, rnow, req.auto_renew)
 
             self.abandoned.expect(msg, deadline)
             return [Request(addr, request(RC.POP_MESSAGE, fields), poll + ACK_TIMEOUT_MS, on_reply, held=True)]
@@ -108,7 +108,7 @@ class Receiving:
         return self.proxy.routes.get(topic, now, with_view)
 
     def _popped(self, msg: Inbound, group: str, topic: str, broker: str, addr: str, resp: Any,
-                now: Now) -> list[Action]:
+                now: Now, auto_renew: bool = False) -> list[Action]:
         gone = self.abandoned.settle(msg, now)
         if resp is None:
             return [] if gone else self._end(msg, now, Code.PROXY_TIMEOUT, f"pop from {broker} timed out")
@@ -133,6 +133,8 @@ class Receiving:
         if not records:
             return out + self._end(msg, now, Code.MESSAGE_NOT_FOUND, "no new message")
         messages = [to_message(r, topic) for r in records]
+        if auto_renew:  # a PushConsumer's: the proxy keeps the leases alive (renewal.py)
+            self.proxy.renewal.add(msg.frame.fields.get("client_id"), group, topic, messages, now)
         out += self._stream(msg, now, [pb.ReceiveMessageResponse(status=v2.ok())]
                             + [pb.ReceiveMessageResponse(message=m) for m in messages])
         if not is_grpc(msg.channel):
@@ -187,7 +189,8 @@ class Receiving:
         return actions
 
     def _ack_one(self, batch: "_AckBatch", i: int, entry: pb.AckMessageEntry, now: Now) -> list[Action]:
-        handle = Handle.decode(entry.receipt_handle)
+        handle = Handle.decode(self.proxy.renewal.take(batch.msg.frame.fields.get("client_id"), batch.group,
+                                                       entry.message_id, entry.receipt_handle, acking=True))
 
         def result(code: int, text: str, cause: str) -> list[Action]:
             batch.results[i] = pb.AckMessageResultEntry(message_id=entry.message_id,
@@ -225,7 +228,8 @@ class Receiving:
         """CHANGE_INVISIBLE_TIME to the handle's broker; the answer carries the new handle, and
         always one (the client stores it before it reads the status)."""
         topic, group = req.topic.name, req.group.name
-        handle = Handle.decode(req.receipt_handle)
+        handle = Handle.decode(self.proxy.renewal.take(msg.frame.fields.get("client_id"), group, req.message_id,
+                                                       req.receipt_handle))
         invisible = v2.duration_ms(req.invisible_duration)
         cfg = self.proxy.cfg
 
@@ -252,11 +256,7 @@ class Receiving:
                 return fail(Code.PROXY_TIMEOUT, "change invisible time timed out")
             if resp.code != ResponseCode.SUCCESS:
                 return fail(Code.INTERNAL_SERVER_ERROR, resp.remark or f"code {resp.code}")
-            f = resp.fields
-            new = " ".join(str(x) for x in (  # the renewed lease's checkpoint starts at the message itself
-                handle.offset, int(f.get("popTime", 0)), int(f.get("invisibleTime", invisible)),
-                int(f.get("reviveQid", handle.revive_qid)), handle.topic_type, handle.broker, handle.queue_id,
-                handle.offset, handle.commit_log_offset))
+            new = handle.renewed(resp.fields, invisible)
             emit = Emit("proxy.change_invisible", {"group": group, "topic": topic, "msg_id": req.message_id,
                                                    "broker": handle.broker, "invisible_ms": invisible,
                                                    "proxy": self.proxy.name}, node=msg.peer)

@@ -119,7 +119,8 @@ class Sessions:
         client_id = msg.frame.fields.get("client_id")
         if client_id:
             self.by_client.pop(str(client_id), None)
-        return self._reply(msg, pb.NotifyClientTerminationResponse(status=v2.ok()))
+        cleared = self.proxy.renewal.terminated(client_id, now) if client_id else []  # its leases go back
+        return cleared + self._reply(msg, pb.NotifyClientTerminationResponse(status=v2.ok()))
 
     # ------------------------------------------------------------------ QueryRoute, QueryAssignment
 
