@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rmqemu.reports.core.transactions import codes
+
 #: The kinds this module reads (written by masters), and ``send`` for the delay level asked.
 DELAY_KINDS: tuple[str, ...] = ("delay.park", "delay.deliver")
 #: The columns it reads of them.
@@ -102,7 +104,8 @@ def by_topic(ent: pd.DataFrame, lines: pd.DataFrame, scale: float, until: float)
     ``delivered``, by status, ``overdue`` (pending though due more than the tolerance before
     ``until``, the measured end), ``redelivered`` (deliveries past each entry's first), and the
     first deliveries' lateness in wall ms (signed: negative is early; null without one)."""
-    sends = lines.loc[lines["kind"] == "send", ["topic", "msg_id"]].dropna().drop_duplicates()
+    sends = lines.loc[lines["kind"] == "send", ["topic", "msg_id"]].dropna()
+    sends = sends.assign(_m=codes(sends["msg_id"])).drop_duplicates(["topic", "_m"])  # ids may differ after a NUL
     sent = sends.groupby("topic").size()
     topics = sorted(set(sent.index) | set(ent["topic"].dropna()))
     rows = []

@@ -97,8 +97,13 @@ def _send_order(lines: pd.DataFrame) -> pd.DataFrame:
     ranked in send order per (topic, key): one producer sends a key's messages in sequence."""
     s = of_kind(lines, "send").dropna(subset=["msg_id", "sharding_key"])
     s = s.assign(_m=codes(s["msg_id"])).drop_duplicates("_m")
-    s = s.assign(rank=s.groupby(["topic", "sharding_key"], sort=False).cumcount())
+    s = s.assign(rank=s.groupby(pair_codes(s["topic"], s["sharding_key"]), sort=False).cumcount())
     return s[["topic", "sharding_key", "msg_id", "rank"]].rename(columns={"sharding_key": "message_group"})
+
+
+def pair_codes(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """One NUL-safe integer per (a, b) pair (:func:`codes`): what to group two string columns by."""
+    return codes(a) * (len(a) + 1) + codes(b)
 
 
 def fifo_violations(lines: pd.DataFrame) -> pd.DataFrame:
@@ -119,17 +124,28 @@ def fifo_violations(lines: pd.DataFrame) -> pd.DataFrame:
     if leases.empty or order.empty:
         return pd.DataFrame({c: pd.Series(dtype=float if c == "ts" else object) for c in VIOLATION_COLUMNS})
     leases = leases.reset_index(drop=True).assign(pos_=np.arange(len(leases)))
-    dl = leases.drop(columns=["sharding_key"], errors="ignore").merge(order, on=["topic", "msg_id"])
+    # every join and grouping below over NUL-safe codes or Python dicts, never pandas' string hashing
+    sent = {(t, m): (mg, r) for t, mg, m, r in order.itertuples(index=False)}
+    found = [sent.get((t, m)) for t, m in zip(leases["topic"], leases["msg_id"], strict=True)]
+    keep = np.array([f is not None for f in found], dtype=bool)
+    dl = leases.drop(columns=["sharding_key"], errors="ignore").loc[keep]
+    dl = dl.assign(message_group=[f[0] for f in found if f is not None], rank=[f[1] for f in found if f is not None])
     acks = of_kind(lines, "pop.ack")
     acks = acks.loc[_is(acks["result"], ACKED)].dropna(subset=["msg_id"])
-    first_ack = acks.groupby(["group", "msg_id"], sort=False)["ts"].min()
+    first_ack: dict[tuple[object, object], float] = {}
+    for g, m, t in zip(acks["group"], acks["msg_id"], acks["ts"].astype(float), strict=True):
+        first_ack[(g, m)] = min(t, first_ack.get((g, m), np.inf))
     ranks: dict[tuple[object, object], dict[int, object]] = {}
     for topic, mg, msg, rank in order.itertuples(index=False):
         ranks.setdefault((topic, mg), {})[rank] = msg
     rows: list[tuple[object, ...]] = []
-    for (group, topic, mg), d in dl.groupby(["group", "topic", "message_group"], sort=False):
+    if dl.empty:
+        return pd.DataFrame({c: pd.Series(dtype=float if c == "ts" else object) for c in VIOLATION_COLUMNS})
+    dl = dl.assign(_g=codes(dl["group"]), _t=codes(dl["topic"]), _k=codes(dl["message_group"]), _m=codes(dl["msg_id"]))
+    for _, d in dl.groupby(["_g", "_t", "_k"], sort=False):
+        group, topic, mg = d["group"].iloc[0], d["topic"].iloc[0], d["message_group"].iloc[0]
         d = d.sort_values("pos_", kind="stable")
-        first = d.drop_duplicates("msg_id").sort_values("rank", kind="stable")
+        first = d.drop_duplicates("_m").sort_values("rank", kind="stable")
         pos, ids, at = first["pos_"].to_numpy(), first["msg_id"].to_numpy(object), first["ts"].to_numpy(float)
         latest = 0  # of the messages sent so far, the one first delivered last
         for i in range(1, len(pos)):

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rmqemu.reports.core.delays import TOLERANCE_MS
+from rmqemu.reports.core.transactions import codes
 
 #: The masters' kinds this module reads, and ``send`` for the instant a gRPC client asked.
 TIMER_KINDS: tuple[str, ...] = ("timer.park", "timer.deliver")
@@ -93,7 +94,8 @@ def by_topic(ent: pd.DataFrame, lines: pd.DataFrame) -> pd.DataFrame:
     instant for), entries ``parked``, ``delivered``, by status, ``immediate`` (first delivered
     at once: a restart's backlog or a clock set forward), ``redelivered`` (deliveries past each
     entry's first), and the first deliveries' lateness in wall ms (negative is early)."""
-    sends = lines.loc[(lines["kind"] == "send").to_numpy(bool), ["topic", "msg_id"]].dropna().drop_duplicates()
+    sends = lines.loc[(lines["kind"] == "send").to_numpy(bool), ["topic", "msg_id"]].dropna()
+    sends = sends.assign(_m=codes(sends["msg_id"])).drop_duplicates(["topic", "_m"])  # ids may differ after a NUL
     sent = sends.groupby("topic").size()
     rows = []
     for t in sorted(set(sent.index) | set(ent["topic"].dropna())):

@@ -110,3 +110,10 @@ def test_a_run_without_delays_has_empty_tables() -> None:
     assert ent.empty and got.empty and list(got.columns) == list(delays.TOPIC_COLUMNS)
     assert delays.undelivered(ent, 10.0).empty
     assert delays.totals(ent, got).iloc[0]["parked"] == 0
+
+
+def test_ids_that_differ_after_a_nul_are_sent_messages_of_their_own() -> None:
+    """User data (docs/design.md §6): "m\\0a" and "m\\0b" are two messages, not one."""
+    ev = events([send(1, "m\0a"), send(2, "m\0b"), send(3, "m\0a")])
+    ent = delays.entries(delays.delay_lines(ev), SCALE)
+    assert delays.by_topic(ent, delays.delay_lines(ev), SCALE, until=10.0).set_index("topic").loc[T, "sent"] == 2

@@ -11,7 +11,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqemu.reports.core import pop, staleness
+from rmqemu.reports.core import pop, staleness, timers
 from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
     NODE_KINDS,
@@ -161,18 +161,31 @@ def _fifo_case(draw: Any) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
 def test_fifo_violations_follow_the_rule_on_any_sequence(case: tuple[int, list[tuple[int, int]], dict[int, int]]
                                                          ) -> None:
     n, leases, acks = case
-    lines: list[dict[str, Any]] = [
-        {"ts": float(i) - 100, "node": "p", "kind": "send", "msg_id": f"m{i}", "topic": "F", "sharding_key": "g",
-         "outcome": "ok"} for i in range(n)]
-    lines += [{"ts": float(i), "node": "b", "kind": "pop.lease", "msg_id": f"m{m}", "group": "G", "topic": "F",
+    # ids and keys that differ only after a NUL (user data, docs/design.md §6): a second message
+    # group, "g\0b", has twins of the messages sent in reverse, never leased, never compared
+    lines: list[dict[str, Any]] = []
+    for key, order in (("g\0a", range(n)), ("g\0b", range(n - 1, -1, -1))):
+        lines += [{"ts": float(j) - 100, "node": "p", "kind": "send", "msg_id": f"m\0{key[-1]}{i}", "topic": "F",
+                   "sharding_key": key, "outcome": "ok"} for j, i in enumerate(order)]
+    lines += [{"ts": float(i), "node": "b", "kind": "pop.lease", "msg_id": f"m\0a{m}", "group": "G\0", "topic": "F",
                "fifo": True, "attempt": 1, "pop_time": p} for i, (m, p) in enumerate(leases)]
-    lines += [{"ts": t - 0.5, "node": "b", "kind": "pop.ack", "msg_id": f"m{m}", "group": "G", "topic": "F",
+    lines += [{"ts": t - 0.5, "node": "b", "kind": "pop.ack", "msg_id": f"m\0a{m}", "group": "G\0", "topic": "F",
                "result": "ok"} for m, t in acks.items()]
     got = pop.fifo_violations(pop.pop_lines(events(sorted(lines, key=lambda x: x["ts"]))))
-    assert {(int(r.msg_id[1:]), r.violation) for r in got.itertuples()} == _reference(n, leases, acks)
+    assert {(int(r.msg_id[3:]), r.violation) for r in got.itertuples()} == _reference(n, leases, acks)
+    assert set(got["message_group"]) <= {"g\0a"} and set(got["group"]) <= {"G\0"}
 
 
 def test_the_route_lanes_say_who_holds_a_view() -> None:
     lanes = plain()["p.lanes"]
     held = lanes.loc[lanes["kind"] == "client", ["lane", "label"]].drop_duplicates()
     assert tuples(held.reset_index(drop=True)) == [("client@1", "gRPC via proxy-0"), ("proxy-0", "proxy")]
+
+
+def test_timed_ids_that_differ_after_a_nul_are_sent_messages_of_their_own() -> None:
+    """User data (docs/design.md §6): two timed sends "t\\0a" and "t\\0b" are two messages."""
+    ev = events([{"ts": float(i), "node": "client@1", "kind": "send", "msg_id": m, "topic": "D", "broker": "broker-a",
+                  "queue_id": 0, "attempt": 1, "outcome": "ok", "code": 0, "latency_ms": 1.0, "deliver_ms": 9e12}
+                 for i, m in enumerate(["t\0a", "t\0b", "t\0a"])])
+    lines = timers.timer_lines(ev)
+    assert timers.by_topic(timers.entries(lines, 1.0), lines).set_index("topic").loc["D", "sent"] == 2
