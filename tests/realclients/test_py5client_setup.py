@@ -82,23 +82,3 @@ def test_a_script_killed_at_its_timeout_leaves_no_process(dead_endpoint: str) ->
     with pytest.raises(ProcessLookupError):
         os.killpg(run.pid, 0)
 
-
-def test_a_failed_pip_install_names_the_command_and_pips_stderr(monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Path) -> None:
-    """pip pointed at a closed loopback port as its only index, no config file, no find-links."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
-    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
-    monkeypatch.setenv("PIP_RETRIES", "0")
-    root = tmp_path / "cache"
-    with pytest.raises(cache.RealClientSetupError) as err:
-        py5client.python(root)
-    text = str(err.value)
-    assert text.startswith("pip install failed") and "install --no-input" in text, text
-    assert f"{py5client.PACKAGE}=={py5client.VERSION}" in text and "No matching distribution" in text, text
-    assert not py5client.is_complete(py5client.install_dir(root))
-    assert not [p.name for p in root.iterdir() if p.name.startswith(".")], "temporary directories left"

@@ -5,7 +5,6 @@ behind (reuse and the cache's place: test_cache.py)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from pathlib import Path
 
@@ -27,23 +26,3 @@ def test_the_installed_client_loads_its_library() -> None:
     assert {"Producer", "PushConsumer", "RecvMessage"} <= set(loaded["exports"])
     assert Path(loaded["library"]).is_relative_to(target)
 
-
-def test_a_failed_pip_install_names_the_command_and_pips_stderr(monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Path) -> None:
-    """pip pointed at a closed loopback port as its only index, no config file, no find-links."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
-    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
-    monkeypatch.setenv("PIP_RETRIES", "0")
-    root = tmp_path / "cache"
-    with pytest.raises(cache.RealClientSetupError) as err:
-        pyclient.python(root)
-    text = str(err.value)
-    assert text.startswith("pip install failed") and "install --no-input" in text, text
-    assert f"{pyclient.PACKAGE}=={pyclient.VERSION}" in text and "No matching distribution" in text, text
-    assert not pyclient.is_complete(pyclient.install_dir(root))
-    assert not [p.name for p in root.iterdir() if p.name.startswith(".")], "temporary directories left"
