@@ -131,7 +131,7 @@ FAULT_COLUMNS: list[tuple[str, Cell, bool]] = [
     ("RTO", _ms("rto_ms"), True),  # docs/design.md §9: the longest unavailability starting in the attribution window
     ("failed sends", _num("failed_sends"), True),
     ("misrouted sends", _num("misrouted_sends"), True),
-    ("delayed messages late", _num("late_deliveries"), True),  # due in the window, late or never delivered
+    ("delayed or timed messages late", _num("late_deliveries"), True),  # due in the window, late or never delivered
 ]
 
 

@@ -67,7 +67,10 @@ DELAY = Section("Delays, retries and consumer groups", (
          )),
     Kind("timer.park", "broker (master)", "a RocketMQ 5 timed message (`TIMER_DELIVER_MS`, `TIMER_DELAY_SEC` or "
          "`TIMER_DELAY_MS`, instant still ahead) was stored in `rmq_sys_wheel_timer` instead of its topic "
-         "(docs/rocketmq-model.md §10.4)", _TIMER_WHERE),
+         "(docs/rocketmq-model.md §10.4)", _TIMER_WHERE + (
+             Field("wait_ms", FLOAT, "cluster ms from the park to `deliver_ms` by the broker's clock, 0 or less "
+                   "when due at once: the report places a pending message's due instant with it", required=True),
+         )),
     Kind("timer.deliver", "broker (master)", "a timed message reached its real topic: a new message there, same "
          "UNIQ_KEY, new offsetMsgId, `TIMER_ENQUEUE_MS` and `TIMER_DEQUEUE_MS` added. What fell due while the "
          "master was down is delivered at its restart; what it delivered since its last checkpoint flush, again",

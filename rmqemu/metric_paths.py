@@ -97,8 +97,9 @@ def _registry() -> list[Metric]:
             ("rto_ms", MS, "the longest unavailability window starting in its attribution window"),
             ("failed_sends", COUNT, "non-ok attempts in its attribution window"),
             ("misrouted_sends", COUNT, "misrouted attempts in its attribution window"),
-            ("late_deliveries", COUNT, "delayed messages due in its attribution window and delivered late, or "
-                                       "still undelivered at run.stop (docs/design.md §7 \"Delays and retries\")"),
+            ("late_deliveries", COUNT, "delayed and timed messages due in its attribution window and "
+                                       "delivered late, or still undelivered at run.stop (docs/design.md §7 "
+                                       "\"Delays and retries\")"),
             ("late_max_ms", MS, "the latest of those delivered (0 if none)")):
         add(s, f"staleness.faults[].{col}", unit, text)
     add(s, "staleness.clients_total", GROUP, "the client rows summed")

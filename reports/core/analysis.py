@@ -242,7 +242,9 @@ def combine(parts: Tables, truth: Mapping[str, pd.DataFrame], info: RunInfo, plo
     def faults() -> pd.DataFrame:
         rows = t["convergence"].merge(t["faults"][["fault_id", "targets", "end", "has_end"]], on="fault_id")
         impact = availability.with_impact(rows, t["faults"], windows, classified, end)
-        impact = delays.fault_lateness(impact, entries(), info.scale, end)
+        due = ["due", "status", "lateness_ms"]  # delayed and timed messages alike
+        impact = delays.fault_lateness(impact, pd.concat([entries()[due], timed()[due]], ignore_index=True),
+                                       info.scale, end)
         return pd.DataFrame({
             "fault_id": impact["fault_id"], "fault": impact["fault"], "targets": impact["targets"],
             "start_offset_ms": impact["start"] - t0, "end_offset_ms": impact["end"] - t0,

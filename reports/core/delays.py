@@ -134,7 +134,8 @@ def totals(ent: pd.DataFrame, per_topic: pd.DataFrame) -> pd.DataFrame:
 
 def fault_lateness(rows: pd.DataFrame, ent: pd.DataFrame, scale: float, until: float) -> pd.DataFrame:
     """``late_deliveries`` per fault row (``start``, ``impact_end``: its attribution window, host
-    ms): entries due in the window and delivered late, or still pending though due more than the
+    ms): entries (``due``, ``status``, ``lateness_ms``: delayed ones, and the caller adds timed
+    ones) due in the window and delivered late, or still pending though due more than the
     tolerance before ``until``; ``late_max_ms``: the latest of those delivered (0 if none)."""
     tol = TOLERANCE_MS * scale
     due = ent["due"].to_numpy(dtype=float)

@@ -21,7 +21,7 @@ from rmqemu.reports.core.transactions import codes
 TIMER_KINDS: tuple[str, ...] = ("timer.park", "timer.deliver")
 #: The columns it reads of them.
 TIMER_COLUMNS: tuple[str, ...] = ("ts", "node", "kind", "seq", "local_ms", "msg_id", "topic", "broker", "offset",
-                                  "deliver_ms", "due_ms", "lateness_ms", "immediate", "outcome")
+                                  "deliver_ms", "due_ms", "wait_ms", "lateness_ms", "immediate", "outcome")
 #: Early: delivered more than this many wall ms before the instant asked, in true time (the slack
 #: absorbs the noise of reading a line's clock offset; the wheel itself is never early).
 EARLY_SLACK_MS = 1.0
@@ -32,7 +32,7 @@ TOPIC_COLUMNS: tuple[str, ...] = ("topic", "sent", "parked", "delivered", *STATU
                                   "lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "lateness_min_ms")
 _KEY = ["broker", "offset"]
 _ENTRY_COLUMNS = ("broker", "offset", "msg_id", "topic", "parked", "deliveries", "delivered_at", "lateness_ms",
-                  "immediate", "status")
+                  "due", "immediate", "status")
 
 
 def timer_lines(ev: pd.DataFrame) -> pd.DataFrame:
@@ -47,7 +47,9 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     """One row per wheel entry: ``broker, offset, msg_id, topic, parked`` (a ``timer.park`` was
     read), ``deliveries``, ``delivered_at`` (the first delivery's ``ts``), ``lateness_ms`` (true
     lateness of the first delivery against the instant asked, wall ms; NaN while pending),
-    ``immediate`` (the first delivery found its slot passed), ``status`` (:data:`STATUSES`)."""
+    ``due`` (host ms: the first delivery's ``ts`` less its lateness, else the park's ``ts`` plus
+    its scaled ``wait_ms``; NaN for a park line without it), ``immediate`` (the first delivery
+    found its slot passed), ``status`` (:data:`STATUSES`)."""
     lines = lines.loc[lines["broker"].notna() & lines["offset"].notna()]
     skew = (lines["local_ms"] - lines["ts"]).fillna(0.0).astype(float)
     lines = lines.assign(_skew=skew.to_numpy())
@@ -57,7 +59,9 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     if parks.empty and dl.empty:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("broker", "msg_id", "topic", "status") else float)
                              for c in _ENTRY_COLUMNS})
-    p = parks[[*_KEY, "msg_id", "topic", "ts", "_skew"]]
+    if "wait_ms" not in parks.columns:
+        parks = parks.assign(wait_ms=np.nan)
+    p = parks[[*_KEY, "msg_id", "topic", "ts", "_skew", "wait_ms"]]
     d = dl[[*_KEY, "msg_id", "topic", "ts", "_skew", "deliveries", "lateness_ms", "deliver_ms", "due_ms",
             "immediate"]]
     out = p.merge(d, on=_KEY, how="outer", suffixes=("", "_d"))
@@ -70,6 +74,7 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     late = ((out["lateness_ms"] - shift) * scale).astype(float)
     slot = ((out["due_ms"] - out["deliver_ms"]).clip(lower=0) * scale).astype(float)
     out["lateness_ms"] = late
+    out["due"] = np.where(out["deliveries"] > 0, out["ts_d"] - late, out["ts"] + out["wait_ms"].astype(float) * scale)
     out["immediate"] = out["immediate"].fillna(False).astype(bool)
     out["status"] = np.select([out["deliveries"] == 0, late < -EARLY_SLACK_MS, late > slot + TOLERANCE_MS * scale],
                               ["pending", "early", "late"], "on_time")

@@ -21,9 +21,10 @@ g2, k1 < k2 in g3):
 - g2: h2 leased 400 before h1 (410): h2 is ``out_of_order`` and ``unacked_previous``.
 - g3: k1 and k2 leased in one pop at 500 (k1 first): no violation; both acked at 510.
 
-Timed messages on topic D: d1 parked at 600 for 2000, delivered at 2010 (10 ms late); d2 parked,
-never delivered (pending: ``delayed`` for the loss metrics); d3 delivered by a master whose clock was set
-forward 5000 ms while it held it: early by 5000 ms in true time.
+Timed messages on topic D: d1 parked at 600 for 2000, delivered at 2010 (10 ms late); d2 parked
+at 610 to wait 1000 ms, never delivered (pending: ``delayed`` for the loss metrics, and late in
+f1's window); d3 delivered by a master whose clock was set forward 5000 ms while it held it: early
+by 5000 ms in true time.
 
 Routes: proxy-0 holds T on broker-a from 100 (view proxy); client@1 got it from proxy-0 at 110. Fault
 f1 pauses broker-a-0 over [1300, 1700): both views are stale (over) then; client@1's gRPC send s1 at
@@ -106,7 +107,8 @@ def pop_run() -> list[dict[str, Any]]:
     r.ack(510, "k1", "GF", fifo=True, topic="F"), r.ack(511, "k2", "GF", fifo=True, topic="F")
     for ts, m in ((590, "d1"), (591, "d2"), (592, "d3")):
         r.send(ts, m, "D", deliver_ms=2000.0)
-    r.timer(600, "timer.park", "d1", 0), r.timer(610, "timer.park", "d2", 1), r.timer(620, "timer.park", "d3", 2)
+    r.timer(600, "timer.park", "d1", 0, wait_ms=1400.0), r.timer(610, "timer.park", "d2", 1, wait_ms=1000.0)
+    r.timer(620, "timer.park", "d3", 2, wait_ms=1380.0)
     r.lease(700, "m3", "GS")
     r.send(1350, "s1", "T")
     r.revive(1400, "m2", 2), r.proxy_ack(1500, "m2", "GS", "expired")

@@ -70,6 +70,11 @@ def test_each_fault_counts_the_lines_in_its_window() -> None:
         "fault_id": "f1", "leases": 1, "expired": 1, "redelivered": 1, "proxy_refused": 1, "dlq": 0}
 
 
+def test_a_timed_message_due_in_a_faults_window_and_never_delivered_is_late_there() -> None:
+    f = plain()["m.faults"].set_index("fault_id").loc["f1"]
+    assert f["late_deliveries"] == 1  # d2: due at 1610 (parked at 610, 1000 ms to wait), in the pause, still parked
+
+
 def test_timed_messages_lateness_in_true_time_and_the_loss_metrics() -> None:
     t = plain()
     d = t["m.timers"].iloc[0].to_dict()

@@ -105,6 +105,6 @@ def test_a_group_whose_consumers_left_is_gone_and_a_parked_message_delayed_not_l
 
 def test_the_page_shows_them(metrics: dict[str, Any], tmp_path) -> None:
     page = render(metrics, [], tmp_path, [], [])
-    for text in ("Delayed messages per topic", "Retries by reconsumeTimes", "delayed messages late",
+    for text in ("Delayed messages per topic", "Retries by reconsumeTimes", "delayed or timed messages late",
                  "gone with their consumers", "%RETRY%cg-1", "Delayed messages parked"):
         assert text in page, text

@@ -134,7 +134,8 @@ class TimerStore:
     def parked(self, record: dict[str, Any], now: Now) -> list[Action]:
         """The put hook stored ``record`` in the timer topic: its event, and (classic store) the
         enqueue; a DLedger master enqueues it once committed (:meth:`on_dispatched`)."""
-        actions: list[Action] = [Emit("timer.park", self._where(record))]
+        where = self._where(record)
+        actions: list[Action] = [Emit("timer.park", {**where, "wait_ms": where["deliver_ms"] - now.wall_ms})]
         if self.started and self.broker.dledger is None:
             actions += self.step(now)
         return actions
