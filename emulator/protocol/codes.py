@@ -29,6 +29,7 @@ class RequestCode(IntEnum):
     UNLOCK_BATCH_MQ = 42
     GET_ALL_CONSUMER_OFFSET = 43  # a slave's SlaveSynchronize asks its master (docs/rocketmq-model.md §2.1)
     GET_ALL_DELAY_OFFSET = 45  # the same, for the delay offsets (docs/rocketmq-model.md §2.9)
+    GET_TIMER_CHECK_POINT = 60  # the same, 5.x, for the timer store's checkpoint (docs/rocketmq-model.md §10.4)
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105

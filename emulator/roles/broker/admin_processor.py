@@ -80,5 +80,8 @@ class AdminProcessor:
     def get_all_delay_offset(self, msg: Inbound, now: Now) -> list[Action]:
         return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.broker.schedule.encode()))]
 
+    def get_timer_check_point(self, msg: Inbound, now: Now) -> list[Action]:
+        return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.broker.timer.checkpoint()))]
+
     def get_all_topic_config(self, msg: Inbound, now: Now) -> list[Action]:
         return [Reply(msg.channel, msg.frame.response(R.SUCCESS, body=self.broker.topics.wrapper()))]

@@ -51,7 +51,7 @@ from rmqemu.emulator.roles.broker.role_change import RoleChange
 from rmqemu.emulator.roles.broker.schedule import FLUSH_TIMER, TIMER_PREFIX, ScheduleService
 from rmqemu.emulator.roles.broker.send_back import SendBack
 from rmqemu.emulator.roles.broker.send_processor import SendProcessor
-from rmqemu.emulator.roles.broker.slave_sync import SlaveSync
+from rmqemu.emulator.roles.broker.slave_sync import TIMER_SYNC, SlaveSync
 from rmqemu.emulator.roles.broker.timer.store import TIMERS as TIMER_STORE_TIMERS
 from rmqemu.emulator.roles.broker.timer.store import TimerStore
 from rmqemu.emulator.roles.broker.timer.topic_config_processor import get_topic_config
@@ -138,6 +138,7 @@ class Broker(Role):
             RC.UPDATE_CONSUMER_OFFSET: self.clients.update_consumer_offset,
             RC.GET_ALL_CONSUMER_OFFSET: self.clients.get_all_consumer_offset,
             RC.GET_ALL_DELAY_OFFSET: self.admin.get_all_delay_offset,
+            RC.GET_TIMER_CHECK_POINT: self.admin.get_timer_check_point,
             RC.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
             RC.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RC.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
@@ -207,6 +208,7 @@ class Broker(Role):
             actions += self.schedule.start(now) + self.tx_check.start() + self.timer.start(now)
         if self.is_slave:
             actions.append(Every("slave_sync", 3000, 10000))
+            actions += self.slave_sync.timer_schedule(10000)
             actions.append(Every("pull_hold_check", check, check))
         actions += self.registrar.register_all(now, oneway_=False, force=True)
         return actions
@@ -235,6 +237,8 @@ class Broker(Role):
             return [self.offsets.persist()] if self.offsets.dirty else []
         if name == "slave_sync":
             return self.slave_sync.sync_all(now)
+        if name == TIMER_SYNC:
+            return self.slave_sync.sync_timer_checkpoint(now)
         if name.startswith("pull:"):
             return self.puller.on_hold_timeout(name, now)
         if name == "pull_hold_check":

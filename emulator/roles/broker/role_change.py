@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rmqemu.emulator.roles.broker.slave_sync import TIMER_SYNC
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Every, Now
 from rmqemu.emulator.roles.dledger.config import slave_broker_id
 from rmqemu.emulator.roles.dledger.member import Role as DRole
@@ -63,14 +64,14 @@ class RoleChange:
         self._identity(slave_broker_id(dledger.self_id), "SLAVE")
         actions = b.schedule.stop_delivering() + b.tx_check.stop() + b.timer.stop_delivering()
         b.master_addr = None  # handleSlaveSynchronize(SLAVE): setMasterAddr(null), then the 10 s sync anew
-        actions += [Cancel(SLAVE_SYNC), Every(SLAVE_SYNC, 3000, 10000)]
+        actions += [Cancel(SLAVE_SYNC), Every(SLAVE_SYNC, 3000, 10000), *b.slave_sync.timer_schedule(3000)]
         actions += b.registrar.register_all(now, oneway_=True, force=True)
         return actions + [self._event()]
 
     def change_to_master(self, now: Now) -> list[Action]:
         b = self.broker
         b.master_addr = None
-        actions: list[Action] = [Cancel(SLAVE_SYNC)]
+        actions: list[Action] = [Cancel(SLAVE_SYNC), Cancel(TIMER_SYNC)]
         self._identity(0, "SYNC_MASTER")
         actions += b.schedule.start_delivering(now) + b.tx_check.start() + b.timer.start_delivering(now)
         actions += b.registrar.register_all(now, oneway_=True, force=True)

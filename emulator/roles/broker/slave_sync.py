@@ -17,6 +17,13 @@
   ``config/delayOffset.json`` as they came; the slave's own table is left alone (only a node that
   starts as a master reads that file, and an emulated slave never becomes one).
 
+And every 3 s (5.x: "latency-sensitive, so sync it more frequently"; a classic slave's first after
+10 s, a DLedger follower's after 3 s), while the broker's timer store is not delivering:
+
+- GET_TIMER_CHECK_POINT (60): the master's timer checkpoint (docs/rocketmq-model.md §10.4), whose
+  read time and queue offset the slave takes as its own (``config/timercheck``), so a DLedger
+  follower that becomes master starts its wheel where the old master was at most 3 s before.
+
 Each request fails on its own (timeout or error: only logged in RocketMQ), and the next still
 goes. Not emulated: subscription-group sync. Messages reach a slave through HA commit-log
 replication (ha.py, ha_client.py), not through this sync.
@@ -28,12 +35,13 @@ from typing import TYPE_CHECKING, Callable
 
 from rmqemu.emulator.protocol import Frame, RequestCode, ResponseCode, request
 from rmqemu.emulator.roles.broker.schedule import DELAY_OFFSET_JSON
-from rmqemu.emulator.roles.common.base import Action, Now, Persist, Request
+from rmqemu.emulator.roles.common.base import Action, Cancel, Every, Now, Persist, Request
 from rmqemu.emulator.roles.common.topic_config import parse_wrapper
 
 if TYPE_CHECKING:
     from rmqemu.emulator.roles.broker.broker import Broker
 
+TIMER_SYNC = "timer_sync"
 SYNC_TIMEOUT_MS = 3000  # BrokerOuterAPI.getAllTopicConfig's / getAllConsumerOffset's invokeSync timeout
 
 
@@ -58,6 +66,28 @@ class SlaveSync:
         if master is None:
             return []
         return [Request(master, request(RequestCode.GET_ALL_TOPIC_CONFIG), SYNC_TIMEOUT_MS, self._on_topics)]
+
+    def timer_schedule(self, first_ms: int) -> list[Action]:
+        """The checkpoint's sync, every 3 s from ``first_ms``, when the broker has a timer store."""
+        if not self.broker.store_cfg.timerWheelEnable:
+            return []
+        return [Cancel(TIMER_SYNC), Every(TIMER_SYNC, 3000, first_ms)]
+
+    def sync_timer_checkpoint(self, now: Now) -> list[Action]:
+        """``syncTimerCheckPoint``: not while this broker's own store delivers."""
+        if self.broker.timer.started:
+            return []
+        return self._next(RequestCode.GET_TIMER_CHECK_POINT, self._on_timer_checkpoint)
+
+    def _on_timer_checkpoint(self, resp: Frame | None, now: Now) -> list[Action]:
+        if resp is None or resp.code != ResponseCode.SUCCESS:
+            return []  # "syncTimerCheckPoint Exception": only logged
+        try:
+            body = resp.json_body()
+            read_ms, offset = int(body["lastReadTimeMs"]), int(body["masterTimerQueueOffset"])
+        except (ValueError, TypeError, KeyError, AttributeError):  # BadFrame too
+            return []
+        return self.broker.timer.adopt(read_ms, offset)
 
     def _master(self) -> str | None:
         master = self.broker.master_addr

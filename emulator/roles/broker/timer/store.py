@@ -15,8 +15,9 @@ new message of its real topic: the stored properties less ``REAL_TOPIC``/``REAL_
 The checkpoint is persisted to ``config/timercheck`` every ``timerFlushIntervalMs`` and on a graceful
 stop; a restart rebuilds the wheel from the queue (entries before ``queue_offset`` whose slot is not
 behind ``read_ms``). A kill redelivers what was delivered since the last flush (duplicates, never a
-loss, never early); a DLedger follower that becomes master starts from its own file (5.x's slave
-sync of the checkpoint is not modelled), so it delivers again what the old master delivered.
+loss, never early). A slave takes its master's checkpoint every 3 s (slave_sync.py), so a DLedger
+follower that becomes master starts where the old master was then, and delivers again only what
+the old master delivered since.
 
 Departure: 5.x reads the wheel every 100 ms; here one one-shot timer, ``timer:wheel``, is armed for
 the earliest slot's boundary and re-armed when the wall clock is set (``on_clock``). Messages more
@@ -109,6 +110,27 @@ class TimerStore:
             return []
         self.load(self.broker.read_store)
         return self.start(now)
+
+    def checkpoint(self) -> dict[str, int]:
+        """What GET_TIMER_CHECK_POINT answers: the running store's progress, else its file's."""
+        if self.started:
+            return self.encode()
+        read, offset = self.loaded.get("lastReadTimeMs", 0), self.loaded.get("lastTimerQueueOffset", 0)
+        return {"lastReadTimeMs": read, "lastTimerQueueOffset": offset, "masterTimerQueueOffset": offset}
+
+    def adopt(self, read_ms: int, master_offset: int) -> list[Action]:
+        """A slave takes its master's read time and queue offset (``syncTimerCheckPoint``) and
+        writes them, so a start as master (:meth:`start_delivering`) reads them."""
+        if self.started or (read_ms, master_offset) == (self.loaded.get("lastReadTimeMs"),
+                                                         self.loaded.get("lastTimerQueueOffset")):
+            return []
+        self.loaded = {"lastReadTimeMs": read_ms, "lastTimerQueueOffset": max(master_offset, 0)}
+        return [self.persist_loaded()]
+
+    def persist_loaded(self) -> Persist:
+        read, offset = self.loaded["lastReadTimeMs"], self.loaded["lastTimerQueueOffset"]
+        self.persisted = {"lastReadTimeMs": read, "lastTimerQueueOffset": offset, "masterTimerQueueOffset": offset}
+        return Persist(CHECKPOINT, json.dumps(self.persisted, indent=4))
 
     def stop_delivering(self) -> list[Action]:
         if not self.started:
