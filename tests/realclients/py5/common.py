@@ -116,6 +116,15 @@ def watch_stdin(stop: threading.Event, enabled: bool) -> None:
     threading.Thread(target=run, daemon=True, name="stdin-eof").start()
 
 
+def started(client: Any, args: dict[str, Any]) -> threading.Event:
+    """The ``started`` line; the event a script's loop watches (set at stdin's EOF when the
+    test asked for ``stop_on_stdin_eof``)."""
+    emit("started", client_id=client.client_id, pid=os.getpid())
+    stop = threading.Event()
+    watch_stdin(stop, bool(args.get("stop_on_stdin_eof")))
+    return stop
+
+
 def shutdown(client: Any, timeout_s: float = 10.0) -> None:
     """``client.shutdown()`` on a thread, at most ``timeout_s``; the ``shutdown`` line says how it went."""
     result: dict[str, Any] = {}

@@ -150,9 +150,7 @@ def main() -> int:
         producer.startup()
     except Exception as exc:  # noqa: BLE001 - any start-up failure is the error line
         return common.fail("startup", exc)
-    emit("started", client_id=producer.client_id, pid=os.getpid())
-    stop = threading.Event()
-    common.watch_stdin(stop, bool(args.get("stop_on_stdin_eof")))
+    stop = common.started(producer, args)
     sent = failed = 0
     for i in range(int(args.get("count", 1))):
         if stop.is_set():

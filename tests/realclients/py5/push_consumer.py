@@ -65,9 +65,7 @@ def main() -> int:
         consumer.startup()
     except Exception as exc:  # noqa: BLE001 - any start-up failure is the error line
         return common.fail("startup", exc)
-    emit("started", client_id=consumer.client_id, pid=os.getpid())
-    stop = threading.Event()
-    common.watch_stdin(stop, bool(args.get("stop_on_stdin_eof")))
+    stop = common.started(consumer, args)
     deadline = time.monotonic() + float(args.get("duration_s", 30))
     count = args.get("count")
     with _lock:
