@@ -67,20 +67,30 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
                              for c in cols})
     p = parks[[*_KEY, "msg_id", "topic", "reconsume_times", "ts", "delay_ms", "_skew"]]
     d = dl[[*_KEY, "msg_id", "topic", "reconsume_times", "ts", "lateness_ms", "_skew", "deliveries"]]
-    out = p.merge(d, on=_KEY, how="outer", suffixes=("", "_d"))
-    for col in ("msg_id", "topic", "reconsume_times"):
-        out[col] = out[col].where(out[col].notna(), out[f"{col}_d"])
-    out["parked"] = out["ts"].notna()
-    out["delivered_at"] = out["ts_d"]
-    out["deliveries"] = out["deliveries"].fillna(0).astype(np.int64)
-    shift = (out["_skew_d"] - out["_skew"].fillna(out["_skew_d"])) / scale  # cluster ms the clock moved
-    late = ((out["lateness_ms"] - shift) * scale).astype(float)
-    out["lateness_ms"] = late
+    out = park_join(p, d, _KEY, ("msg_id", "topic", "reconsume_times"), scale)
+    late = out["lateness_ms"]
     out["due"] = np.where(out["deliveries"] > 0, out["ts_d"] - late, out["ts"] + out["delay_ms"] * scale)
     tol = TOLERANCE_MS * scale
     out["status"] = np.select([out["deliveries"] == 0, late > tol, late < -tol], ["pending", "late", "early"],
                               "on_time")
     return out[cols].sort_values(_KEY).reset_index(drop=True)
+
+
+def park_join(parks: pd.DataFrame, first: pd.DataFrame, key: list[str], carried: tuple[str, ...],
+              scale: float) -> pd.DataFrame:
+    """Each entry's park line and first delivery (``key``), outer-joined: the ``carried`` columns
+    from whichever line has them, ``parked``, ``delivered_at``, ``deliveries`` (0 when none) and
+    ``lateness_ms`` in true time, wall ms: the broker's own less the change of its clock offset
+    (``_skew``) between the park and the delivery."""
+    out = parks.merge(first, on=key, how="outer", suffixes=("", "_d"))
+    for col in carried:
+        out[col] = out[col].where(out[col].notna(), out[f"{col}_d"])
+    out["parked"] = out["ts"].notna()
+    out["delivered_at"] = out["ts_d"]
+    out["deliveries"] = out["deliveries"].fillna(0).astype(np.int64)
+    shift = (out["_skew_d"] - out["_skew"].fillna(out["_skew_d"])) / scale  # cluster ms the clock moved
+    out["lateness_ms"] = ((out["lateness_ms"] - shift) * scale).astype(float)
+    return out
 
 
 def undelivered(ent: pd.DataFrame, until: float | None) -> pd.Series:

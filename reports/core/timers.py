@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rmqemu.reports.core.delays import TOLERANCE_MS
+from rmqemu.reports.core.delays import TOLERANCE_MS, park_join
 from rmqemu.reports.core.transactions import codes
 
 #: The masters' kinds this module reads, and ``send`` for the instant a gRPC client asked.
@@ -64,16 +64,9 @@ def entries(lines: pd.DataFrame, scale: float) -> pd.DataFrame:
     p = parks[[*_KEY, "msg_id", "topic", "ts", "_skew", "wait_ms"]]
     d = dl[[*_KEY, "msg_id", "topic", "ts", "_skew", "deliveries", "lateness_ms", "deliver_ms", "due_ms",
             "immediate"]]
-    out = p.merge(d, on=_KEY, how="outer", suffixes=("", "_d"))
-    for col in ("msg_id", "topic"):
-        out[col] = out[col].where(out[col].notna(), out[f"{col}_d"])
-    out["parked"] = out["ts"].notna()
-    out["delivered_at"] = out["ts_d"]
-    out["deliveries"] = out["deliveries"].fillna(0).astype(np.int64)
-    shift = (out["_skew_d"] - out["_skew"].fillna(out["_skew_d"])) / scale  # cluster ms the clock moved
-    late = ((out["lateness_ms"] - shift) * scale).astype(float)
+    out = park_join(p, d, _KEY, ("msg_id", "topic"), scale)
+    late = out["lateness_ms"]
     slot = ((out["due_ms"] - out["deliver_ms"]).clip(lower=0) * scale).astype(float)
-    out["lateness_ms"] = late
     out["due"] = np.where(out["deliveries"] > 0, out["ts_d"] - late, out["ts"] + out["wait_ms"].astype(float) * scale)
     out["immediate"] = out["immediate"].fillna(False).astype(bool)
     out["status"] = np.select([out["deliveries"] == 0, late < -EARLY_SLACK_MS, late > slot + TOLERANCE_MS * scale],

@@ -62,6 +62,7 @@ from rmqemu.emulator.roles.broker.transaction.check_service import CheckService
 from rmqemu.emulator.roles.broker.transaction.end_processor import EndTransactionProcessor
 from rmqemu.emulator.roles.common.base import Action, ChannelEvent, CloseChannel, Every, Inbound, Now, Role
 from rmqemu.emulator.roles.common.broker_config import BrokerConfigs, broker_configs_from_dict
+from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.node_spec import NodeSpec
 from rmqemu.emulator.roles.common.server_dispatch import Handler, dispatch
 from rmqemu.emulator.roles.dledger.server import CODES as DLEDGER_CODES
@@ -167,6 +168,14 @@ class Broker(Role):
             return self.dledger.put(topic, queue_id, body, props, now, **kw)
         record, append = self.store.put(topic, queue_id, body, props, now.wall_ms, **kw)
         return record, [append], None
+
+    def put_copy(self, rec: dict[str, Any], topic: str, queue_id: int, props: dict[str, str], now: Now,
+                 **kw: Any) -> tuple[dict[str, Any] | None, list[Action], str | None]:
+        """A held record (a delay level's, a timed message's) put into its real queue with ``props``:
+        its body, born time and host, flags and reconsume times as they were."""
+        return self.put_record(topic, queue_id, body_bytes(rec), props, now, born_timestamp=rec.get("bornTimestamp", 0),
+                               reconsume_times=rec.get("reconsumeTimes", 0), flag=rec.get("flag", 0),
+                               sys_flag=rec.get("sysFlag", 0), born_host=rec.get("bornHost", ""), **kw)
 
     @classmethod
     def from_spec(cls, spec: NodeSpec, addr: str, read_store: StoreReader) -> "Broker":

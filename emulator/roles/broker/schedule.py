@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from rmqemu.emulator.roles.broker.timer import hook as timer_hook
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Every, Now, Persist
 from rmqemu.emulator.roles.common.broker_config import parse_delay_levels
-from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.sysflag import HALF_TOPIC, PREPARED_TYPE, ROLLBACK_TYPE, TRANSACTION_MASK
 from rmqemu.emulator.roles.common.topic_config import SCHEDULE_TOPIC, TIMER_TOPIC
 
@@ -255,10 +254,7 @@ class ScheduleService:
         if not topic or queue_id is None or topic == HALF_TOPIC:
             return True, []  # never stored so by this broker; RocketMQ discards a half message the same way
         where = self._where(level, rec)
-        record, actions, _ = b.put_record(
-            topic, queue_id, body_bytes(rec), props, now, born_timestamp=rec.get("bornTimestamp", 0),
-            reconsume_times=rec.get("reconsumeTimes", 0), flag=rec.get("flag", 0), sys_flag=rec.get("sysFlag", 0),
-            born_host=rec.get("bornHost", ""), parked_msg_id=where["msg_id"])
+        record, actions, _ = b.put_copy(rec, topic, queue_id, props, now, parked_msg_id=where["msg_id"])
         if record is None:
             return False, actions
         event = Emit("delay.deliver", {**where, "lateness_ms": now.wall_ms - where["due_ms"],

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rmqemu.emulator.roles.broker.timer import hook
 from rmqemu.emulator.roles.common.base import Action, After, Cancel, Emit, Every, Log, Now, Persist
-from rmqemu.emulator.roles.common.message import body_bytes
 from rmqemu.emulator.roles.common.topic_config import TIMER_TOPIC
 
 if TYPE_CHECKING:
@@ -233,10 +232,7 @@ class TimerStore:
         props[hook.TIMER_ENQUEUE_MS] = str(enqueued)
         props[hook.TIMER_DEQUEUE_MS] = str(int(now.wall_ms))
         where = self._where(rec)
-        record, actions, _ = b.put_record(
-            topic, queue_id, body_bytes(rec), props, now, born_timestamp=rec.get("bornTimestamp", 0),
-            reconsume_times=rec.get("reconsumeTimes", 0), flag=rec.get("flag", 0), sys_flag=rec.get("sysFlag", 0),
-            born_host=rec.get("bornHost", ""), parked_msg_id=where["msg_id"])
+        record, actions, _ = b.put_copy(rec, topic, queue_id, props, now, parked_msg_id=where["msg_id"])
         if record is None:
             return False, actions
         event = Emit("timer.deliver", {**where, "lateness_ms": now.wall_ms - where["deliver_ms"],
