@@ -26,15 +26,12 @@ from rmqemu.reports.core.analysis import (
 from rmqemu.reports.core.frame import RunInfo, events
 from rmqemu.reports.results import rows
 from tests import strategies
+from tests.core.analysed import analysed
 from tests.core.failover_runs import Names, Run, kill_run, partition_run, pause_run
 
 QUERIES = ("m.failover_groups", "m.failover_faults", "m.failover_failovers", "m.failover_views", "m.failover_rto",
            "m.failover_stale_sends", "m.failover_lost")
 
-
-def analysed(lines: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    ev = events(lines)
-    return analyse(ev, RunInfo.of(ev, 1.0), {})
 
 
 def one(t: dict[str, pd.DataFrame], name: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from rmqemu.reports.core.analysis import (
     NODE_COLUMNS,
     NODE_KINDS,
     TRUTH_COLUMNS,
-    analyse,
     combine,
     concat,
     node_part,
@@ -25,6 +24,7 @@ from rmqemu.reports.core.frame import RunInfo, events
 from rmqemu.reports.core.order import CAUSES, deliveries
 from rmqemu.reports.core.order_locks import CLIENT_LOCK_MS, holds, lock_lines
 from rmqemu.reports.results import rows
+from tests.core.analysed import analysed
 
 T = "T"
 
@@ -71,10 +71,6 @@ def route(ts: float, queues: list[tuple[str, int]], node: str = "pg-0") -> dict[
     return {"ts": ts, "node": node, "kind": "client.route", "topic": T, "source": "namesrv-0",
             "publish_queues": [{"broker": b, "queue_id": q} for b, q in queues], "changed": True, "group": "pg"}
 
-
-def analysed(lines: list[dict[str, Any]], scale: float = 1.0) -> dict[str, pd.DataFrame]:
-    ev = events(lines)
-    return analyse(ev, RunInfo.of(ev, scale), {})
 
 
 def groups(t: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:

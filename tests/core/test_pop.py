@@ -25,12 +25,8 @@ from rmqemu.reports.core.analysis import (
 from rmqemu.reports.core.frame import RunInfo, events
 from rmqemu.reports.core.rmq5_run import POP_QUERIES, TIMER_QUERIES
 from rmqemu.reports.results import rows
+from tests.core.analysed import analysed
 from tests.core.pop_runs import pop_run
-
-
-def analysed(lines: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    ev = events(lines)
-    return analyse(ev, RunInfo.of(ev, 1.0), {})
 
 
 def tuples(df: pd.DataFrame) -> list[tuple[Any, ...]]:

@@ -27,14 +27,11 @@ from rmqemu.reports.core.analysis import (
 from rmqemu.reports.core.frame import RunInfo, events
 from rmqemu.reports.results import rows
 from tests import strategies
+from tests.core.analysed import analysed
 from tests.core.tx_runs import Names, tx_run
 
 QUERIES = ("m.tx_totals", "m.tx_checks", "m.tx_groups", "m.tx_faults")
 
-
-def analysed(lines: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    ev = events(lines)
-    return analyse(ev, RunInfo.of(ev, 1.0), {})
 
 
 @functools.cache
